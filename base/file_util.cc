@@ -1,0 +1,106 @@
+#include "base/file_util.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "base/errno_status.h"
+#include "base/scoped_fd.h"
+
+namespace nativeprof {
+namespace {
+
+std::string DirectoryOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoError(absl::StrCat("open ", path));
+  std::string out;
+  char buf[8192];
+  while (true) {
+    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(absl::StrCat("read ", path));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> ReadIntegerFile(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadSmallFile(path);
+  if (!text.ok()) return text.status();
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &value)) {
+    return absl::DataLossError(absl::StrCat(path, " does not hold an integer"));
+  }
+  return value;
+}
+
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents) {
+  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  {
+    ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd.valid()) return ErrnoError(absl::StrCat("cannot create ", tmp));
+    const char* p = contents.data();
+    size_t left = contents.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd.get(), p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        absl::Status st = ErrnoError(absl::StrCat("cannot write ", tmp));
+        ::unlink(tmp.c_str());
+        return st;
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    if (::fsync(fd.get()) != 0 && errno != EINVAL) {
+      absl::Status st = ErrnoError(absl::StrCat("cannot fsync ", tmp));
+      ::unlink(tmp.c_str());
+      return st;
+    }
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    absl::Status st = ErrnoError(absl::StrCat("cannot rename ", tmp, " to ", path));
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckOutputWritable(const std::string& path) {
+  if (path.empty()) return absl::InvalidArgumentError("output path is empty");
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat("output path ", path, " is a directory"));
+  }
+  std::string dir = DirectoryOf(path);
+  if (::stat(dir.c_str(), &st) != 0) {
+    return ErrnoError(absl::StrCat("output directory ", dir));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(dir, " is not a directory"));
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return ErrnoError(absl::StrCat("output directory ", dir, " is not writable"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace nativeprof

@@ -1,0 +1,32 @@
+// Small-file reading for /proc and /sys, and atomic file writes (temp file + fsync + rename) for
+// every output nativeprof produces. Callable from any thread; not signal-safe.
+#ifndef NATIVEPROF_BASE_FILE_UTIL_H_
+#define NATIVEPROF_BASE_FILE_UTIL_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace nativeprof {
+
+// Reads a whole file. /proc files report size 0, so this reads until EOF rather than stat()ing.
+// Errors: the ErrnoToStatus code of open/read (kNotFound, kPermissionDenied, ...).
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path);
+
+// Reads a file holding one integer, such as /proc/sys/kernel/perf_event_paranoid.
+absl::StatusOr<int64_t> ReadIntegerFile(const std::string& path);
+
+// Writes `contents` to `path` so that readers see either the old file or the complete new one:
+// writes `path`.tmp.<pid> in the same directory, fsyncs it, then renames it over `path`.
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents);
+
+// Checks, before any work is done, that `path` can later be written by WriteFileAtomically:
+// its directory exists and accepts new files. Errors: kNotFound, kPermissionDenied,
+// kFailedPrecondition (the path is a directory).
+absl::Status CheckOutputWritable(const std::string& path);
+
+}  // namespace nativeprof
+
+#endif  // NATIVEPROF_BASE_FILE_UTIL_H_

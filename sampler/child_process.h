@@ -1,0 +1,65 @@
+// Starts the profiled command: fork, let the parent open perf events on the child while it waits
+// on a pipe, then release it to exec. An exec failure comes back through a close-on-exec pipe, so
+// "cannot execute" is reported as an error rather than as a child exit code. Owned by the main
+// thread; not signal-safe.
+#ifndef NATIVEPROF_SAMPLER_CHILD_PROCESS_H_
+#define NATIVEPROF_SAMPLER_CHILD_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/scoped_fd.h"
+
+namespace nativeprof::sampler {
+
+class ChildProcess {
+ public:
+  // Forks a child that blocks until Release(). `argv[0]` is searched in PATH like execvp.
+  // Errors: kInvalidArgument (empty argv), fork/pipe errno codes.
+  static absl::StatusOr<ChildProcess> Spawn(const std::vector<std::string>& argv);
+
+  ChildProcess(ChildProcess&&) noexcept;
+  ChildProcess& operator=(ChildProcess&&) noexcept;
+  // Kills (SIGKILL) and reaps a child that is still running and was not waited for.
+  ~ChildProcess();
+
+  pid_t pid() const { return pid_; }
+  // A pidfd (pidfd_open) that polls readable when the child exits; -1 if unavailable.
+  int pidfd() const { return pidfd_.get(); }
+
+  // Lets the child exec. Returns OK once exec succeeded; if it failed, the child has exited and
+  // the error is "cannot execute 'foo': No such file or directory" with the errno's code
+  // (kNotFound for ENOENT, kPermissionDenied for EACCES, ...).
+  absl::Status Release();
+
+  // Non-blocking: the wait status if the child has exited (reaped now), else nullopt.
+  std::optional<int> TryWait();
+  // Blocks until the child exits (retrying EINTR); returns its wait status.
+  int Wait();
+
+  // Sends `sig` to the child if it has not been reaped yet.
+  void Signal(int sig);
+
+ private:
+  ChildProcess(pid_t pid, ScopedFd release_fd, ScopedFd exec_error_fd);
+
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int wait_status_ = 0;
+  std::string program_;
+  ScopedFd release_fd_;     // write end: one byte (or close) releases the child
+  ScopedFd exec_error_fd_;  // read end: EOF = exec succeeded, 4 bytes = exec's errno
+  ScopedFd pidfd_;
+};
+
+// Maps a wait status to a shell-style exit code: the exit status, or 128 + signal number.
+int ExitCodeFromWaitStatus(int wait_status);
+
+}  // namespace nativeprof::sampler
+
+#endif  // NATIVEPROF_SAMPLER_CHILD_PROCESS_H_

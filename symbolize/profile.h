@@ -1,0 +1,59 @@
+// The symbolized profile: what symbolize/ produces from unwound stacks and what every writer in
+// output/ consumes (folded, SVG, pprof, speedscope, report, diff). A folded file read back from
+// disk yields the same model with only names filled in. Plain values; no locking.
+#ifndef NATIVEPROF_SYMBOLIZE_PROFILE_H_
+#define NATIVEPROF_SYMBOLIZE_PROFILE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nativeprof::symbolize {
+
+// How a frame was found; writers annotate names with the FlameGraph suffixes
+// "" / "_[k]" / "_[i]" / "_[j]".
+enum class FrameKind : uint8_t { kUser, kKernel, kInlined, kJit };
+
+const char* FrameKindSuffix(FrameKind kind);
+
+struct ProfileFrame {
+  std::string function;     // display name (demangled, arguments dropped unless --full-names);
+                            // "[libfoo.so]" in a module but no symbol, "[unknown]" in no module
+  FrameKind kind = FrameKind::kUser;
+  std::string module;       // path of the mapped file; empty when unknown
+  std::string build_id;     // lower-case hex; empty when unknown
+  uint64_t module_offset = 0;  // file offset of the address within `module` (0 when unknown)
+  std::string file;         // source file (only with --lines / DWARF)
+  uint32_t line = 0;
+
+  friend bool operator==(const ProfileFrame&, const ProfileFrame&) = default;
+};
+
+struct ProfileStack {
+  std::string thread_name;  // comm of the sampled thread
+  int32_t pid = 0;          // 0 when unknown (e.g. read from a folded file)
+  int32_t tid = 0;
+  std::vector<uint32_t> frames;  // indexes into Profile::frames, ROOT FIRST, leaf last
+  uint64_t samples = 0;     // number of samples with exactly this stack
+  uint64_t weight = 0;      // sum of sample periods (nanoseconds for cpu-clock/task-clock)
+};
+
+// One sample in time order, for flame charts and speedscope's time-ordered view.
+struct TimedSample {
+  uint64_t time_ns = 0;     // perf clock (CLOCK_MONOTONIC-like), as in the sample record
+  uint32_t stack = 0;       // index into Profile::stacks
+};
+
+struct Profile {
+  std::vector<ProfileFrame> frames;  // unique frames
+  std::vector<ProfileStack> stacks;  // unique (thread, frames) pairs
+  std::vector<TimedSample> timeline; // may be empty (profiles read from folded files)
+  std::string event = "cpu-clock";   // sampling event name
+  std::string weight_unit = "nanoseconds";  // unit of ProfileStack::weight; "samples" if unknown
+  uint64_t sample_frequency_hz = 0;  // 0 when unknown
+  uint64_t duration_ns = 0;          // 0 when unknown
+};
+
+}  // namespace nativeprof::symbolize
+
+#endif  // NATIVEPROF_SYMBOLIZE_PROFILE_H_

@@ -1,0 +1,148 @@
+#include "tests/testing/test_support.h"
+
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+extern char** environ;
+
+namespace nativeprof::testing {
+
+std::string TargetPath(const std::string& name) {
+  return std::string(NATIVEPROF_TARGETS_DIR) + "/" + name;
+}
+
+std::string SourcePath(const std::string& relative) {
+  return std::string(NATIVEPROF_SOURCE_DIR) + "/" + relative;
+}
+
+std::string NativeprofBinary() { return NATIVEPROF_BINARY; }
+
+namespace {
+std::vector<std::string>* TempDirs() {
+  static std::vector<std::string>* dirs = [] {
+    auto* v = new std::vector<std::string>();
+    std::atexit([] {
+      if (std::getenv("NATIVEPROF_KEEP_TEST_FILES") != nullptr) return;
+      for (const std::string& d : *TempDirs()) {
+        std::error_code ec;
+        std::filesystem::remove_all(d, ec);
+      }
+    });
+    return v;
+  }();
+  return dirs;
+}
+}  // namespace
+
+std::string MakeTempDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string templ = std::string(tmp ? tmp : "/tmp") + "/nativeprof-test-XXXXXX";
+  char* made = ::mkdtemp(templ.data());
+  if (made == nullptr) {
+    ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
+    return "/tmp";
+  }
+  TempDirs()->push_back(made);
+  return made;
+}
+
+CommandResult RunCommand(const std::vector<std::string>& argv) {
+  CommandResult result;
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ADD_FAILURE() << "pipe: " << std::strerror(errno);
+    return result;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (rc != 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    ADD_FAILURE() << "posix_spawnp " << argv[0] << ": " << std::strerror(rc);
+    return result;
+  }
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&result.out, &result.err};
+  int open_fds = 2;
+  char buf[65536];
+  while (open_fds > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      ssize_t n = ::read(fds[i].fd, buf, sizeof(buf));
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+std::string ReadFileOrEmpty(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool PerfEventsAvailable(std::string* why) {
+  static std::once_flag once;
+  static bool ok = false;
+  static std::string reason;
+  std::call_once(once, [] {
+    perf_event_attr attr{};
+    attr.size = sizeof(attr);
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_CPU_CLOCK;
+    attr.disabled = 1;
+    attr.exclude_kernel = 1;
+    int fd = static_cast<int>(::syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0));
+    if (fd < 0) {
+      reason = std::string("perf_event_open(cpu-clock) failed: ") + std::strerror(errno) +
+               "; check /proc/sys/kernel/perf_event_paranoid";
+      return;
+    }
+    ::close(fd);
+    ok = true;
+  });
+  if (!ok && why != nullptr) *why = reason;
+  return ok;
+}
+
+}  // namespace nativeprof::testing

@@ -1,0 +1,63 @@
+// Helpers shared by the test binaries: status matchers (Debian's Abseil ships none), paths of the
+// built test targets, running a command and capturing its output.
+#ifndef NATIVEPROF_TESTS_TESTING_TEST_SUPPORT_H_
+#define NATIVEPROF_TESTS_TESTING_TEST_SUPPORT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace nativeprof::testing {
+
+// Path of a test program built from tests/targets/.
+std::string TargetPath(const std::string& name);
+// Path of a file under the source tree (e.g. "tests/testdata/demangle/cpp.tsv").
+std::string SourcePath(const std::string& relative);
+// Path of the built nativeprof CLI.
+std::string NativeprofBinary();
+// A fresh empty directory under $TMPDIR, removed at process exit.
+std::string MakeTempDir();
+
+struct CommandResult {
+  int exit_code = -1;  // exit status, or 128 + signal
+  std::string out;     // stdout
+  std::string err;     // stderr
+};
+// Runs argv (no shell) with stdin from /dev/null; waits for it.
+CommandResult RunCommand(const std::vector<std::string>& argv);
+
+// Reads a whole file; empty string if it does not exist.
+std::string ReadFileOrEmpty(const std::string& path);
+
+// True when perf_event_open works for a software event on this machine; the reason otherwise.
+bool PerfEventsAvailable(std::string* why);
+
+}  // namespace nativeprof::testing
+
+#define NP_SKIP_IF_NO_PERF()                                                    \
+  do {                                                                          \
+    std::string np_why_;                                                        \
+    if (!::nativeprof::testing::PerfEventsAvailable(&np_why_)) GTEST_SKIP() << np_why_; \
+  } while (0)
+
+#define NP_ASSERT_OK(expr)                                  \
+  do {                                                      \
+    const ::absl::Status np_st_ = ::nativeprof::AsStatus(expr); \
+    ASSERT_TRUE(np_st_.ok()) << np_st_;                     \
+  } while (0)
+#define NP_EXPECT_OK(expr) EXPECT_TRUE(::nativeprof::AsStatus(expr).ok()) << ::nativeprof::AsStatus(expr)
+
+#define NP_ASSERT_OK_AND_ASSIGN(lhs, expr) \
+  NP_ASSERT_OK_AND_ASSIGN_IMPL_(NP_STATUS_CONCAT_(np_test_so_, __LINE__), lhs, expr)
+#define NP_ASSERT_OK_AND_ASSIGN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                                  \
+  ASSERT_TRUE(tmp.ok()) << tmp.status();              \
+  lhs = std::move(tmp).value()
+
+#include "base/status_macros.h"
+
+#endif  // NATIVEPROF_TESTS_TESTING_TEST_SUPPORT_H_

@@ -1,0 +1,13 @@
+// Entry points of the nativeprof subcommands. Each takes the arguments after "nativeprof"
+// (argv[0] is the subcommand name), prints results to stdout or files and diagnostics to stderr,
+// and returns the process exit code (tools/exit_codes.h).
+#ifndef NATIVEPROF_TOOLS_COMMANDS_H_
+#define NATIVEPROF_TOOLS_COMMANDS_H_
+
+namespace nativeprof::tools {
+
+int RunRecordCommand(int argc, char** argv);
+
+}  // namespace nativeprof::tools
+
+#endif  // NATIVEPROF_TOOLS_COMMANDS_H_

@@ -1,0 +1,44 @@
+// The nativeprof CLI: dispatches to one subcommand; nothing else lives here.
+#include <cstdio>
+#include <cstring>
+
+#include "tools/commands.h"
+#include "tools/exit_codes.h"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  int (*run)(int argc, char** argv);
+  const char* summary;
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"record", nativeprof::tools::RunRecordCommand, "run a command and sample its stacks"},
+};
+
+void PrintUsage(FILE* out) {
+  std::fprintf(out, "usage: nativeprof <command> [options]\n\ncommands:\n");
+  for (const Subcommand& c : kSubcommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n'nativeprof <command> --help' describes a command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    PrintUsage(stderr);
+    return nativeprof::tools::kExitUsage;
+  }
+  if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    PrintUsage(stdout);
+    return nativeprof::tools::kExitOk;
+  }
+  for (const Subcommand& c : kSubcommands) {
+    if (std::strcmp(argv[1], c.name) == 0) return c.run(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "nativeprof: unknown command '%s'; run 'nativeprof --help' for the list\n",
+               argv[1]);
+  return nativeprof::tools::kExitUsage;
+}
