@@ -1,0 +1,73 @@
+// Names addresses. The facade over every symbol source (ELF .symtab/.dynsym, separate debug files,
+// MiniDebugInfo, DWARF inline frames and lines, kallsyms, perf JIT maps, the vdso), caching each
+// module's tables by ModuleId the first time it is needed. Used once per distinct address after
+// the target exits (not on the sampling path). Not thread-safe.
+#ifndef NATIVEPROF_SYMBOLIZE_SYMBOLIZER_H_
+#define NATIVEPROF_SYMBOLIZE_SYMBOLIZER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sampler/module_registry.h"
+#include "symbolize/profile.h"
+
+namespace nativeprof::symbolize {
+
+struct SymbolizerOptions {
+  bool inline_frames = true;   // expand DWARF inline chains (--no-inline turns off)
+  bool lines = false;          // file:line on leaf frames (--lines)
+  bool full_names = false;     // keep C++ argument lists and Rust hashes (--full-names)
+  bool addresses = false;      // unnamed frames as "libfoo.so+0x1a2b" instead of "[libfoo.so]"
+};
+
+// One symbolized frame for one address; an address inside inlined code yields several, innermost
+// (the inlined callee) first, the outermost (the real function) last.
+struct SymbolizedFrame {
+  std::string function;
+  FrameKind kind = FrameKind::kUser;
+  std::string file;
+  uint32_t line = 0;
+};
+
+// Quality figures for the run summary.
+struct SymbolizationStats {
+  uint64_t addresses = 0;        // distinct addresses symbolized
+  uint64_t named = 0;            // of which got a function name
+  struct ModuleMiss {
+    std::string module;
+    uint64_t unnamed = 0;
+    std::string reason;          // "stripped, no debug file found", "no module", ...
+    std::string advice;          // "install libfoo-dbgsym", "build with -g", ...
+  };
+  std::vector<ModuleMiss> worst_modules;  // most unnamed first
+  std::vector<std::string> warnings;      // e.g. "program built without optimization (-O0)"
+};
+
+class Symbolizer {
+ public:
+  virtual ~Symbolizer() = default;
+
+  // Symbolizes a user-space address: `file_offset` is the offset in the module's file (the
+  // address space resolved avma -> file offset at sample time); `pid` and `avma` are for sources
+  // keyed by process (perf maps, the vdso, /proc/PID/map_files). For a return address the caller
+  // passes the address of the call (avma - 1). Appends to `out`, innermost first; never fails:
+  // an address with no name yields "[module]" (or "module+0xoff" with `addresses`).
+  virtual void SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_t file_offset,
+                             uint64_t avma, std::vector<SymbolizedFrame>* out) = 0;
+  // An address in no mapping: a JIT frame from /tmp/perf-PID.map if one covers it, else
+  // "[unknown]".
+  virtual void SymbolizeUnmapped(int32_t pid, uint64_t avma, std::vector<SymbolizedFrame>* out) = 0;
+  // A kernel address, named from /proc/kallsyms (suffix _[k] is added by writers via kind).
+  virtual void SymbolizeKernel(uint64_t avma, std::vector<SymbolizedFrame>* out) = 0;
+
+  virtual SymbolizationStats Stats() const = 0;
+};
+
+std::unique_ptr<Symbolizer> MakeSymbolizer(const sampler::ModuleRegistry& modules,
+                                           const SymbolizerOptions& options);
+
+}  // namespace nativeprof::symbolize
+
+#endif  // NATIVEPROF_SYMBOLIZE_SYMBOLIZER_H_

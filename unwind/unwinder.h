@@ -1,0 +1,84 @@
+// Turns one sample into a list of frame addresses, leaf first. Unwinders only produce addresses;
+// naming them is symbolize/'s job. Used on the drain thread; an Unwinder keeps caches and is not
+// thread-safe. Unwind() must not allocate in steady state (the output is reused).
+#ifndef NATIVEPROF_UNWIND_UNWINDER_H_
+#define NATIVEPROF_UNWIND_UNWINDER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sampler/address_space.h"
+#include "sampler/module_registry.h"
+#include "sampler/records.h"
+
+namespace nativeprof::unwind {
+
+// The leaf frame is the sampled instruction; every other user frame is a return address, which
+// points after the call: symbol and CFI lookups use avma - 1 for those (see LookupAvma).
+enum class FrameKind : uint8_t { kInstructionPointer, kReturnAddress };
+
+struct Frame {
+  uint64_t avma = 0;
+  FrameKind kind = FrameKind::kReturnAddress;
+  bool kernel = false;
+};
+
+inline uint64_t LookupAvma(const Frame& f) {
+  return f.kind == FrameKind::kReturnAddress ? f.avma - 1 : f.avma;
+}
+
+// Why an unwind stopped. Anything but kComplete is counted and shown in the run summary.
+enum class StackEnd : uint8_t {
+  kComplete,           // reached the outermost frame (or the chain's natural end)
+  kTruncatedStack,     // the frame's CFA lies beyond the copied user stack
+  kNoUnwindInfo,       // no CFI and frame pointers gave nothing usable
+  kNoModule,           // a return address in no known mapping (JIT / anonymous memory)
+  kBadFrame,           // unwinding did not advance or produced an impossible frame
+  kMaxDepth,           // hit the frame limit
+};
+inline constexpr int kStackEndCount = 6;
+const char* StackEndName(StackEnd end);
+
+struct UnwoundStack {
+  std::vector<Frame> frames;  // leaf first; kernel frames (if any) before user frames
+  StackEnd end = StackEnd::kComplete;
+  bool spliced = false;       // DWARF unwind completed with the kernel's frame-pointer chain
+
+  void Clear() {
+    frames.clear();
+    end = StackEnd::kComplete;
+    spliced = false;
+  }
+};
+
+// What an unwinder may consult about the sampled process.
+struct ProcessView {
+  int32_t pid = 0;
+  const sampler::AddressSpace* address_space = nullptr;
+  const sampler::ModuleRegistry* modules = nullptr;
+};
+
+class Unwinder {
+ public:
+  virtual ~Unwinder() = default;
+  // Unwinds `sample` into `out` (cleared first).
+  virtual void Unwind(const sampler::SampleView& sample, const ProcessView& process,
+                      UnwoundStack* out) = 0;
+};
+
+inline constexpr size_t kMaxFrames = 1024;
+
+// Call-graph modes of `record --call-graph`.
+enum class CallGraphMode : uint8_t { kFramePointer, kDwarf };
+enum class DwarfBackend : uint8_t { kNative, kLibunwind };
+
+// Makes the unwinder for a mode. kFramePointer reads PERF_SAMPLE_CALLCHAIN (the kernel's walk).
+// Errors: kUnimplemented if the mode is not available in this build.
+absl::StatusOr<std::unique_ptr<Unwinder>> MakeUnwinder(CallGraphMode mode, DwarfBackend backend);
+
+}  // namespace nativeprof::unwind
+
+#endif  // NATIVEPROF_UNWIND_UNWINDER_H_
