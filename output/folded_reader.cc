@@ -1,0 +1,131 @@
+#include "output/folded_reader.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "base/file_util.h"
+#include "base/status_macros.h"
+
+namespace nativeprof::output {
+
+using symbolize::FrameKind;
+using symbolize::Profile;
+using symbolize::ProfileFrame;
+using symbolize::ProfileStack;
+
+namespace {
+
+// Splits a FlameGraph annotation off a frame name.
+std::pair<absl::string_view, FrameKind> SplitSuffix(absl::string_view name) {
+  if (name.size() > 4 && name.substr(name.size() - 4, 2) == "_[" && name.back() == ']') {
+    switch (name[name.size() - 2]) {
+      case 'k':
+        return {name.substr(0, name.size() - 4), FrameKind::kKernel};
+      case 'i':
+        return {name.substr(0, name.size() - 4), FrameKind::kInlined};
+      case 'j':
+        return {name.substr(0, name.size() - 4), FrameKind::kJit};
+      default:
+        break;
+    }
+  }
+  return {name, FrameKind::kUser};
+}
+
+}  // namespace
+
+absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
+  Profile profile;
+  profile.weight_unit = "samples";
+  // (name + kind byte) -> frame index; (thread + frame list) -> stack index.
+  absl::flat_hash_map<std::string, uint32_t> frame_ids;
+  absl::flat_hash_map<std::string, uint32_t> stack_ids;
+  std::string frame_key;
+  std::string stack_key;
+  std::vector<uint32_t> frames;
+  size_t line_no = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == absl::string_view::npos) continue;
+    const size_t sep = line.find_last_of(" \t");
+    if (sep == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", line_no, ": no sample count (expected 'comm;frame;... COUNT')"));
+    }
+    absl::string_view count_text = line.substr(sep + 1);
+    uint64_t count = 0;
+    if (count_text.empty() || !absl::SimpleAtoi(count_text, &count) || count_text[0] == '-' ||
+        count_text[0] == '+') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", line_no, ": sample count '", count_text, "' is not a non-negative integer"));
+    }
+    absl::string_view stack_text = line.substr(0, sep);
+    while (!stack_text.empty() && (stack_text.back() == ' ' || stack_text.back() == '\t')) {
+      stack_text.remove_suffix(1);
+    }
+    if (stack_text.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("line ", line_no, ": empty stack"));
+    }
+    frames.clear();
+    absl::string_view thread;
+    bool first = true;
+    for (absl::string_view element : absl::StrSplit(stack_text, ';')) {
+      if (first) {
+        thread = element;
+        first = false;
+        continue;
+      }
+      auto [name, kind] = SplitSuffix(element);
+      frame_key.assign(name.data(), name.size());
+      frame_key.push_back(static_cast<char>('0' + static_cast<int>(kind)));
+      auto [it, inserted] =
+          frame_ids.try_emplace(frame_key, static_cast<uint32_t>(profile.frames.size()));
+      if (inserted) {
+        ProfileFrame f;
+        f.function = std::string(name);
+        f.kind = kind;
+        profile.frames.push_back(std::move(f));
+      }
+      frames.push_back(it->second);
+    }
+    stack_key.assign(thread.data(), thread.size());
+    for (uint32_t id : frames) absl::StrAppend(&stack_key, ";", id);
+    auto [sit, sinserted] =
+        stack_ids.try_emplace(stack_key, static_cast<uint32_t>(profile.stacks.size()));
+    if (sinserted) {
+      ProfileStack s;
+      s.thread_name = std::string(thread);
+      s.frames = frames;
+      profile.stacks.push_back(std::move(s));
+    }
+    ProfileStack& s = profile.stacks[sit->second];
+    s.samples += count;
+    s.weight += count;
+  }
+  return profile;
+}
+
+absl::StatusOr<Profile> ReadFoldedFile(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadSmallFile(path);
+  if (!text.ok()) return text.status();  // already names the call and the path
+  absl::StatusOr<Profile> profile = ParseFolded(*text);
+  if (!profile.ok()) {
+    // "line N: problem" -> "path:N: problem", the compiler convention editors understand.
+    absl::string_view msg = profile.status().message();
+    if (absl::ConsumePrefix(&msg, "line ")) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", msg));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", msg));
+  }
+  return profile;
+}
+
+}  // namespace nativeprof::output

@@ -1,0 +1,186 @@
+#include <string>
+
+#include "absl/status/status.h"
+#include "base/file_util.h"
+#include "output/folded_reader.h"
+#include "output/folded_writer.h"
+#include "output/profile_writer.h"
+#include "symbolize/profile.h"
+#include "tests/testing/test_support.h"
+
+namespace nativeprof::output {
+namespace {
+
+using symbolize::FrameKind;
+using symbolize::Profile;
+using symbolize::ProfileFrame;
+using symbolize::ProfileStack;
+using ::testing::HasSubstr;
+
+uint32_t AddFrame(Profile& p, const std::string& name, FrameKind kind = FrameKind::kUser) {
+  ProfileFrame f;
+  f.function = name;
+  f.kind = kind;
+  p.frames.push_back(f);
+  return static_cast<uint32_t>(p.frames.size() - 1);
+}
+
+void AddStack(Profile& p, const std::string& comm, int pid, int tid,
+              std::vector<uint32_t> frames, uint64_t samples) {
+  ProfileStack s;
+  s.thread_name = comm;
+  s.pid = pid;
+  s.tid = tid;
+  s.frames = std::move(frames);
+  s.samples = samples;
+  s.weight = samples * 1000000;
+  p.stacks.push_back(std::move(s));
+}
+
+TEST(FoldedWriterTest, MergesThreadsSortsAndAnnotates) {
+  Profile p;
+  uint32_t main_f = AddFrame(p, "main");
+  uint32_t work = AddFrame(p, "work");
+  uint32_t sys = AddFrame(p, "do_syscall_64", FrameKind::kKernel);
+  uint32_t inl = AddFrame(p, "inlined_helper", FrameKind::kInlined);
+  uint32_t jit = AddFrame(p, "jitted", FrameKind::kJit);
+  AddStack(p, "app", 10, 10, {main_f, work}, 5);
+  AddStack(p, "app", 10, 11, {main_f, work}, 3);  // other tid: merges
+  AddStack(p, "app", 12, 12, {main_f, work}, 2);  // other pid: merges
+  AddStack(p, "app", 10, 10, {main_f, work, sys}, 4);
+  AddStack(p, "app", 10, 10, {main_f, inl, jit}, 1);
+  AddStack(p, "app", 10, 10, {main_f}, 0);  // no samples: left out
+  AddStack(p, "Worker", 10, 13, {work}, 7);
+  EXPECT_EQ(RenderFolded(p),
+            "Worker;work 7\n"
+            "app;main;inlined_helper_[i];jitted_[j] 1\n"
+            "app;main;work 10\n"
+            "app;main;work;do_syscall_64_[k] 4\n");
+}
+
+TEST(FoldedWriterTest, SanitizesSeparatorsButKeepsSpaces) {
+  Profile p;
+  uint32_t a = AddFrame(p, "operator()(int; char)\nx");
+  uint32_t b = AddFrame(p, "std::vector<int>::push_back(int const&) const");
+  uint32_t c = AddFrame(p, "");
+  AddStack(p, "my;comm", 1, 1, {a, b, c}, 2);
+  const std::string text = RenderFolded(p);
+  EXPECT_EQ(text,
+            "my:comm;operator()(int: char) x;std::vector<int>::push_back(int const&) const;"
+            "[unknown] 2\n");
+  // It parses back to the same names.
+  NP_ASSERT_OK_AND_ASSIGN(Profile back, ParseFolded(text));
+  ASSERT_EQ(back.stacks.size(), 1u);
+  ASSERT_EQ(back.stacks[0].frames.size(), 3u);
+  EXPECT_EQ(back.frames[back.stacks[0].frames[1]].function,
+            "std::vector<int>::push_back(int const&) const");
+  EXPECT_EQ(back.stacks[0].samples, 2u);
+}
+
+TEST(FoldedWriterTest, DeterministicAcrossInputOrder) {
+  Profile p1, p2;
+  for (Profile* p : {&p1, &p2}) {
+    AddFrame(*p, "a");
+    AddFrame(*p, "b");
+  }
+  AddStack(p1, "t", 1, 1, {0, 1}, 3);
+  AddStack(p1, "t", 1, 1, {1}, 4);
+  AddStack(p2, "t", 1, 1, {1}, 4);
+  AddStack(p2, "t", 1, 1, {0, 1}, 3);
+  EXPECT_EQ(RenderFolded(p1), RenderFolded(p2));
+}
+
+TEST(FoldedReaderTest, ParsesKindsThreadsAndSumsDuplicates) {
+  NP_ASSERT_OK_AND_ASSIGN(
+      Profile p, ParseFolded("app;main;work;sys_read_[k] 4\n"
+                             "\n"
+                             "app;main;inl_[i];jit_[j] 1\r\n"
+                             "app;main;work;sys_read_[k] 6\n"
+                             "other;main 2"));
+  ASSERT_EQ(p.stacks.size(), 3u);
+  EXPECT_EQ(p.stacks[0].thread_name, "app");
+  EXPECT_EQ(p.stacks[0].samples, 10u);
+  EXPECT_EQ(p.stacks[0].weight, 10u);
+  EXPECT_EQ(p.weight_unit, "samples");
+  ASSERT_EQ(p.stacks[0].frames.size(), 3u);
+  const ProfileFrame& leaf = p.frames[p.stacks[0].frames[2]];
+  EXPECT_EQ(leaf.function, "sys_read");
+  EXPECT_EQ(leaf.kind, FrameKind::kKernel);
+  EXPECT_EQ(p.frames[p.stacks[1].frames[1]].kind, FrameKind::kInlined);
+  EXPECT_EQ(p.frames[p.stacks[1].frames[2]].kind, FrameKind::kJit);
+  EXPECT_EQ(p.frames[p.stacks[1].frames[2]].function, "jit");
+  // "main" is interned once.
+  EXPECT_EQ(p.stacks[0].frames[0], p.stacks[2].frames[0]);
+  EXPECT_EQ(p.stacks[2].thread_name, "other");
+  EXPECT_EQ(p.stacks[2].samples, 2u);
+}
+
+TEST(FoldedReaderTest, RoundTripIsByteIdentical) {
+  const std::string text =
+      "Worker;work 7\n"
+      "app;main;inlined_helper_[i];jitted_[j] 1\n"
+      "app;main;work 10\n"
+      "app;main;work;do_syscall_64_[k] 4\n";
+  NP_ASSERT_OK_AND_ASSIGN(Profile p, ParseFolded(text));
+  EXPECT_EQ(RenderFolded(p), text);
+}
+
+TEST(FoldedReaderTest, ErrorsNameTheLine) {
+  auto missing = ParseFolded("a;b 1\nno_count_here\n");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(missing.status().message(), HasSubstr("line 2"));
+
+  auto bad = ParseFolded("a;b 1\n\na;c x12\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("line 3"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("x12"));
+
+  auto negative = ParseFolded("a;b -1\n");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_THAT(negative.status().message(), HasSubstr("line 1"));
+}
+
+TEST(FoldedReaderTest, FileErrors) {
+  auto missing = ReadFoldedFile("/nonexistent/dir/x.folded");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+
+  const std::string dir = testing::MakeTempDir();
+  const std::string path = dir + "/bad.folded";
+  NP_ASSERT_OK(WriteFileAtomically(path, "a;b 1\na;b;c zz\n"));
+  auto bad = ReadFoldedFile(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr(path + ":2:"));
+}
+
+TEST(ProfileWriterTest, FormatNamesAndExtensions) {
+  EXPECT_EQ(*ParseOutputFormat("folded"), OutputFormat::kFolded);
+  EXPECT_EQ(*ParseOutputFormat("svg"), OutputFormat::kSvg);
+  EXPECT_EQ(*ParseOutputFormat("pprof"), OutputFormat::kPprof);
+  EXPECT_EQ(*ParseOutputFormat("speedscope"), OutputFormat::kSpeedscope);
+  EXPECT_EQ(ParseOutputFormat("png").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FormatFromPath("out.svg"), OutputFormat::kSvg);
+  EXPECT_EQ(FormatFromPath("out.pb.gz"), OutputFormat::kPprof);
+  EXPECT_EQ(FormatFromPath("out.pprof"), OutputFormat::kPprof);
+  EXPECT_EQ(FormatFromPath("out.pb"), OutputFormat::kPprof);
+  EXPECT_EQ(FormatFromPath("out.speedscope.json"), OutputFormat::kSpeedscope);
+  EXPECT_EQ(FormatFromPath("out.json"), OutputFormat::kFolded);
+  EXPECT_EQ(FormatFromPath("nativeprof.folded"), OutputFormat::kFolded);
+  EXPECT_EQ(FormatFromPath("out.txt"), OutputFormat::kFolded);
+}
+
+TEST(ProfileWriterTest, WriteProfileWritesAndReportsErrors) {
+  Profile p;
+  AddFrame(p, "main");
+  AddStack(p, "app", 1, 1, {0}, 3);
+  const std::string dir = testing::MakeTempDir();
+  NP_ASSERT_OK(WriteProfile(p, dir + "/x.folded", OutputFormat::kFolded, {}));
+  EXPECT_EQ(testing::ReadFileOrEmpty(dir + "/x.folded"), "app;main 3\n");
+  absl::Status st = WriteProfile(p, dir + "/no/such/dir/x.folded", OutputFormat::kFolded, {});
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace nativeprof::output
