@@ -10,6 +10,7 @@ packages=(
   linux-perf binutils elfutils xz-utils
   clang-14 libclang-rt-14-dev libc6-dbg
   python3
+  chromium golang-go
 )
 
 missing=()
