@@ -1,0 +1,119 @@
+// Counting perf events on a target process (perf stat's engine): one fd per event, opened on the
+// target with `inherit` so its threads and children count too, enabled on exec (or now), read as
+// value + time_enabled + time_running so multiplexed hardware counters can be scaled. Optionally
+// keeps a per-thread breakdown (see counter_threads.h). Owned and used by one thread (the
+// command's main thread); not signal-safe.
+#ifndef NATIVEPROF_SAMPLER_COUNTER_SET_H_
+#define NATIVEPROF_SAMPLER_COUNTER_SET_H_
+
+#include <linux/perf_event.h>
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/scoped_fd.h"
+#include "sampler/counter_threads.h"
+#include "sampler/counter_value.h"
+#include "sampler/event_spec.h"
+
+namespace nativeprof::sampler {
+
+// perf_event_open(2) as a replaceable function: returns an fd, or -1 with errno set. Tests pass
+// a fake to simulate refusals and PMU values on a machine without a PMU.
+using PerfEventOpenFn =
+    std::function<int(perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags)>;
+
+struct CounterOptions {
+  // True: counting starts when the (not yet exec'd) target calls exec, so the profiler's own
+  // fork/exec setup is not counted. False: counting starts at Open().
+  bool enable_on_exec = true;
+  // Count the target's threads and child processes created after Open().
+  bool inherit = true;
+  // Keep a per-thread breakdown (inherit_stat + PERF_RECORD_READ side band). Needs inherit.
+  bool per_thread = false;
+  // Data pages of the per-thread side-band ring (power of two). Each exiting task writes ~48
+  // bytes per event; the ring is drained by Poll(), so this only has to hold one poll interval.
+  size_t ring_pages = 128;
+  // Testing seam; empty = the real syscall.
+  PerfEventOpenFn open_fn;
+};
+
+class CounterSet {
+ public:
+  // Opens one counting event per entry of `events` on `pid` (cpu = -1, every CPU it runs on).
+  // Events the kernel cannot give (ENOENT, EOPNOTSUPP, ENODEV, EINVAL, ...) stay in the set as
+  // unsupported. When the kernel refuses kernel-mode counting (EACCES/EPERM) the event is retried
+  // with exclude_kernel, as perf does. Errors: kPermissionDenied with PerfPermissionMessage()
+  // when an event is refused even then; kNotFound when `pid` does not exist; other errno codes
+  // (e.g. EMFILE -> kResourceExhausted) as is; kInvalidArgument for an empty list.
+  static absl::StatusOr<CounterSet> Open(const std::vector<EventSpec>& events, pid_t pid,
+                                         const CounterOptions& options);
+
+  CounterSet(CounterSet&&) noexcept;
+  CounterSet& operator=(CounterSet&&) noexcept;
+  ~CounterSet();
+
+  // Starts / stops every supported event now (PERF_EVENT_IOC_ENABLE / DISABLE). Errors: the
+  // ioctl's errno code.
+  absl::Status Enable();
+  absl::Status Disable();
+
+  // Totals over the whole target, one per event in Open() order. Unsupported events come back
+  // with supported == false. Errors: kDataLoss / the read errno code.
+  absl::StatusOr<std::vector<CounterValue>> Read() const;
+
+  // Per-thread mode only: moves side-band records out of the ring. Call periodically while the
+  // target runs (a full ring loses records) and once after it exited.
+  void Poll();
+
+  // Per-thread mode: one row per task that exited while counted, plus the main thread (which
+  // also carries whatever is still alive). `main_comm` names the main thread when the kernel
+  // sent no COMM record for it. Errors: kFailedPrecondition when not in per-thread mode; as Read().
+  absl::StatusOr<std::vector<ThreadCounters>> ReadPerThread(const std::string& main_comm);
+
+  // Side-band records the kernel dropped because the ring was full (per-thread numbers of the
+  // affected threads then stay with the main thread).
+  uint64_t lost_records() const;
+
+  const std::vector<EventSpec>& events() const { return events_; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  struct Slot {
+    EventSpec event;
+    ScopedFd fd;           // invalid when unsupported
+    std::string unsupported_reason;
+    uint64_t id = 0;
+  };
+  CounterSet() = default;
+
+  pid_t pid_ = -1;
+  bool per_thread_ = false;
+  std::vector<EventSpec> events_;
+  std::vector<Slot> slots_;
+  std::optional<CounterRing> ring_;
+  std::unique_ptr<CounterSideband> sideband_;
+};
+
+// perf stat's default events: task-clock, context-switches, cpu-migrations, page-faults, cycles,
+// instructions, branches, branch-misses, cache-references, cache-misses.
+std::vector<EventSpec> DefaultCounterEvents();
+
+// The one-line explanation for an EACCES/EPERM from perf_event_open: names the event,
+// /proc/sys/kernel/perf_event_paranoid with its current value (`paranoid`, nullopt when
+// unreadable) and what to do.
+std::string PerfPermissionMessage(const std::string& event_name, int err,
+                                  std::optional<int64_t> paranoid);
+
+// True for the perf_event_open errnos that mean "this event does not exist here".
+bool IsUnsupportedEventErrno(int err);
+
+}  // namespace nativeprof::sampler
+
+#endif  // NATIVEPROF_SAMPLER_COUNTER_SET_H_
