@@ -3,7 +3,7 @@
 #include <mutex>
 
 #include "spdlog/cfg/env.h"
-#include "spdlog/sinks/stderr_color_sinks.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
 
 namespace nativeprof {
 namespace {

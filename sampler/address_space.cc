@@ -1,0 +1,54 @@
+#include "sampler/address_space.h"
+
+namespace nativeprof::sampler {
+
+void AddressSpace::Map(const Mapping& mapping) {
+  if (mapping.end_avma <= mapping.start_avma) return;
+  Unmap(mapping.start_avma, mapping.end_avma);
+  by_start_.emplace(mapping.start_avma, mapping);
+  ++generation_;
+}
+
+void AddressSpace::Unmap(uint64_t start, uint64_t end) {
+  if (end <= start || by_start_.empty()) return;
+  auto it = by_start_.upper_bound(start);
+  if (it != by_start_.begin()) --it;
+  bool changed = false;
+  while (it != by_start_.end() && it->second.start_avma < end) {
+    Mapping old = it->second;
+    if (old.end_avma <= start) {
+      ++it;
+      continue;
+    }
+    it = by_start_.erase(it);
+    changed = true;
+    // Keep the parts of the old mapping outside [start, end).
+    if (old.start_avma < start) {
+      Mapping head = old;
+      head.end_avma = start;
+      by_start_.emplace(head.start_avma, head);
+    }
+    if (old.end_avma > end) {
+      Mapping tail = old;
+      tail.file_offset = old.file_offset + (end - old.start_avma);
+      tail.start_avma = end;
+      it = by_start_.emplace(tail.start_avma, tail).first;
+      ++it;
+    }
+  }
+  if (changed) ++generation_;
+}
+
+void AddressSpace::Clear() {
+  by_start_.clear();
+  ++generation_;
+}
+
+const Mapping* AddressSpace::Find(uint64_t avma) const {
+  auto it = by_start_.upper_bound(avma);
+  if (it == by_start_.begin()) return nullptr;
+  --it;
+  return avma < it->second.end_avma ? &it->second : nullptr;
+}
+
+}  // namespace nativeprof::sampler

@@ -1,0 +1,160 @@
+#include "sampler/child_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "base/errno_status.h"
+
+namespace nativeprof::sampler {
+namespace {
+
+// Runs in the forked child: only async-signal-safe calls until exec.
+[[noreturn]] void ChildMain(int release_fd, int error_fd, char** argv) {
+  // Restore default dispositions the parent may have changed, so the target behaves as if run
+  // from a shell (SIGINT terminates it, SIGPIPE is not ignored).
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGCHLD, SIGQUIT, SIGHUP}) sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  char byte;
+  ssize_t n;
+  do {
+    n = ::read(release_fd, &byte, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) _exit(127);  // the parent went away or gave up: never run the command unprofiled
+  ::close(release_fd);
+  ::execvp(argv[0], argv);
+  int err = errno;
+  ssize_t ignored = ::write(error_fd, &err, sizeof(err));
+  (void)ignored;
+  _exit(127);
+}
+
+}  // namespace
+
+absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv) {
+  if (argv.empty()) return absl::InvalidArgumentError("no command given");
+  int release_pipe[2];
+  int error_pipe[2];
+  if (::pipe2(release_pipe, O_CLOEXEC) != 0) return ErrnoError("pipe");
+  ScopedFd release_read(release_pipe[0]), release_write(release_pipe[1]);
+  if (::pipe2(error_pipe, O_CLOEXEC) != 0) return ErrnoError("pipe");
+  ScopedFd error_read(error_pipe[0]), error_write(error_pipe[1]);
+
+  // Built before fork: the child may not allocate.
+  std::vector<char*> cargv;
+  cargv.reserve(argv.size() + 1);
+  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+
+  pid_t pid = ::fork();
+  if (pid < 0) return ErrnoError("fork");
+  if (pid == 0) ChildMain(release_read.get(), error_write.get(), cargv.data());
+
+  ChildProcess child(pid, std::move(release_write), std::move(error_read));
+  child.program_ = argv[0];
+  return child;
+}
+
+ChildProcess::ChildProcess(pid_t pid, ScopedFd release_fd, ScopedFd exec_error_fd)
+    : pid_(pid), release_fd_(std::move(release_fd)), exec_error_fd_(std::move(exec_error_fd)) {
+  // pidfd_open is Linux 5.3+; without it the session falls back to polling waitpid.
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd >= 0) {
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    pidfd_.Reset(fd);
+  }
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      reaped_(other.reaped_),
+      wait_status_(other.wait_status_),
+      program_(std::move(other.program_)),
+      release_fd_(std::move(other.release_fd_)),
+      exec_error_fd_(std::move(other.exec_error_fd_)),
+      pidfd_(std::move(other.pidfd_)) {}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
+  if (this != &other) {
+    this->~ChildProcess();
+    new (this) ChildProcess(std::move(other));
+  }
+  return *this;
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && !reaped_) {
+    ::kill(pid_, SIGKILL);
+    Wait();
+  }
+}
+
+absl::Status ChildProcess::Release() {
+  if (!release_fd_.valid()) return absl::FailedPreconditionError("child already released");
+  char go = 1;
+  ssize_t n;
+  do {
+    n = ::write(release_fd_.get(), &go, 1);
+  } while (n < 0 && errno == EINTR);
+  release_fd_.Reset();
+  int err = 0;
+  ssize_t got;
+  do {
+    got = ::read(exec_error_fd_.get(), &err, sizeof(err));
+  } while (got < 0 && errno == EINTR);
+  exec_error_fd_.Reset();
+  if (got == static_cast<ssize_t>(sizeof(err))) {
+    Wait();
+    return ErrnoError(err, absl::StrCat("cannot execute '", program_, "'"));
+  }
+  return absl::OkStatus();
+}
+
+std::optional<int> ChildProcess::TryWait() {
+  if (reaped_) return wait_status_;
+  int status = 0;
+  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    reaped_ = true;
+    wait_status_ = status;
+    return status;
+  }
+  return std::nullopt;
+}
+
+int ChildProcess::Wait() {
+  if (reaped_) return wait_status_;
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0) {
+    if (errno != EINTR) {
+      status = 0;
+      break;
+    }
+  }
+  reaped_ = true;
+  wait_status_ = status;
+  return status;
+}
+
+void ChildProcess::Signal(int sig) {
+  if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
+}
+
+int ExitCodeFromWaitStatus(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 1;
+}
+
+}  // namespace nativeprof::sampler

@@ -1,0 +1,102 @@
+#include "sampler/process_table.h"
+
+#include <sys/mman.h>
+#include <sys/sysmacros.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace nativeprof::sampler {
+namespace {
+
+std::string HexBuildId(std::span<const uint8_t> id) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(id.size() * 2);
+  for (uint8_t b : id) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
+  }
+  return out;
+}
+
+}  // namespace
+
+Process& ProcessTable::GetOrCreate(int32_t pid) {
+  auto [it, inserted] = processes_.try_emplace(pid);
+  if (inserted) {
+    it->second = std::make_unique<Process>();
+    it->second->pid = pid;
+    ++threads_seen_;
+  }
+  return *it->second;
+}
+
+const Process* ProcessTable::Find(int32_t pid) const {
+  auto it = processes_.find(pid);
+  return it == processes_.end() ? nullptr : it->second.get();
+}
+
+const std::string& ProcessTable::ThreadName(const Process& process, int32_t tid) const {
+  auto it = process.thread_names.find(tid);
+  if (it != process.thread_names.end()) return it->second;
+  return process.name;
+}
+
+void ProcessTable::ApplyMmap(const MmapView& m) {
+  // Data mappings cannot hold sampled code; anonymous executable memory (JIT) is kept so its
+  // addresses resolve to "no module" rather than to a stale file mapping.
+  if (!m.executable && !(m.prot & PROT_EXEC)) return;
+  Process& p = GetOrCreate(static_cast<int32_t>(m.pid));
+  ModuleInfo info;
+  info.path = std::string(m.filename);
+  info.build_id = HexBuildId(m.build_id);
+  info.dev = makedev(m.dev_major, m.dev_minor);
+  info.inode = m.inode;
+  info.first_pid = static_cast<int32_t>(m.pid);
+  Mapping mapping;
+  mapping.start_avma = m.start_avma;
+  mapping.end_avma = m.start_avma + m.length;
+  mapping.file_offset = m.file_offset;
+  mapping.prot = m.prot;
+  mapping.module = modules_->Intern(info);
+  p.address_space.Map(mapping);
+}
+
+void ProcessTable::ApplyComm(const CommView& c) {
+  Process& p = GetOrCreate(static_cast<int32_t>(c.pid));
+  if (c.exec) {
+    // execve replaces the image and leaves only the calling thread.
+    p.address_space.Clear();
+    p.thread_names.clear();
+    p.exited = false;
+  }
+  if (c.pid == c.tid) p.name = std::string(c.comm);
+  p.thread_names[static_cast<int32_t>(c.tid)] = std::string(c.comm);
+}
+
+void ProcessTable::ApplyTask(const TaskView& t) {
+  if (t.exit) {
+    auto it = processes_.find(static_cast<int32_t>(t.pid));
+    if (t.pid == t.tid && it != processes_.end()) it->second->exited = true;
+    return;
+  }
+  if (t.pid == t.ppid) {
+    // A new thread: it starts with the name of the thread that created it.
+    Process& p = GetOrCreate(static_cast<int32_t>(t.pid));
+    std::string name = ThreadName(p, static_cast<int32_t>(t.ptid));
+    p.thread_names[static_cast<int32_t>(t.tid)] = std::move(name);
+    ++threads_seen_;
+    return;
+  }
+  // A new process: fork copies the parent's address space and names.
+  const Process* parent = Find(static_cast<int32_t>(t.ppid));
+  Process& child = GetOrCreate(static_cast<int32_t>(t.pid));
+  if (parent != nullptr && parent != &child) {
+    child.address_space = parent->address_space;
+    child.name = ThreadName(*parent, static_cast<int32_t>(t.ptid));
+    child.thread_names.clear();
+  }
+  child.exited = false;
+}
+
+}  // namespace nativeprof::sampler

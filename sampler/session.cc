@@ -1,0 +1,164 @@
+#include "sampler/session.h"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "base/file_util.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "sampler/cpu_list.h"
+
+namespace nativeprof::sampler {
+
+size_t Session::DefaultRingPages(size_t rings) {
+  absl::StatusOr<int64_t> mlock_kb = ReadIntegerFile("/proc/sys/kernel/perf_event_mlock_kb");
+  const size_t limit = static_cast<size_t>(mlock_kb.ok() && *mlock_kb > 0 ? *mlock_kb : 516) * 1024;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  size_t pages = 8;
+  while (pages < 256 && rings * (pages * 2 + 1) * page <= limit) pages *= 2;
+  return pages;
+}
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& options) {
+  if (options.targets.empty()) return absl::InvalidArgumentError("no task to profile");
+  std::unique_ptr<Session> session(new Session());
+  NP_RETURN_IF_ERROR(session->OpenAll(options));
+  return session;
+}
+
+absl::Status Session::OpenAll(const SessionOptions& options) {
+  const std::vector<int> cpus = OnlineCpus();
+  SamplingAttrOptions sampling = options.sampling;
+  event_ = sampling.event;
+  ring_pages_ = options.ring_pages != 0 ? options.ring_pages : DefaultRingPages(cpus.size());
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  if (sampling.wakeup_bytes == 0) {
+    sampling.wakeup_bytes = static_cast<uint32_t>(ring_pages_ * page / 4);
+  }
+
+  // Probe with the first (task, CPU) pair and degrade on purpose, as perf does: an unsupported
+  // hardware event becomes cpu-clock; kernel sampling that paranoia forbids becomes user-only;
+  // a kernel without MMAP2 build-ids (< 5.12) gets plain MMAP2.
+  absl::StatusOr<ScopedFd> first;
+  while (true) {
+    attr_ = MakeSamplingAttr(sampling);
+    first = OpenPerfEvent(attr_, options.targets[0], cpus[0]);
+    if (first.ok()) break;
+    if (absl::IsNotFound(first.status()) && sampling.event.hardware) {
+      notes_.push_back(absl::StrCat(sampling.event.name,
+                                    " is not supported on this machine (no PMU access); "
+                                    "sampling cpu-clock instead"));
+      sampling.event = CpuClockEvent();
+      event_ = sampling.event;
+      continue;
+    }
+    if (absl::IsPermissionDenied(first.status()) && sampling.include_kernel) {
+      notes_.push_back(absl::StrCat("kernel stacks are not sampled: ", PerfPermissionAdvice()));
+      sampling.include_kernel = false;
+      kernel_sampled_ = false;
+      continue;
+    }
+    if (absl::IsInvalidArgument(first.status()) && sampling.build_id) {
+      sampling.build_id = false;
+      continue;
+    }
+    return first.status();
+  }
+  format_ = SampleFormat::FromAttr(attr_);
+
+  for (size_t c = 0; c < cpus.size(); ++c) {
+    ScopedFd fd;
+    if (c == 0) {
+      fd = std::move(*first);
+    } else {
+      NP_ASSIGN_OR_RETURN(fd, OpenPerfEvent(attr_, options.targets[0], cpus[c]));
+    }
+    NP_ASSIGN_OR_RETURN(RingBuffer ring, RingBuffer::Map(fd.get(), ring_pages_, cpus.size()));
+    rings_.push_back(std::move(ring));
+    fds_.push_back(std::move(fd));
+  }
+  // Further tasks share the CPU's ring.
+  for (size_t t = 1; t < options.targets.size(); ++t) {
+    for (size_t c = 0; c < cpus.size(); ++c) {
+      absl::StatusOr<ScopedFd> fd = OpenPerfEvent(attr_, options.targets[t], cpus[c]);
+      if (!fd.ok()) {
+        // A thread that exited between listing and opening is not an error.
+        if (absl::IsUnavailable(fd.status())) break;
+        return fd.status();
+      }
+      if (::ioctl(fd->get(), PERF_EVENT_IOC_SET_OUTPUT, fds_[c].get()) != 0) {
+        return absl::InternalError(absl::StrCat("PERF_EVENT_IOC_SET_OUTPUT: ", strerror(errno)));
+      }
+      fds_.push_back(*std::move(fd));
+    }
+  }
+  Logger("sampler")->info("sampling {} at {} Hz on {} CPUs, {} data pages per ring", event_.name,
+                          sampling.frequency_hz, cpus.size(), ring_pages_);
+  return absl::OkStatus();
+}
+
+absl::Status Session::Enable() {
+  for (const ScopedFd& fd : fds_) {
+    if (::ioctl(fd.get(), PERF_EVENT_IOC_ENABLE, 0) != 0) {
+      return absl::InternalError(absl::StrCat("PERF_EVENT_IOC_ENABLE: ", strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Session::Disable() {
+  for (const ScopedFd& fd : fds_) {
+    if (::ioctl(fd.get(), PERF_EVENT_IOC_DISABLE, 0) != 0) {
+      return absl::InternalError(absl::StrCat("PERF_EVENT_IOC_DISABLE: ", strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool Session::Poll(std::span<pollfd> extra, int timeout_ms) {
+  pollfds_.clear();
+  for (size_t i = 0; i < rings_.size(); ++i) pollfds_.push_back({fds_[i].get(), POLLIN, 0});
+  for (const pollfd& p : extra) pollfds_.push_back({p.fd, p.events, 0});
+  int n = ::poll(pollfds_.data(), pollfds_.size(), timeout_ms);
+  for (size_t i = 0; i < extra.size(); ++i) {
+    extra[i].revents = n > 0 ? pollfds_[rings_.size() + i].revents : 0;
+  }
+  return !(n < 0 && errno == EINTR);
+}
+
+void Session::Drain(RecordSink& sink) {
+  for (RingBuffer& ring : rings_) ring.BeginRead();
+  // k-way merge by timestamp: each ring is in time order, so repeatedly take the oldest head.
+  // The views stay in the rings (no copy); only wrapped records go through a ring's scratch.
+  while (true) {
+    RingBuffer* oldest = nullptr;
+    uint64_t oldest_time = 0;
+    std::span<const uint8_t> oldest_record;
+    for (RingBuffer& ring : rings_) {
+      std::span<const uint8_t> r = ring.Peek();
+      if (r.empty()) continue;
+      uint64_t t = RecordTime(r, format_);
+      if (oldest == nullptr || t < oldest_time) {
+        oldest = &ring;
+        oldest_time = t;
+        oldest_record = r;
+      }
+    }
+    if (oldest == nullptr) break;
+    absl::StatusOr<ParseOutcome> outcome = ParseRecord(oldest_record, format_, sink);
+    if (!outcome.ok()) ++stats_.parse_errors;
+    oldest->Advance();
+  }
+  for (RingBuffer& ring : rings_) {
+    ring.EndRead();
+    RingBuffer::DrainStats s = ring.TakeStats();
+    stats_.records += s.records;
+    stats_.bytes += s.bytes;
+    stats_.corrupt_batches += s.corrupt;
+  }
+}
+
+}  // namespace nativeprof::sampler

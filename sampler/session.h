@@ -1,0 +1,93 @@
+// A sampling session: one perf event per (target task, online CPU), one ring buffer per CPU (events
+// on the same CPU share it through PERF_EVENT_IOC_SET_OUTPUT; the kernel refuses to mmap an
+// inherited per-task event with cpu = -1, which is why rings are per CPU), and a drain that hands
+// records to a RecordSink in time order across CPUs. Falls back to cpu-clock when the requested
+// hardware event is unsupported and to user-only sampling when kernel sampling is not permitted,
+// recording a one-line note for each. Owned and used by one thread (the drain thread).
+#ifndef NATIVEPROF_SAMPLER_SESSION_H_
+#define NATIVEPROF_SAMPLER_SESSION_H_
+
+#include <poll.h>
+#include <sys/types.h>
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "base/scoped_fd.h"
+#include "sampler/perf_event.h"
+#include "sampler/record_parser.h"
+#include "sampler/records.h"
+#include "sampler/ring_buffer.h"
+
+namespace nativeprof::sampler {
+
+struct SessionOptions {
+  SamplingAttrOptions sampling;
+  // Tasks to open events on. For `record -- CMD` this is the forked child (inherit follows its
+  // threads and children); for attaching, every existing thread.
+  std::vector<pid_t> targets;
+  // Data pages per CPU ring, a power of two; 0 picks DefaultRingPages().
+  size_t ring_pages = 0;
+};
+
+struct SessionStats {
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  uint64_t corrupt_batches = 0;  // ring batches skipped because a header was impossible
+  uint64_t parse_errors = 0;     // records shorter than their fields (kDataLoss)
+};
+
+class Session {
+ public:
+  // Opens the events and maps the rings. Errors: those of OpenPerfEvent / RingBuffer::Map, with
+  // messages that say what to do; kInvalidArgument for an empty target list.
+  static absl::StatusOr<std::unique_ptr<Session>> Open(const SessionOptions& options);
+
+  // The event actually sampled (cpu-clock after a fallback).
+  const EventSpec& event() const { return event_; }
+  // One line per fallback taken while opening ("cycles not supported here; sampling cpu-clock").
+  const std::vector<std::string>& notes() const { return notes_; }
+  bool kernel_sampled() const { return kernel_sampled_; }
+  size_t ring_pages() const { return ring_pages_; }
+  size_t ring_count() const { return rings_.size(); }
+  const perf_event_attr& attr() const { return attr_; }
+
+  // Starts / stops every event (for attach mode; `record -- CMD` relies on enable_on_exec).
+  absl::Status Enable();
+  absl::Status Disable();
+
+  // Blocks until a ring reaches its wakeup mark, one of `extra` becomes ready, or `timeout_ms`
+  // passes. Fills each extra pollfd's revents. Returns false on EINTR (caller re-checks state).
+  bool Poll(std::span<pollfd> extra, int timeout_ms);
+
+  // Delivers every record now in the rings, merged by timestamp across CPUs.
+  void Drain(RecordSink& sink);
+
+  const SessionStats& stats() const { return stats_; }
+
+  // Largest power-of-two data-page count such that `rings` rings fit in
+  // /proc/sys/kernel/perf_event_mlock_kb (at least 8, at most 256).
+  static size_t DefaultRingPages(size_t rings);
+
+ private:
+  Session() = default;
+  absl::Status OpenAll(const SessionOptions& options);
+
+  EventSpec event_;
+  perf_event_attr attr_{};
+  SampleFormat format_;
+  bool kernel_sampled_ = true;
+  size_t ring_pages_ = 0;
+  std::vector<std::string> notes_;
+  std::vector<ScopedFd> fds_;      // every event; fds_[i] for i < rings_.size() own the rings
+  std::vector<RingBuffer> rings_;  // one per CPU
+  std::vector<pollfd> pollfds_;    // scratch: rings then extras
+  SessionStats stats_;
+};
+
+}  // namespace nativeprof::sampler
+
+#endif  // NATIVEPROF_SAMPLER_SESSION_H_
