@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "spdlog/spdlog.h"
 
 namespace nativeprof {
@@ -20,5 +22,23 @@ void InitLogging(int verbosity);
 std::shared_ptr<spdlog::logger> Logger(const std::string& name);
 
 }  // namespace nativeprof
+
+// Debian's Abseil has its own string_view type (not std::string_view), which fmt cannot format
+// on its own; these let log lines take absl::string_view and absl::Status directly.
+template <>
+struct fmt::formatter<absl::string_view> : fmt::formatter<fmt::string_view> {
+  template <typename Ctx>
+  auto format(absl::string_view s, Ctx& ctx) const {
+    return fmt::formatter<fmt::string_view>::format(fmt::string_view(s.data(), s.size()), ctx);
+  }
+};
+template <>
+struct fmt::formatter<absl::Status> : fmt::formatter<fmt::string_view> {
+  template <typename Ctx>
+  auto format(const absl::Status& s, Ctx& ctx) const {
+    std::string text = s.ToString();
+    return fmt::formatter<fmt::string_view>::format(fmt::string_view(text), ctx);
+  }
+};
 
 #endif  // NATIVEPROF_BASE_LOGGING_H_

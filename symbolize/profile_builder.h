@@ -1,0 +1,29 @@
+// Turns the collected (unsymbolized) stacks of a recording into a Profile: each distinct frame is
+// symbolized once, inline chains are expanded, frames are interned by name and module, and stacks
+// that become identical after naming (two call sites in one function) are merged. Runs once, after
+// the target stopped. Main thread.
+#ifndef NATIVEPROF_SYMBOLIZE_PROFILE_BUILDER_H_
+#define NATIVEPROF_SYMBOLIZE_PROFILE_BUILDER_H_
+
+#include <string>
+
+#include "symbolize/profile.h"
+#include "symbolize/symbolizer.h"
+#include "unwind/stack_collector.h"
+
+namespace nativeprof::symbolize {
+
+struct ProfileBuildOptions {
+  std::string event = "cpu-clock";
+  std::string weight_unit = "nanoseconds";
+  uint64_t sample_frequency_hz = 0;
+  uint64_t duration_ns = 0;
+  bool timeline = false;  // copy the collector's per-sample timeline
+};
+
+Profile BuildProfile(const unwind::StackCollector& collector, Symbolizer& symbolizer,
+                     const ProfileBuildOptions& options);
+
+}  // namespace nativeprof::symbolize
+
+#endif  // NATIVEPROF_SYMBOLIZE_PROFILE_BUILDER_H_

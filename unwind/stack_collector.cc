@@ -1,0 +1,134 @@
+#include "unwind/stack_collector.h"
+
+#include "absl/hash/hash.h"
+
+namespace nativeprof::unwind {
+
+StackCollector::StackCollector(Unwinder* unwinder, bool keep_timeline)
+    : unwinder_(unwinder),
+      keep_timeline_(keep_timeline),
+      processes_(&modules_),
+      stack_index_(0, StackHash{this}, StackEq{this}) {
+  scratch_stack_.frames.reserve(kMaxFrames);
+  probe_.frames.reserve(kMaxFrames);
+}
+
+size_t StackCollector::HashOf(uint32_t index) const {
+  if (index == kProbe) {
+    return absl::HashOf(probe_.pid, probe_.tid, probe_.thread_name,
+                        absl::Span<const CollectedFrame>(probe_.frames));
+  }
+  const CollectedStack& s = stacks_[index];
+  absl::Span<const CollectedFrame> f(frames_.data() + s.first_frame, s.frame_count);
+  return absl::HashOf(s.pid, s.tid, s.thread_name, f);
+}
+
+size_t StackCollector::StackHash::operator()(uint32_t index) const {
+  return owner->HashOf(index);
+}
+
+bool StackCollector::StackEq::operator()(uint32_t a, uint32_t b) const {
+  auto view = [this](uint32_t i, int32_t* pid, int32_t* tid, uint32_t* name) {
+    if (i == kProbe) {
+      *pid = owner->probe_.pid;
+      *tid = owner->probe_.tid;
+      *name = owner->probe_.thread_name;
+      return absl::Span<const CollectedFrame>(owner->probe_.frames);
+    }
+    const CollectedStack& s = owner->stacks_[i];
+    *pid = s.pid;
+    *tid = s.tid;
+    *name = s.thread_name;
+    return absl::Span<const CollectedFrame>(owner->frames_.data() + s.first_frame, s.frame_count);
+  };
+  int32_t pa, ta, pb, tb;
+  uint32_t na, nb;
+  absl::Span<const CollectedFrame> fa = view(a, &pa, &ta, &na);
+  absl::Span<const CollectedFrame> fb = view(b, &pb, &tb, &nb);
+  return pa == pb && ta == tb && na == nb && fa == fb;
+}
+
+uint32_t StackCollector::InternThreadName(const std::string& name) {
+  auto it = thread_name_index_.find(name);
+  if (it != thread_name_index_.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(thread_names_.size());
+  thread_names_.push_back(name);
+  thread_name_index_.emplace(name, id);
+  return id;
+}
+
+void StackCollector::OnSample(const sampler::SampleView& sample) {
+  ++stats_.samples;
+  if (stats_.first_time_ns == 0 || sample.time_ns < stats_.first_time_ns) {
+    stats_.first_time_ns = sample.time_ns;
+  }
+  if (sample.time_ns > stats_.last_time_ns) stats_.last_time_ns = sample.time_ns;
+
+  sampler::Process& process = processes_.GetOrCreate(static_cast<int32_t>(sample.pid));
+  ProcessView view{process.pid, &process.address_space, &modules_};
+  unwinder_->Unwind(sample, view, &scratch_stack_);
+  ++stats_.ends[static_cast<size_t>(scratch_stack_.end)];
+  if (scratch_stack_.spliced) ++stats_.spliced;
+
+  probe_.pid = process.pid;
+  probe_.tid = static_cast<int32_t>(sample.tid);
+  probe_.thread_name = InternThreadName(processes_.ThreadName(process, probe_.tid));
+  probe_.frames.clear();
+  for (const Frame& f : scratch_stack_.frames) {
+    CollectedFrame cf;
+    const uint64_t lookup = LookupAvma(f);
+    if (f.kernel) {
+      cf.address = lookup;
+      cf.module = kKernelModule;
+      ++stats_.kernel_frames;
+    } else if (const sampler::Mapping* m = process.address_space.Find(lookup)) {
+      cf.address = m->FileOffset(lookup);
+      cf.module = m->module;
+    } else {
+      cf.address = lookup;
+      cf.module = sampler::kNoModule;
+      ++stats_.unmapped_frames;
+    }
+    probe_.frames.push_back(cf);
+  }
+  stats_.frames += probe_.frames.size();
+
+  uint32_t index;
+  auto it = stack_index_.find(kProbe);
+  if (it != stack_index_.end()) {
+    index = *it;
+  } else {
+    index = static_cast<uint32_t>(stacks_.size());
+    CollectedStack s;
+    s.pid = probe_.pid;
+    s.tid = probe_.tid;
+    s.thread_name = probe_.thread_name;
+    s.first_frame = static_cast<uint32_t>(frames_.size());
+    s.frame_count = static_cast<uint32_t>(probe_.frames.size());
+    frames_.insert(frames_.end(), probe_.frames.begin(), probe_.frames.end());
+    stacks_.push_back(s);
+    stack_index_.insert(index);
+  }
+  CollectedStack& s = stacks_[index];
+  ++s.samples;
+  s.weight += sample.period;
+  if (keep_timeline_) timeline_.emplace_back(sample.time_ns, index);
+}
+
+void StackCollector::OnMmap(const sampler::MmapView& mmap) { processes_.ApplyMmap(mmap); }
+void StackCollector::OnComm(const sampler::CommView& comm) { processes_.ApplyComm(comm); }
+void StackCollector::OnTask(const sampler::TaskView& task) { processes_.ApplyTask(task); }
+
+void StackCollector::OnLost(const sampler::LostView& lost) {
+  if (lost.samples_only) {
+    stats_.lost_samples += lost.lost;
+  } else {
+    stats_.lost_records += lost.lost;
+  }
+}
+
+void StackCollector::OnThrottle(const sampler::ThrottleView& throttle) {
+  if (throttle.throttled) ++stats_.throttled;
+}
+
+}  // namespace nativeprof::unwind

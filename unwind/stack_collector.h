@@ -1,0 +1,123 @@
+// Consumes the records of a session: keeps the process table current, unwinds each sample,
+// resolves every frame to (module, file offset) while the mapping is known, and interns the
+// resulting stacks with their sample counts. Steady state allocates only when a new distinct stack
+// or thread name appears. Stack bytes never outlive OnSample. Drain thread only.
+#ifndef NATIVEPROF_UNWIND_STACK_COLLECTOR_H_
+#define NATIVEPROF_UNWIND_STACK_COLLECTOR_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "sampler/module_registry.h"
+#include "sampler/process_table.h"
+#include "sampler/records.h"
+#include "unwind/unwinder.h"
+
+namespace nativeprof::unwind {
+
+// A frame resolved at sample time. For a frame in a mapped file `address` is the file offset of
+// the lookup address (avma - 1 for return addresses) in `module`; for a kernel frame (module ==
+// kKernelModule) or an address in no mapping (module == sampler::kNoModule) it is the lookup avma.
+struct CollectedFrame {
+  uint64_t address = 0;
+  sampler::ModuleId module = sampler::kNoModule;
+  uint32_t reserved = 0;
+
+  friend bool operator==(const CollectedFrame&, const CollectedFrame&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const CollectedFrame& f) {
+    return H::combine(std::move(h), f.address, f.module);
+  }
+};
+inline constexpr sampler::ModuleId kKernelModule = 0xfffffffeu;
+
+struct CollectedStack {
+  int32_t pid = 0;
+  int32_t tid = 0;
+  uint32_t thread_name = 0;  // index into StackCollector::thread_names()
+  uint32_t first_frame = 0;  // into StackCollector::frames(); leaf first
+  uint32_t frame_count = 0;
+  uint64_t samples = 0;
+  uint64_t weight = 0;       // sum of sample periods
+};
+
+struct CollectorStats {
+  uint64_t samples = 0;
+  uint64_t lost_records = 0;    // PERF_RECORD_LOST: samples and records the ring overwrote
+  uint64_t lost_samples = 0;    // PERF_RECORD_LOST_SAMPLES
+  uint64_t throttled = 0;       // PERF_RECORD_THROTTLE events
+  uint64_t frames = 0;
+  uint64_t unmapped_frames = 0; // user frames in no known mapping
+  uint64_t kernel_frames = 0;
+  uint64_t spliced = 0;
+  std::array<uint64_t, kStackEndCount> ends{};  // samples by StackEnd
+  uint64_t first_time_ns = 0;
+  uint64_t last_time_ns = 0;
+};
+
+class StackCollector final : public sampler::RecordSink {
+ public:
+  // `unwinder` must outlive the collector. `keep_timeline` records (time, stack) per sample.
+  StackCollector(Unwinder* unwinder, bool keep_timeline);
+
+  void OnSample(const sampler::SampleView& sample) override;
+  void OnMmap(const sampler::MmapView& mmap) override;
+  void OnComm(const sampler::CommView& comm) override;
+  void OnTask(const sampler::TaskView& task) override;
+  void OnLost(const sampler::LostView& lost) override;
+  void OnThrottle(const sampler::ThrottleView& throttle) override;
+
+  const std::vector<CollectedStack>& stacks() const { return stacks_; }
+  const std::vector<CollectedFrame>& frames() const { return frames_; }
+  const std::vector<std::string>& thread_names() const { return thread_names_; }
+  // (time_ns, stack index) per sample, in arrival order; empty unless keep_timeline.
+  const std::vector<std::pair<uint64_t, uint32_t>>& timeline() const { return timeline_; }
+  const sampler::ModuleRegistry& modules() const { return modules_; }
+  sampler::ModuleRegistry& mutable_modules() { return modules_; }
+  const sampler::ProcessTable& processes() const { return processes_; }
+  sampler::ProcessTable& mutable_processes() { return processes_; }
+  const CollectorStats& stats() const { return stats_; }
+
+ private:
+  // Set entries are stack indexes; kProbe stands for the candidate in probe_ (heterogeneous
+  // lookup without building a key object per sample).
+  static constexpr uint32_t kProbe = 0xffffffffu;
+  struct StackHash {
+    const StackCollector* owner;
+    size_t operator()(uint32_t index) const;
+  };
+  struct StackEq {
+    const StackCollector* owner;
+    bool operator()(uint32_t a, uint32_t b) const;
+  };
+  struct Probe {
+    int32_t pid = 0, tid = 0;
+    uint32_t thread_name = 0;
+    std::vector<CollectedFrame> frames;
+  };
+  size_t HashOf(uint32_t index) const;
+  uint32_t InternThreadName(const std::string& name);
+
+  Unwinder* unwinder_;
+  bool keep_timeline_;
+  sampler::ModuleRegistry modules_;
+  sampler::ProcessTable processes_;
+  UnwoundStack scratch_stack_;
+  Probe probe_;
+  std::vector<CollectedFrame> frames_;
+  std::vector<CollectedStack> stacks_;
+  absl::flat_hash_set<uint32_t, StackHash, StackEq> stack_index_;
+  std::vector<std::string> thread_names_;
+  absl::flat_hash_map<std::string, uint32_t> thread_name_index_;
+  std::vector<std::pair<uint64_t, uint32_t>> timeline_;
+  CollectorStats stats_;
+};
+
+}  // namespace nativeprof::unwind
+
+#endif  // NATIVEPROF_UNWIND_STACK_COLLECTOR_H_
