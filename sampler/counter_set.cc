@@ -83,13 +83,13 @@ absl::StatusOr<CounterSet> CounterSet::Open(const std::vector<EventSpec>& events
   set.pid_ = pid;
   set.per_thread_ = options.per_thread;
   set.events_ = events;
-  int ring_owner = -1;
+  int sideband_owner = -1;
   for (const EventSpec& event : events) {
     Slot slot;
     slot.event = event;
     perf_event_attr attr = CountingAttr(event, options);
-    if (options.per_thread && ring_owner < 0) {
-      // The ring owner also reports thread names: COMM (incl. exec) and FORK records.
+    if (options.per_thread && sideband_owner < 0) {
+      // The first opened event also reports thread names: COMM (incl. exec) and FORK records.
       attr.comm = 1;
       attr.comm_exec = 1;
       attr.task = 1;
@@ -123,33 +123,40 @@ absl::StatusOr<CounterSet> CounterSet::Open(const std::vector<EventSpec>& events
       Logger("sampler")->debug("event '{}' not supported: {}", event.name, std::strerror(err));
     } else {
       slot.fd.Reset(fd);
-      if (options.per_thread && ring_owner < 0) ring_owner = static_cast<int>(set.slots_.size());
+      if (options.per_thread && sideband_owner < 0) sideband_owner = static_cast<int>(set.slots_.size());
     }
     set.slots_.push_back(std::move(slot));
   }
-  if (options.per_thread && ring_owner >= 0) {
-    absl::StatusOr<CounterRing> ring =
-        CounterRing::Map(set.slots_[ring_owner].fd.get(), options.ring_pages);
+  if (options.per_thread) {
+    // The kernel refuses mmap() on inherited per-task events, so the side band goes to the ring
+    // of a non-inherited dummy event on the same task; inherited copies of the counting events
+    // write into their parent's buffer, which SET_OUTPUT redirects there.
+    perf_event_attr attr;
+    std::memset(&attr, 0, sizeof(attr));
+    attr.size = sizeof(attr);
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_DUMMY;
+    attr.disabled = 1;
+    attr.exclude_kernel = 1;
+    int fd = open_fn(&attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) return ErrnoError("perf_event_open(dummy side-band event)");
+    set.ring_fd_.Reset(fd);
+    absl::StatusOr<CounterRing> ring = CounterRing::Map(fd, options.ring_pages);
     if (!ring.ok()) return ring.status();
     set.ring_.emplace(*std::move(ring));
     std::vector<uint64_t> ids;
-    for (size_t i = 0; i < set.slots_.size(); ++i) {
-      Slot& slot = set.slots_[i];
+    for (Slot& slot : set.slots_) {
       if (slot.fd.valid()) {
         if (::ioctl(slot.fd.get(), PERF_EVENT_IOC_ID, &slot.id) != 0) {
           return ErrnoError(absl::StrCat("PERF_EVENT_IOC_ID(", slot.event.name, ")"));
         }
-        if (static_cast<int>(i) != ring_owner &&
-            ::ioctl(slot.fd.get(), PERF_EVENT_IOC_SET_OUTPUT,
-                    set.slots_[ring_owner].fd.get()) != 0) {
+        if (::ioctl(slot.fd.get(), PERF_EVENT_IOC_SET_OUTPUT, fd) != 0) {
           return ErrnoError(absl::StrCat("PERF_EVENT_IOC_SET_OUTPUT(", slot.event.name, ")"));
         }
       }
       ids.push_back(slot.id);
     }
     set.sideband_ = std::make_unique<CounterSideband>(events, std::move(ids));
-  } else if (options.per_thread) {
-    set.sideband_ = std::make_unique<CounterSideband>(events, std::vector<uint64_t>());
   }
   return set;
 }

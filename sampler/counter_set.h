@@ -97,6 +97,7 @@ class CounterSet {
   bool per_thread_ = false;
   std::vector<EventSpec> events_;
   std::vector<Slot> slots_;
+  ScopedFd ring_fd_;  // per-thread mode: the dummy event whose ring holds the side band
   std::optional<CounterRing> ring_;
   std::unique_ptr<CounterSideband> sideband_;
 };
