@@ -15,11 +15,7 @@ struct Subcommand {
 
 constexpr Subcommand kSubcommands[] = {
     {"record", nativeprof::tools::RunRecordCommand, "run a command and sample its stacks"},
-    {"convert", nativeprof::tools::RunConvertCommand, "convert a folded profile to svg/pprof/speedscope"},
-    {"report", nativeprof::tools::RunReportCommand, "top functions with confidence intervals, call tree"},
-    {"diff", nativeprof::tools::RunDiffCommand, "compare two profiles, significant changes, diff SVG"},
     {"stat", nativeprof::tools::RunStatCommand, "run a command and count events (perf stat)"},
-    {"demangle", nativeprof::tools::RunDemangleCommand, "demangle C++/Rust symbol names (like c++filt)"},
 };
 
 void PrintUsage(FILE* out) {
