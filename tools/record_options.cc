@@ -1,0 +1,275 @@
+#include "tools/record_options.h"
+
+#include <getopt.h>
+
+#include <cstdio>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "sampler/perf_event.h"
+
+namespace nativeprof::tools {
+namespace {
+
+enum LongOnly {
+  kCallGraph = 1000,
+  kUnwinder,
+  kNoInline,
+  kInline,
+  kLines,
+  kFullNames,
+  kAddresses,
+  kFormat,
+  kTitle,
+  kFlamechart,
+  kNoCounters,
+  kCounters,
+  kDuration,
+};
+
+absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
+
+absl::Status ParseCallGraph(absl::string_view value, RecordOptions* o) {
+  std::vector<absl::string_view> parts = absl::StrSplit(value, ',');
+  o->call_graph_explicit = true;
+  if (parts[0] == "fp") {
+    if (parts.size() > 1) return Bad("--call-graph fp takes no size");
+    o->call_graph = unwind::CallGraphMode::kFramePointer;
+    return absl::OkStatus();
+  }
+  if (parts[0] == "dwarf") {
+    o->call_graph = unwind::CallGraphMode::kDwarf;
+    if (parts.size() > 2) return Bad(absl::StrCat("bad --call-graph value '", value, "'"));
+    if (parts.size() == 2) {
+      uint64_t size = 0;
+      if (!absl::SimpleAtoi(parts[1], &size) || size == 0 || size > 65528) {
+        return Bad(absl::StrCat("--call-graph dwarf stack size '", parts[1],
+                                "' must be a number from 8 to 65528 (bytes)"));
+      }
+      // The kernel wants a multiple of 8 (as perf rounds it).
+      o->dwarf_stack_bytes = static_cast<uint32_t>((size + 7) / 8 * 8);
+      if (o->dwarf_stack_bytes > 65528) o->dwarf_stack_bytes = 65528;
+    }
+    return absl::OkStatus();
+  }
+  return Bad(absl::StrCat("unknown --call-graph mode '", parts[0], "'; use fp or dwarf[,SIZE]"));
+}
+
+}  // namespace
+
+const char* RecordUsage() {
+  return R"(usage: nativeprof record [options] -- COMMAND [ARGS...]
+       nativeprof record [options] -p PID[,PID...]
+
+Runs COMMAND (or attaches to PIDs) and samples the stacks of every thread and child process.
+
+  -F, --freq HZ           samples per second per thread (default 999)
+  -e, --event EVENT       sampling event: cycles (default; falls back to cpu-clock when the CPU
+                          has no PMU), instructions, cpu-clock, task-clock, page-faults, cache-misses
+  -m, --mmap-pages PAGES  ring buffer data pages per CPU, a power of two (default: fits
+                          /proc/sys/kernel/perf_event_mlock_kb)
+  -o, --output FILE       output file (repeatable; default nativeprof.folded); the format comes from
+                          --format or the extension: .svg, .pb.gz, .speedscope.json, else folded
+      --format FMT        folded | svg | pprof | speedscope (applies to the next -o, or to all)
+      --call-graph MODE   fp (kernel frame-pointer walk) or dwarf[,SIZE] (DWARF CFI over a copy of
+                          SIZE bytes of user stack; default 8192)
+      --unwinder NAME     DWARF backend: native (default) or libunwind
+      --no-inline         do not expand inlined functions
+      --lines             add file:line to leaf frames
+      --full-names        keep C++ argument lists and Rust hashes
+      --addresses         unnamed frames as module+0xOFFSET instead of [module]
+      --title TEXT        flame graph title
+      --flamechart        SVG in time order instead of merged
+      --no-counters       do not count events beside sampling
+  -p, --pid PID[,PID...]  attach to running processes instead of running a command
+      --duration SECONDS  stop after this long
+  -v, --verbose           more diagnostics on stderr (repeat for more)
+  -h, --help              this text
+
+Writes FILE.json beside the first output with the run's metadata and quality figures.
+)";
+}
+
+absl::StatusOr<RecordOptions> ParseRecordOptions(int argc, char** argv) {
+  RecordOptions o;
+  std::string event_name = "cycles";
+  std::vector<std::string> output_paths;
+  std::vector<std::string> output_formats;  // parallel to output_paths; "" = infer
+  std::string pending_format;
+
+  static const option kLong[] = {
+      {"freq", required_argument, nullptr, 'F'},
+      {"event", required_argument, nullptr, 'e'},
+      {"mmap-pages", required_argument, nullptr, 'm'},
+      {"output", required_argument, nullptr, 'o'},
+      {"pid", required_argument, nullptr, 'p'},
+      {"verbose", no_argument, nullptr, 'v'},
+      {"help", no_argument, nullptr, 'h'},
+      {"call-graph", required_argument, nullptr, kCallGraph},
+      {"unwinder", required_argument, nullptr, kUnwinder},
+      {"no-inline", no_argument, nullptr, kNoInline},
+      {"inline", no_argument, nullptr, kInline},
+      {"lines", no_argument, nullptr, kLines},
+      {"full-names", no_argument, nullptr, kFullNames},
+      {"addresses", no_argument, nullptr, kAddresses},
+      {"format", required_argument, nullptr, kFormat},
+      {"title", required_argument, nullptr, kTitle},
+      {"flamechart", no_argument, nullptr, kFlamechart},
+      {"no-counters", no_argument, nullptr, kNoCounters},
+      {"counters", required_argument, nullptr, kCounters},
+      {"duration", required_argument, nullptr, kDuration},
+      {nullptr, 0, nullptr, 0},
+  };
+  optind = 0;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "+:F:e:m:o:p:gvh", kLong, nullptr)) != -1) {
+    absl::string_view arg = optarg != nullptr ? optarg : "";
+    switch (c) {
+      case 'F': {
+        int64_t hz = 0;
+        if (!absl::SimpleAtoi(arg, &hz) || hz <= 0) {
+          return Bad(absl::StrCat("-F '", arg, "' must be a positive number of samples per second"));
+        }
+        const uint64_t max = sampler::MaxSampleRate();
+        if (static_cast<uint64_t>(hz) > max) {
+          return Bad(absl::StrCat("-F ", hz, " is above the kernel's limit of ", max,
+                                  " Hz (/proc/sys/kernel/perf_event_max_sample_rate); use -F ",
+                                  max, " or less"));
+        }
+        o.frequency_hz = static_cast<uint64_t>(hz);
+        break;
+      }
+      case 'e':
+        event_name = std::string(arg);
+        break;
+      case 'm': {
+        int64_t pages = 0;
+        if (!absl::SimpleAtoi(arg, &pages) || pages <= 0 || (pages & (pages - 1)) != 0 ||
+            pages > (1 << 20)) {
+          return Bad(absl::StrCat("-m '", arg, "' must be a power of two number of pages (e.g. 64)"));
+        }
+        o.ring_pages = static_cast<size_t>(pages);
+        break;
+      }
+      case 'o':
+        output_paths.push_back(std::string(arg));
+        output_formats.push_back(pending_format);
+        pending_format.clear();
+        break;
+      case 'p':
+        for (absl::string_view p : absl::StrSplit(arg, ',', absl::SkipEmpty())) {
+          int pid = 0;
+          if (!absl::SimpleAtoi(p, &pid) || pid <= 0) {
+            return Bad(absl::StrCat("-p '", arg, "' must be a comma-separated list of PIDs"));
+          }
+          o.pids.push_back(pid);
+        }
+        break;
+      case 'g':  // perf's -g: frame-pointer call graphs
+        [[fallthrough]];
+      case kCallGraph: {
+        absl::Status st = ParseCallGraph(c == 'g' ? "fp" : arg, &o);
+        if (!st.ok()) return st;
+        break;
+      }
+      case kUnwinder:
+        if (arg == "native") {
+          o.dwarf_backend = unwind::DwarfBackend::kNative;
+        } else if (arg == "libunwind") {
+          o.dwarf_backend = unwind::DwarfBackend::kLibunwind;
+        } else {
+          return Bad(absl::StrCat("unknown --unwinder '", arg, "'; use native or libunwind"));
+        }
+        break;
+      case kNoInline:
+        o.symbolizer.inline_frames = false;
+        break;
+      case kInline:
+        o.symbolizer.inline_frames = true;
+        break;
+      case kLines:
+        o.symbolizer.lines = true;
+        break;
+      case kFullNames:
+        o.symbolizer.full_names = true;
+        break;
+      case kAddresses:
+        o.symbolizer.addresses = true;
+        break;
+      case kFormat: {
+        absl::StatusOr<output::OutputFormat> f = output::ParseOutputFormat(arg);
+        if (!f.ok()) return f.status();
+        pending_format = std::string(arg);
+        break;
+      }
+      case kTitle:
+        o.write.title = std::string(arg);
+        break;
+      case kFlamechart:
+        o.write.flamechart = true;
+        break;
+      case kNoCounters:
+        o.counters = false;
+        break;
+      case kCounters: {
+        absl::StatusOr<std::vector<sampler::EventSpec>> list = sampler::ParseEventList(arg);
+        if (!list.ok()) return list.status();
+        o.counter_events = *std::move(list);
+        break;
+      }
+      case kDuration: {
+        double s = 0;
+        if (!absl::SimpleAtod(arg, &s) || !(s > 0)) {
+          return Bad(absl::StrCat("--duration '", arg, "' must be a positive number of seconds"));
+        }
+        o.duration_seconds = s;
+        break;
+      }
+      case 'v':
+        ++o.verbosity;
+        break;
+      case 'h':
+        std::fputs(RecordUsage(), stdout);
+        return absl::CancelledError("help");
+      case ':':
+        return Bad(absl::StrCat("option ", argv[optind - 1], " needs a value"));
+      default:
+        return Bad(absl::StrCat("unknown option '", argv[optind - 1],
+                                "'; see 'nativeprof record --help'"));
+    }
+  }
+  for (int i = optind; i < argc; ++i) o.command.push_back(argv[i]);
+  if (o.command.empty() && o.pids.empty()) {
+    return Bad("no command given; usage: nativeprof record [options] -- COMMAND [ARGS...]");
+  }
+  if (!o.command.empty() && !o.pids.empty()) {
+    return Bad("give either a command or -p PID, not both");
+  }
+
+  absl::StatusOr<sampler::EventSpec> event = sampler::ParseEventSpec(event_name);
+  if (!event.ok()) return event.status();
+  o.event = *std::move(event);
+
+  if (output_paths.empty()) {
+    output_paths.push_back("nativeprof.folded");
+    output_formats.push_back(pending_format);
+  } else if (!pending_format.empty()) {
+    // A trailing --format applies to every -o that did not name its own.
+    for (std::string& f : output_formats) {
+      if (f.empty()) f = pending_format;
+    }
+  }
+  for (size_t i = 0; i < output_paths.size(); ++i) {
+    RecordOutput out;
+    out.path = output_paths[i];
+    out.format = output_formats[i].empty() ? output::FormatFromPath(out.path)
+                                           : *output::ParseOutputFormat(output_formats[i]);
+    o.outputs.push_back(std::move(out));
+  }
+  return o;
+}
+
+}  // namespace nativeprof::tools

@@ -1,0 +1,52 @@
+// Command line of `nativeprof record`: parsing and validation, so every bad input is rejected with
+// one clear line before the target starts. Main thread.
+#ifndef NATIVEPROF_TOOLS_RECORD_OPTIONS_H_
+#define NATIVEPROF_TOOLS_RECORD_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "output/profile_writer.h"
+#include "sampler/event_spec.h"
+#include "symbolize/symbolizer.h"
+#include "unwind/unwinder.h"
+
+namespace nativeprof::tools {
+
+struct RecordOutput {
+  std::string path;
+  output::OutputFormat format = output::OutputFormat::kFolded;
+};
+
+struct RecordOptions {
+  uint64_t frequency_hz = 999;
+  sampler::EventSpec event;            // default cycles (falls back to cpu-clock)
+  size_t ring_pages = 0;               // 0 = fit perf_event_mlock_kb
+  std::vector<RecordOutput> outputs;   // default nativeprof.folded
+  unwind::CallGraphMode call_graph = unwind::CallGraphMode::kFramePointer;
+  bool call_graph_explicit = false;    // the user chose --call-graph
+  uint32_t dwarf_stack_bytes = 8192;
+  unwind::DwarfBackend dwarf_backend = unwind::DwarfBackend::kNative;
+  symbolize::SymbolizerOptions symbolizer;
+  output::WriteOptions write;
+  bool counters = true;                // counting events beside the sampling event
+  std::vector<sampler::EventSpec> counter_events;  // empty = the default set
+  std::vector<int> pids;               // -p: attach instead of running a command
+  double duration_seconds = 0;         // --duration; 0 = until the target exits / Ctrl-C
+  int verbosity = 0;
+  std::vector<std::string> command;    // after --
+  // The metadata JSON goes beside the first output: "<path>.json".
+  std::string MetadataPath() const { return outputs.front().path + ".json"; }
+};
+
+// Parses argv (argv[0] = "record"). On `--help` returns kCancelled after printing usage to stdout.
+// Errors: kInvalidArgument with a one-line message (the caller prints it and exits 2).
+absl::StatusOr<RecordOptions> ParseRecordOptions(int argc, char** argv);
+
+const char* RecordUsage();
+
+}  // namespace nativeprof::tools
+
+#endif  // NATIVEPROF_TOOLS_RECORD_OPTIONS_H_

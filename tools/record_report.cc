@@ -1,0 +1,173 @@
+#include "tools/record_report.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/file_util.h"
+#include "output/counter_report.h"
+#include "output/profile_writer.h"
+#include "symbolize/profile_builder.h"
+#include "tools/exit_codes.h"
+
+namespace nativeprof::tools {
+namespace {
+
+void PrintLine(const std::string& line) { std::fprintf(stderr, "nativeprof: %s\n", line.c_str()); }
+
+std::string Plural(uint64_t n, const char* one, const char* many) {
+  return absl::StrCat(n, " ", n == 1 ? one : many);
+}
+
+const char* CallGraphName(const RecordOptions& o) {
+  return o.call_graph == unwind::CallGraphMode::kDwarf ? "dwarf" : "fp";
+}
+
+// Warnings for anything that made the profile less complete than it looks.
+void PrintQualityWarnings(const RecordOptions& o, const unwind::StackCollector& collector,
+                          const symbolize::SymbolizationStats& symbols) {
+  const unwind::CollectorStats& s = collector.stats();
+  const uint64_t lost = s.lost_records + s.lost_samples;
+  if (lost > 0) {
+    PrintLine(absl::StrCat(lost, " records lost because the ring buffer was full; try a larger -m ",
+                           "or a lower -F"));
+  }
+  const uint64_t truncated = s.ends[static_cast<size_t>(unwind::StackEnd::kTruncatedStack)];
+  if (truncated > 0) {
+    PrintLine(absl::StrCat(Plural(truncated, "stack", "stacks"), " truncated at ",
+                           o.dwarf_stack_bytes, " bytes", s.spliced ? " (" : "",
+                           s.spliced ? absl::StrCat(s.spliced, " completed by the kernel chain)") : "",
+                           " - try --call-graph dwarf,", std::min(o.dwarf_stack_bytes * 2, 65528u)));
+  }
+  const uint64_t max_depth = s.ends[static_cast<size_t>(unwind::StackEnd::kMaxDepth)];
+  if (max_depth > 0) {
+    PrintLine(absl::StrCat(Plural(max_depth, "stack", "stacks"),
+                           " hit the depth limit (/proc/sys/kernel/perf_event_max_stack)"));
+  }
+  for (int e = 0; e < unwind::kStackEndCount; ++e) {
+    auto end = static_cast<unwind::StackEnd>(e);
+    if (end == unwind::StackEnd::kComplete || end == unwind::StackEnd::kTruncatedStack ||
+        end == unwind::StackEnd::kMaxDepth || s.ends[e] == 0 ||
+        o.call_graph == unwind::CallGraphMode::kFramePointer) {
+      continue;
+    }
+    PrintLine(absl::StrCat(Plural(s.ends[e], "stack", "stacks"), " ended early: ",
+                           unwind::StackEndName(end)));
+  }
+  if (symbols.addresses > 0 && symbols.named < symbols.addresses) {
+    PrintLine(absl::StrFormat("%.1f%% of distinct addresses named",
+                              100.0 * static_cast<double>(symbols.named) /
+                                  static_cast<double>(symbols.addresses)));
+    int shown = 0;
+    for (const auto& miss : symbols.worst_modules) {
+      if (shown++ == 3) break;
+      PrintLine(absl::StrCat("  ", miss.module, ": ", miss.unnamed, " unnamed (", miss.reason, ")",
+                             miss.advice.empty() ? "" : absl::StrCat("; ", miss.advice)));
+    }
+  }
+  for (const std::string& w : symbols.warnings) PrintLine(w);
+}
+
+}  // namespace
+
+nlohmann::json RecordMetadata(const RecordOptions& o, const sampler::Session& session,
+                              const unwind::StackCollector& collector,
+                              const symbolize::SymbolizationStats& symbols,
+                              const std::vector<sampler::CounterValue>& counters,
+                              const RunState& state) {
+  const unwind::CollectorStats& s = collector.stats();
+  nlohmann::json j;
+  j["tool"] = "nativeprof";
+  j["version"] = "0.1.0";
+  j["command"] = o.command;
+  j["event"] = session.event().name;
+  j["requested_event"] = o.event.name;
+  j["notes"] = session.notes();
+  j["frequency_hz"] = o.frequency_hz;
+  j["weight_unit"] = "samples";
+  j["call_graph"] = CallGraphName(o);
+  if (o.call_graph == unwind::CallGraphMode::kDwarf) j["dwarf_stack_bytes"] = o.dwarf_stack_bytes;
+  j["kernel_sampled"] = session.kernel_sampled();
+  j["duration_seconds"] = state.duration_seconds;
+  j["samples"] = s.samples;
+  j["lost"] = {{"records", s.lost_records}, {"samples", s.lost_samples}};
+  j["throttled"] = s.throttled;
+  j["processes"] = collector.processes().process_count();
+  j["threads"] = collector.processes().thread_count();
+  j["exit_code"] = state.exit_code;
+  j["interrupted"] = state.interrupted;
+  j["ring"] = {{"cpus", session.ring_count()}, {"data_pages_per_cpu", session.ring_pages()},
+               {"records", session.stats().records}, {"bytes", session.stats().bytes},
+               {"corrupt_batches", session.stats().corrupt_batches},
+               {"parse_errors", session.stats().parse_errors}};
+  nlohmann::json ends = nlohmann::json::object();
+  for (int e = 0; e < unwind::kStackEndCount; ++e) {
+    ends[unwind::StackEndName(static_cast<unwind::StackEnd>(e))] = s.ends[e];
+  }
+  j["unwind"] = {{"frames", s.frames},
+                 {"kernel_frames", s.kernel_frames},
+                 {"unmapped_frames", s.unmapped_frames},
+                 {"spliced", s.spliced},
+                 {"ends", ends}};
+  nlohmann::json worst = nlohmann::json::array();
+  for (const auto& m : symbols.worst_modules) {
+    worst.push_back(
+        {{"module", m.module}, {"unnamed", m.unnamed}, {"reason", m.reason}, {"advice", m.advice}});
+  }
+  j["symbolization"] = {{"addresses", symbols.addresses},
+                        {"named", symbols.named},
+                        {"worst_modules", worst},
+                        {"warnings", symbols.warnings}};
+  nlohmann::json outputs = nlohmann::json::array();
+  for (const RecordOutput& out : o.outputs) {
+    outputs.push_back({{"path", out.path}, {"format", output::OutputFormatName(out.format)}});
+  }
+  j["outputs"] = outputs;
+  if (!counters.empty()) j["counters"] = output::CountersToJson(counters, state.duration_seconds);
+  return j;
+}
+
+int FinishRecording(const RecordOptions& o, const sampler::Session& session,
+                    const unwind::StackCollector& collector,
+                    const std::vector<sampler::CounterValue>& counters, const RunState& state) {
+  std::unique_ptr<symbolize::Symbolizer> symbolizer =
+      symbolize::MakeSymbolizer(collector.modules(), o.symbolizer);
+  symbolize::ProfileBuildOptions build;
+  build.event = session.event().name;
+  build.weight_unit = (session.event().name == "cpu-clock" || session.event().name == "task-clock")
+                          ? "nanoseconds"
+                          : "events";
+  build.sample_frequency_hz = o.frequency_hz;
+  build.duration_ns = static_cast<uint64_t>(state.duration_seconds * 1e9);
+  build.timeline = true;
+  symbolize::Profile profile = symbolize::BuildProfile(collector, *symbolizer, build);
+  const symbolize::SymbolizationStats symbols = symbolizer->Stats();
+
+  int exit_code = state.exit_code;
+  for (const RecordOutput& out : o.outputs) {
+    absl::Status st = output::WriteProfile(profile, out.path, out.format, o.write);
+    if (!st.ok()) {
+      PrintLine(absl::StrCat("cannot write ", out.path, ": ", st.message()));
+      exit_code = kExitOutput;
+    }
+  }
+  nlohmann::json metadata = RecordMetadata(o, session, collector, symbols, counters, state);
+  if (absl::Status st = WriteFileAtomically(o.MetadataPath(), metadata.dump(2) + "\n"); !st.ok()) {
+    PrintLine(absl::StrCat("cannot write ", o.MetadataPath(), ": ", st.message()));
+    exit_code = kExitOutput;
+  }
+
+  if (!counters.empty()) {
+    std::fputs(output::FormatCounterTable(counters, state.duration_seconds).c_str(), stderr);
+  }
+  PrintQualityWarnings(o, collector, symbols);
+  const unwind::CollectorStats& s = collector.stats();
+  PrintLine(absl::StrFormat("%d samples, %d lost, %.2f s, %s, %s -> %s", s.samples,
+                            s.lost_records + s.lost_samples, state.duration_seconds,
+                            Plural(collector.processes().thread_count(), "thread", "threads"),
+                            Plural(collector.processes().process_count(), "process", "processes"),
+                            o.outputs.front().path));
+  return exit_code;
+}
+
+}  // namespace nativeprof::tools

@@ -1,0 +1,201 @@
+#include "tools/record_session.h"
+
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/file_util.h"
+#include "base/logging.h"
+#include "base/scoped_fd.h"
+#include "output/counter_report.h"
+#include "sampler/child_process.h"
+#include "sampler/counter_set.h"
+#include "sampler/session.h"
+#include "symbolize/profile_builder.h"
+#include "tools/exit_codes.h"
+#include "tools/record_report.h"
+#include "unwind/stack_collector.h"
+#include "unwind/x86_64_regs.h"
+
+namespace nativeprof::tools {
+namespace {
+
+void PrintError(absl::string_view message) {
+  std::fprintf(stderr, "nativeprof: %.*s\n", static_cast<int>(message.size()), message.data());
+}
+
+int ExitCodeForStartError(const absl::Status& st) {
+  if (absl::IsPermissionDenied(st) || absl::IsNotFound(st)) return kExitPerfUnavailable;
+  if (absl::IsInvalidArgument(st)) return kExitUsage;
+  return kExitFailure;
+}
+
+// SIGINT/SIGTERM/SIGHUP are blocked and read from a signalfd, so no handler runs inside
+// nativeprof and the poll loop sees them like any other fd. The child unblocks them before exec.
+class SignalReader {
+ public:
+  absl::Status Init() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &set, &old_) != 0) return absl::InternalError("sigprocmask");
+    blocked_ = true;
+    fd_.Reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!fd_.valid()) return absl::InternalError("signalfd");
+    return absl::OkStatus();
+  }
+  ~SignalReader() {
+    if (blocked_) sigprocmask(SIG_SETMASK, &old_, nullptr);
+  }
+  int fd() const { return fd_.get(); }
+  // The next pending signal number, or 0.
+  int Read() {
+    signalfd_siginfo info;
+    if (::read(fd_.get(), &info, sizeof(info)) != sizeof(info)) return 0;
+    return static_cast<int>(info.ssi_signo);
+  }
+
+ private:
+  ScopedFd fd_;
+  sigset_t old_{};
+  bool blocked_ = false;
+};
+
+}  // namespace
+
+int RunRecording(const RecordOptions& o) {
+  auto log = Logger("main");
+  // Everything that can be checked before the target starts is checked now, so a bad path never
+  // costs a run.
+  for (const RecordOutput& out : o.outputs) {
+    absl::Status st = CheckOutputWritable(out.path);
+    if (!st.ok()) {
+      PrintError(absl::StrCat("cannot write output '", out.path, "': ", st.message(),
+                              "; choose another -o"));
+      return kExitOutput;
+    }
+  }
+  if (!o.pids.empty()) {
+    PrintError("attaching with -p is not available yet; run the command under nativeprof record");
+    return kExitUsage;
+  }
+  if (o.duration_seconds > 0) {
+    PrintError("--duration applies to -p PID; with a command, stop it with Ctrl-C");
+    return kExitUsage;
+  }
+
+  absl::StatusOr<std::unique_ptr<unwind::Unwinder>> unwinder =
+      unwind::MakeUnwinder(o.call_graph, o.dwarf_backend);
+  if (!unwinder.ok()) {
+    PrintError(unwinder.status().message());
+    return kExitUsage;
+  }
+
+  SignalReader signals;
+  if (absl::Status st = signals.Init(); !st.ok()) {
+    PrintError(st.message());
+    return kExitFailure;
+  }
+
+  absl::StatusOr<sampler::ChildProcess> child = sampler::ChildProcess::Spawn(o.command);
+  if (!child.ok()) {
+    PrintError(child.status().message());
+    return kExitFailure;
+  }
+
+  sampler::SessionOptions session_options;
+  session_options.sampling.event = o.event;
+  session_options.sampling.frequency_hz = o.frequency_hz;
+  session_options.sampling.callchain = true;
+  if (o.call_graph == unwind::CallGraphMode::kDwarf) {
+    session_options.sampling.regs_user_mask = unwind::DwarfSampleRegsMask();
+    session_options.sampling.stack_user_bytes = o.dwarf_stack_bytes;
+  }
+  session_options.targets = {child->pid()};
+  session_options.ring_pages = o.ring_pages;
+  absl::StatusOr<std::unique_ptr<sampler::Session>> session =
+      sampler::Session::Open(session_options);
+  if (!session.ok()) {
+    PrintError(session.status().message());
+    return ExitCodeForStartError(session.status());
+  }
+  for (const std::string& note : (*session)->notes()) PrintError(note);
+
+  std::optional<sampler::CounterSet> counters;
+  if (o.counters) {
+    std::vector<sampler::EventSpec> events =
+        o.counter_events.empty() ? sampler::DefaultCounterEvents() : o.counter_events;
+    sampler::CounterOptions counter_options;
+    counter_options.enable_on_exec = true;
+    counter_options.inherit = true;
+    absl::StatusOr<sampler::CounterSet> opened =
+        sampler::CounterSet::Open(events, child->pid(), counter_options);
+    if (opened.ok()) {
+      counters.emplace(*std::move(opened));
+    } else {
+      PrintError(absl::StrCat("counters disabled: ", opened.status().message()));
+    }
+  }
+
+  unwind::StackCollector collector(unwinder->get(), /*keep_timeline=*/true);
+  const auto start = std::chrono::steady_clock::now();
+  if (absl::Status st = child->Release(); !st.ok()) {
+    PrintError(st.message());
+    return absl::IsNotFound(st) ? kExitNotFound : kExitNotExecutable;
+  }
+
+  RunState state;
+  pollfd extra[2] = {{signals.fd(), POLLIN, 0}, {child->pidfd(), POLLIN, 0}};
+  const size_t extra_count = child->pidfd() >= 0 ? 2 : 1;
+  std::optional<int> wait_status;
+  while (true) {
+    (*session)->Poll(std::span<pollfd>(extra, extra_count), 100);
+    (*session)->Drain(collector);
+    if (extra[0].revents & POLLIN) {
+      while (int sig = signals.Read()) {
+        ++state.signals_received;
+        if (state.signals_received == 1 || sig != SIGINT) {
+          // Like perf: the target decides how to end; nativeprof keeps draining until it exits.
+          child->Signal(sig);
+          state.interrupted = true;
+        } else {
+          state.stopped_waiting = true;
+        }
+      }
+    }
+    wait_status = child->TryWait();
+    if (wait_status.has_value() || state.stopped_waiting) break;
+  }
+  const auto end = std::chrono::steady_clock::now();
+  // Records of the last moments may still sit below the wakeup mark.
+  (*session)->Drain(collector);
+  state.duration_seconds = std::chrono::duration<double>(end - start).count();
+  state.exit_code = wait_status.has_value() ? sampler::ExitCodeFromWaitStatus(*wait_status)
+                                            : 128 + SIGINT;
+  if (state.stopped_waiting && !wait_status.has_value()) {
+    PrintError("second interrupt: stopped waiting for the target; writing what was recorded");
+  }
+
+  std::vector<sampler::CounterValue> counter_values;
+  if (counters.has_value()) {
+    absl::StatusOr<std::vector<sampler::CounterValue>> values = counters->Read();
+    if (values.ok()) {
+      counter_values = *std::move(values);
+    } else {
+      PrintError(absl::StrCat("cannot read counters: ", values.status().message()));
+    }
+  }
+
+  return FinishRecording(o, **session, collector, counter_values, state);
+}
+
+}  // namespace nativeprof::tools
