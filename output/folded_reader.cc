@@ -44,6 +44,7 @@ std::pair<absl::string_view, FrameKind> SplitSuffix(absl::string_view name) {
 absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
   Profile profile;
   profile.weight_unit = "samples";
+  profile.event.clear();  // folded files do not say which event was sampled
   // (name + kind byte) -> frame index; (thread + frame list) -> stack index.
   absl::flat_hash_map<std::string, uint32_t> frame_ids;
   absl::flat_hash_map<std::string, uint32_t> stack_ids;

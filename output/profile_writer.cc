@@ -7,7 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "base/logging.h"
 #include "output/folded_writer.h"
+#include "output/pprof_writer.h"
+#include "output/speedscope_writer.h"
+#include "output/svg_writer.h"
 
 namespace nativeprof::output {
 
@@ -49,17 +53,34 @@ absl::StatusOr<std::string> RenderProfile(const symbolize::Profile& profile, Out
   switch (format) {
     case OutputFormat::kFolded:
       return RenderFolded(profile);
-    case OutputFormat::kSvg:
+    case OutputFormat::kSvg: {
+      FlameSvgStats stats;
+      absl::StatusOr<std::string> svg =
+          RenderProfileSvg(profile, options.title, options.flamechart, options.svg_width,
+                           options.svg_min_width_px, &stats);
+      if (svg.ok() && stats.frames_pruned > 0) {
+        Logger("output")->info("flame graph: {} frames drawn, {} narrower than {} px pruned",
+                               stats.frames_drawn, stats.frames_pruned,
+                               options.svg_min_width_px);
+      }
+      return svg;
+    }
     case OutputFormat::kPprof:
+      return RenderPprof(profile);
     case OutputFormat::kSpeedscope:
-      break;
+      return RenderSpeedscope(profile, options.title.empty() ? "nativeprof" : options.title);
   }
-  return absl::UnimplementedError(
-      absl::StrCat("output format ", OutputFormatName(format), " is not implemented yet"));
+  return absl::InvalidArgumentError("unknown output format");
 }
 
 absl::Status WriteProfile(const symbolize::Profile& profile, const std::string& path,
                           OutputFormat format, const WriteOptions& options) {
+  if (options.flamechart && format == OutputFormat::kSvg && profile.timeline.empty()) {
+    // Fail before rendering anything else, with the path that asked for it.
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": --flamechart needs samples in time order, and this profile has "
+                           "none (folded files keep no timeline)"));
+  }
   NP_ASSIGN_OR_RETURN(std::string contents, RenderProfile(profile, format, options));
   return WriteFileAtomically(path, contents);
 }

@@ -7,6 +7,9 @@
 namespace nativeprof::tools {
 
 int RunRecordCommand(int argc, char** argv);
+int RunConvertCommand(int argc, char** argv);
+int RunReportCommand(int argc, char** argv);
+int RunDiffCommand(int argc, char** argv);
 int RunStatCommand(int argc, char** argv);
 
 }  // namespace nativeprof::tools

@@ -15,6 +15,9 @@ struct Subcommand {
 
 constexpr Subcommand kSubcommands[] = {
     {"record", nativeprof::tools::RunRecordCommand, "run a command and sample its stacks"},
+    {"convert", nativeprof::tools::RunConvertCommand, "convert a folded profile to svg/pprof/speedscope"},
+    {"report", nativeprof::tools::RunReportCommand, "top functions with confidence intervals, call tree"},
+    {"diff", nativeprof::tools::RunDiffCommand, "compare two profiles, significant changes, diff SVG"},
     {"stat", nativeprof::tools::RunStatCommand, "run a command and count events (perf stat)"},
 };
 

@@ -1,0 +1,182 @@
+#include "output/text_report.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "output/flame_tree.h"
+#include "output/function_stats.h"
+
+namespace nativeprof::output {
+
+std::string WithThousands(uint64_t value) {
+  std::string digits = absl::StrCat(value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+namespace {
+
+double Pct(uint64_t k, uint64_t n) { return n == 0 ? 0 : 100.0 * k / n; }
+
+void AppendTable(std::string* out, const FunctionTable& table, size_t top_n, bool by_self,
+                 bool* any_noise) {
+  std::vector<const FunctionCounts*> rows;
+  for (const FunctionCounts& f : table.functions) {
+    if ((by_self ? f.self : f.total) > 0) rows.push_back(&f);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [by_self](const FunctionCounts* a,
+                                                      const FunctionCounts* b) {
+    const uint64_t ka = by_self ? a->self : a->total, kb = by_self ? b->self : b->total;
+    return ka > kb;  // names are already sorted: ties stay in name order
+  });
+  if (rows.size() > top_n) rows.resize(top_n);
+  absl::StrAppendFormat(out, "Top %d functions by %s share (of %s samples)\n",
+                        static_cast<int>(rows.size()), by_self ? "self" : "total",
+                        WithThousands(table.samples));
+  absl::StrAppendFormat(out, "%8s  %-17s %10s  %8s  %s\n", by_self ? "self" : "total",
+                        "95% interval", "samples", by_self ? "total" : "self", "function");
+  for (const FunctionCounts* f : rows) {
+    const uint64_t k = by_self ? f->self : f->total;
+    const uint64_t other = by_self ? f->total : f->self;
+    const Interval ci = WilsonInterval(k, table.samples, 0.95);
+    const bool noise = IsNoise(k, table.samples);
+    *any_noise |= noise;
+    absl::StrAppendFormat(out, "%7.2f%%  %-17s %10s  %7.2f%%  %s%s\n", Pct(k, table.samples),
+                          absl::StrFormat("%.2f-%.2f%%", 100 * ci.low, 100 * ci.high),
+                          WithThousands(k), Pct(other, table.samples), f->name,
+                          noise ? "  [noise]" : "");
+  }
+}
+
+}  // namespace
+
+std::string RenderTopFunctions(const symbolize::Profile& profile, size_t top_n) {
+  const FunctionTable table = CountFunctions(profile);
+  std::string out;
+  if (table.samples == 0) return "no samples\n";
+  bool any_noise = false;
+  AppendTable(&out, table, top_n, /*by_self=*/true, &any_noise);
+  out.push_back('\n');
+  AppendTable(&out, table, top_n, /*by_self=*/false, &any_noise);
+  if (any_noise) {
+    out.append(
+        "\n[noise]: too few samples - the 95% interval is wider than the share itself, so the "
+        "difference from zero\n         or from its neighbours may be chance. Sample longer or "
+        "at a higher frequency.\n");
+  }
+  return out;
+}
+
+namespace {
+
+void AppendTreeNode(std::string* out, const FlameTree& tree, uint32_t id, int level,
+                    int max_level, double min_percent, uint64_t total) {
+  const FlameNode& n = tree.nodes()[id];
+  absl::StrAppendFormat(out, "%7.2f%% %7.2f%%  %s%s\n", Pct(n.value[0], total),
+                        Pct(n.self[0], total), std::string(2 * level, ' '),
+                        tree.names()[n.name]);
+  if (level >= max_level) {
+    if (!n.children.empty()) {
+      absl::StrAppendFormat(out, "%17s  %s...\n", "", std::string(2 * level + 2, ' '));
+    }
+    return;
+  }
+  std::vector<uint32_t> kids = n.children;  // sorted by name; make it by value, stable
+  std::stable_sort(kids.begin(), kids.end(), [&](uint32_t a, uint32_t b) {
+    return tree.nodes()[a].value[0] > tree.nodes()[b].value[0];
+  });
+  size_t hidden = 0;
+  uint64_t hidden_samples = 0;
+  for (uint32_t c : kids) {
+    if (Pct(tree.nodes()[c].value[0], total) < min_percent) {
+      ++hidden;
+      hidden_samples += tree.nodes()[c].value[0];
+      continue;
+    }
+    AppendTreeNode(out, tree, c, level + 1, max_level, min_percent, total);
+  }
+  if (hidden > 0) {
+    absl::StrAppendFormat(out, "%7.2f%% %8s  %s... %d more under %.2g%% each\n",
+                          Pct(hidden_samples, total), "", std::string(2 * level + 2, ' '),
+                          static_cast<int>(hidden), min_percent);
+  }
+}
+
+}  // namespace
+
+std::string RenderCallTree(const symbolize::Profile& profile, int depth, double min_percent) {
+  const FlameTree tree = BuildFlameGraphTree(profile);
+  const uint64_t total = tree.root().value[0];
+  if (total == 0) return "no samples\n";
+  std::string out = absl::StrFormat("Call tree (%s samples; total%%, self%%)\n",
+                                    WithThousands(total));
+  absl::StrAppendFormat(&out, "%8s %8s  %s\n", "total", "self", "thread / function");
+  std::vector<uint32_t> threads = tree.root().children;
+  std::stable_sort(threads.begin(), threads.end(), [&](uint32_t a, uint32_t b) {
+    return tree.nodes()[a].value[0] > tree.nodes()[b].value[0];
+  });
+  for (uint32_t t : threads) AppendTreeNode(&out, tree, t, 0, depth, min_percent, total);
+  return out;
+}
+
+namespace {
+
+std::string JsonScalar(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return WithThousands(v.get<int64_t>() < 0 ? 0 : v.get<uint64_t>());
+  if (v.is_number()) return absl::StrFormat("%.6g", v.get<double>());
+  return v.dump();
+}
+
+void AppendCounter(std::string* out, const std::string& name, const nlohmann::json& v) {
+  std::string value, unit;
+  if (v.is_object()) {
+    for (const char* key : {"value", "count", "mean"}) {
+      if (v.contains(key)) {
+        value = JsonScalar(v[key]);
+        break;
+      }
+    }
+    if (v.contains("unit") && v["unit"].is_string()) unit = v["unit"].get<std::string>();
+    if (value.empty()) value = v.dump();
+  } else {
+    value = JsonScalar(v);
+  }
+  absl::StrAppendFormat(out, "  %-28s %18s %s\n", name, value, unit);
+}
+
+}  // namespace
+
+std::string RenderCounters(const nlohmann::json& metadata) {
+  if (!metadata.is_object() || !metadata.contains("counters")) return "";
+  const nlohmann::json& counters = metadata["counters"];
+  std::string out = "Counters\n";
+  if (counters.is_object()) {
+    for (auto it = counters.begin(); it != counters.end(); ++it) {
+      AppendCounter(&out, it.key(), it.value());
+    }
+  } else if (counters.is_array()) {
+    for (const nlohmann::json& c : counters) {
+      std::string name = "?";
+      for (const char* key : {"name", "event"}) {
+        if (c.is_object() && c.contains(key) && c[key].is_string()) {
+          name = c[key].get<std::string>();
+          break;
+        }
+      }
+      AppendCounter(&out, name, c);
+    }
+  } else {
+    return "";
+  }
+  return out;
+}
+
+}  // namespace nativeprof::output

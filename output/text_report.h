@@ -1,0 +1,35 @@
+// The terminal text of `nativeprof report`: top functions by self and total share with 95% Wilson
+// intervals (and a noise marker), a depth-limited call tree, and the counter summary from the
+// metadata JSON written beside a recording. Pure functions returning text; any thread.
+#ifndef NATIVEPROF_OUTPUT_TEXT_REPORT_H_
+#define NATIVEPROF_OUTPUT_TEXT_REPORT_H_
+
+#include <cstddef>
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "symbolize/profile.h"
+
+namespace nativeprof::output {
+
+// Two tables, top `top_n` functions by self share and by total share; each share with its 95%
+// Wilson interval; rows whose interval is too wide (IsNoise) end in "[noise]", explained below the
+// table. Ties break by name, so the text is deterministic.
+std::string RenderTopFunctions(const symbolize::Profile& profile, size_t top_n);
+
+// The merged call tree (thread names at the first level) to `depth` frame levels below the
+// thread, children by decreasing total share; callees under `min_percent` of all samples are
+// summarised in one "... N more" line.
+std::string RenderCallTree(const symbolize::Profile& profile, int depth, double min_percent);
+
+// The "counters" object of a metadata JSON, one line per counter: name, value and unit when
+// present. Accepts {"name": number}, {"name": {"value": v, "unit": u}} and
+// [{"name": n, "value": v, "unit": u}]. Empty string when there is no "counters" member.
+std::string RenderCounters(const nlohmann::json& metadata);
+
+// 12345 -> "12,345".
+std::string WithThousands(uint64_t value);
+
+}  // namespace nativeprof::output
+
+#endif  // NATIVEPROF_OUTPUT_TEXT_REPORT_H_

@@ -1,0 +1,154 @@
+// `nativeprof convert IN [OUT] [-o FILE]... [--format F] [--title T]`: reads a folded file and
+// writes it in other formats (folded, flame graph SVG, pprof, speedscope). Main thread only.
+#include <getopt.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "base/file_util.h"
+#include "output/folded_reader.h"
+#include "output/profile_writer.h"
+#include "tools/commands.h"
+#include "tools/exit_codes.h"
+
+namespace nativeprof::tools {
+namespace {
+
+constexpr char kConvertUsage[] = R"(usage: nativeprof convert IN [OUT] [-o FILE]... [options]
+
+Reads folded stacks (IN, e.g. nativeprof.folded) and writes them in other formats.
+
+  OUT, -o, --output FILE  output file (several allowed); the format comes from --format or the
+                          extension: .svg, .pb.gz/.pprof/.pb, .speedscope.json, else folded
+      --format FMT        folded | svg | pprof | speedscope (applies to the next output, or,
+                          given last, to every output without its own)
+      --title TEXT        flame graph / speedscope title
+      --width PIXELS      flame graph width (default 1200)
+      --flamechart        time-ordered flame chart (needs a timeline; folded files have none)
+  -h, --help              this text
+
+exit status: 0 ok, 2 bad arguments or unreadable/malformed input, 4 an output cannot be written
+)";
+
+int Usage(const std::string& problem, const std::string& fix) {
+  std::fprintf(stderr, "nativeprof: %s; %s\n", problem.c_str(), fix.c_str());
+  return kExitUsage;
+}
+
+}  // namespace
+
+int RunConvertCommand(int argc, char** argv) {
+  enum { kFormat = 1000, kTitle, kFlamechart, kWidth };
+  static const option kLong[] = {
+      {"output", required_argument, nullptr, 'o'},
+      {"format", required_argument, nullptr, kFormat},
+      {"title", required_argument, nullptr, kTitle},
+      {"width", required_argument, nullptr, kWidth},
+      {"flamechart", no_argument, nullptr, kFlamechart},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  std::vector<std::string> paths;
+  std::vector<std::string> formats;  // parallel to paths; "" = from the extension
+  std::string pending_format;
+  output::WriteOptions write;
+  optind = 0;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "o:h", kLong, nullptr)) != -1) {
+    switch (c) {
+      case 'o':
+        paths.push_back(optarg);
+        formats.push_back(pending_format);
+        pending_format.clear();
+        break;
+      case kFormat: {
+        absl::StatusOr<output::OutputFormat> f = output::ParseOutputFormat(optarg);
+        if (!f.ok()) return Usage(std::string(f.status().message()), "see 'nativeprof convert --help'");
+        pending_format = optarg;
+        break;
+      }
+      case kTitle:
+        write.title = optarg;
+        break;
+      case kWidth: {
+        char* end = nullptr;
+        const long w = std::strtol(optarg, &end, 10);
+        if (end == optarg || *end != '\0' || w < 100 || w > 100000) {
+          return Usage(absl::StrCat("--width '", optarg, "' is not a number of pixels"),
+                       "use 100 to 100000");
+        }
+        write.svg_width = static_cast<int>(w);
+        break;
+      }
+      case kFlamechart:
+        write.flamechart = true;
+        break;
+      case 'h':
+        std::fputs(kConvertUsage, stdout);
+        return kExitOk;
+      default:
+        return Usage(absl::StrCat("unknown or incomplete option '", argv[optind - 1], "'"),
+                     "see 'nativeprof convert --help'");
+    }
+  }
+  const int positional = argc - optind;
+  if (positional < 1) return Usage("convert needs an input file", "usage: nativeprof convert IN OUT");
+  if (positional > 2) {
+    return Usage(absl::StrCat("unexpected argument '", argv[optind + 2], "'"),
+                 "usage: nativeprof convert IN [OUT] [-o FILE]...");
+  }
+  const std::string in = argv[optind];
+  if (positional == 2) {
+    // The positional OUT counts as the first output.
+    paths.insert(paths.begin(), argv[optind + 1]);
+    formats.insert(formats.begin(), std::string());
+  }
+  if (paths.empty()) return Usage("convert needs an output file", "give OUT or -o FILE");
+  if (!pending_format.empty()) {
+    for (std::string& f : formats) {
+      if (f.empty()) f = pending_format;
+    }
+  }
+
+  std::vector<output::OutputFormat> resolved;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    resolved.push_back(formats[i].empty() ? output::FormatFromPath(paths[i])
+                                          : *output::ParseOutputFormat(formats[i]));
+    if (write.flamechart && resolved.back() == output::OutputFormat::kSvg) {
+      return Usage(absl::StrCat("--flamechart needs samples in time order and ", in,
+                                " is a folded file, which keeps none"),
+                   "record with -o FILE.svg --flamechart, or drop --flamechart");
+    }
+    absl::Status writable = CheckOutputWritable(paths[i]);
+    if (!writable.ok()) {
+      std::fprintf(stderr, "nativeprof: cannot write %s: %s; choose another output path\n",
+                   paths[i].c_str(), std::string(writable.message()).c_str());
+      return kExitOutput;
+    }
+  }
+
+  absl::StatusOr<symbolize::Profile> profile = output::ReadFoldedFile(in);
+  if (!profile.ok()) {
+    return Usage(std::string(profile.status().message()),
+                 "give a folded file ('comm;frame;...;frame COUNT' per line)");
+  }
+  for (size_t i = 0; i < paths.size(); ++i) {
+    absl::Status st = output::WriteProfile(*profile, paths[i], resolved[i], write);
+    if (!st.ok()) {
+      if (st.code() == absl::StatusCode::kInvalidArgument) {
+        return Usage(std::string(st.message()), "see 'nativeprof convert --help'");
+      }
+      std::fprintf(stderr, "nativeprof: %s; choose another output path\n",
+                   std::string(st.message()).c_str());
+      return kExitOutput;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace nativeprof::tools

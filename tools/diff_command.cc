@@ -1,0 +1,124 @@
+// `nativeprof diff BEFORE AFTER [-o diff.svg] [--level 0.99] [-n N]`: which functions' shares
+// changed between two folded profiles, tested for significance, plus a differential flame graph.
+// Main thread only.
+#include <getopt.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "base/file_util.h"
+#include "output/diff_report.h"
+#include "output/folded_reader.h"
+#include "tools/commands.h"
+#include "tools/exit_codes.h"
+
+namespace nativeprof::tools {
+namespace {
+
+constexpr char kDiffUsage[] = R"(usage: nativeprof diff BEFORE AFTER [options]
+
+Compares two folded profiles: functions whose self or total share changed, largest first, each
+marked significant (*) or not by a two-proportion z-test on the shares, so profiles with
+different sample counts compare fairly.
+
+  -o, --output FILE   also write a differential flame graph SVG (widths from AFTER;
+                      red = larger share after, blue = smaller)
+      --level L       confidence level of the test, 0.5 to 0.999999 (default 0.99)
+  -n, --top N         rows to print (default 30)
+      --title TEXT    flame graph title
+  -h, --help          this text
+)";
+
+int Usage(const std::string& problem, const std::string& fix) {
+  std::fprintf(stderr, "nativeprof: %s; %s\n", problem.c_str(), fix.c_str());
+  return kExitUsage;
+}
+
+}  // namespace
+
+int RunDiffCommand(int argc, char** argv) {
+  enum { kLevel = 1000, kTitle };
+  static const option kLong[] = {
+      {"output", required_argument, nullptr, 'o'},
+      {"level", required_argument, nullptr, kLevel},
+      {"top", required_argument, nullptr, 'n'},
+      {"title", required_argument, nullptr, kTitle},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  std::string svg_path, title;
+  double level = 0.99;
+  long top_n = 30;
+  optind = 0;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "o:n:h", kLong, nullptr)) != -1) {
+    switch (c) {
+      case 'o':
+        svg_path = optarg;
+        break;
+      case kLevel: {
+        char* end = nullptr;
+        level = std::strtod(optarg, &end);
+        if (end == optarg || *end != '\0' || !(level >= 0.5 && level <= 0.999999)) {
+          return Usage(absl::StrCat("--level '", optarg, "' is not a confidence level"),
+                       "use e.g. --level 0.99 or 0.95");
+        }
+        break;
+      }
+      case 'n': {
+        char* end = nullptr;
+        top_n = std::strtol(optarg, &end, 10);
+        if (end == optarg || *end != '\0' || top_n < 1) {
+          return Usage(absl::StrCat("-n '", optarg, "' is not a count"), "use e.g. -n 30");
+        }
+        break;
+      }
+      case kTitle:
+        title = optarg;
+        break;
+      case 'h':
+        std::fputs(kDiffUsage, stdout);
+        return kExitOk;
+      default:
+        return Usage(absl::StrCat("unknown or incomplete option '", argv[optind - 1], "'"),
+                     "see 'nativeprof diff --help'");
+    }
+  }
+  if (argc - optind != 2) {
+    return Usage("diff needs two folded files", "usage: nativeprof diff BEFORE AFTER [-o diff.svg]");
+  }
+  if (!svg_path.empty()) {
+    absl::Status writable = CheckOutputWritable(svg_path);
+    if (!writable.ok()) {
+      std::fprintf(stderr, "nativeprof: cannot write %s: %s; choose another output path\n",
+                   svg_path.c_str(), std::string(writable.message()).c_str());
+      return kExitOutput;
+    }
+  }
+  absl::StatusOr<symbolize::Profile> before = output::ReadFoldedFile(argv[optind]);
+  if (!before.ok()) {
+    return Usage(std::string(before.status().message()), "give two folded files");
+  }
+  absl::StatusOr<symbolize::Profile> after = output::ReadFoldedFile(argv[optind + 1]);
+  if (!after.ok()) {
+    return Usage(std::string(after.status().message()), "give two folded files");
+  }
+  const output::DiffResult diff = output::DiffProfiles(*before, *after, level);
+  const std::string table = output::RenderDiffTable(diff, static_cast<size_t>(top_n));
+  std::fwrite(table.data(), 1, table.size(), stdout);
+  if (!svg_path.empty()) {
+    absl::Status st =
+        WriteFileAtomically(svg_path, output::RenderDiffSvg(*before, *after, title));
+    if (!st.ok()) {
+      std::fprintf(stderr, "nativeprof: %s; choose another output path\n",
+                   std::string(st.message()).c_str());
+      return kExitOutput;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace nativeprof::tools
