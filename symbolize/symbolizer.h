@@ -20,6 +20,10 @@ struct SymbolizerOptions {
   bool lines = false;          // file:line on leaf frames (--lines)
   bool full_names = false;     // keep C++ argument lists and Rust hashes (--full-names)
   bool addresses = false;      // unnamed frames as "libfoo.so+0x1a2b" instead of "[libfoo.so]"
+  // Roots searched for separate debug files (<dir>/.build-id/xx/yyyy.debug, <dir>/<module dir>/).
+  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
+  // Where JIT runtimes write perf-PID.map.
+  std::string perf_map_dir = "/tmp";
 };
 
 // One symbolized frame for one address; an address inside inlined code yields several, innermost
@@ -63,6 +67,16 @@ class Symbolizer {
   virtual void SymbolizeKernel(uint64_t avma, std::vector<SymbolizedFrame>* out) = 0;
 
   virtual SymbolizationStats Stats() const = 0;
+
+  // Hooks for the recording thread, called while the target still runs (both optional, cheap, and
+  // never fail; errors only lower the quality of later names):
+  // A file mapping was seen (MMAP2). Holds an fd to the mapped file (via /proc/PID/map_files) the
+  // first time a module is seen, so a binary deleted or replaced later is still read as mapped.
+  virtual void NoteMapping(int32_t pid, sampler::ModuleId module, uint64_t start_avma,
+                           uint64_t end_avma) {}
+  // A [vdso] mapping was seen: copies the image from /proc/PID/mem so vdso frames get names.
+  // Without it the vdso of nativeprof itself is used (the same on one kernel for 64-bit targets).
+  virtual void NoteVdso(int32_t pid, uint64_t start_avma, uint64_t end_avma) {}
 };
 
 std::unique_ptr<Symbolizer> MakeSymbolizer(const sampler::ModuleRegistry& modules,

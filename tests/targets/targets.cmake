@@ -10,3 +10,5 @@ function(np_test_target name)
   add_dependencies(np_test_targets ${name})
 endfunction()
 np_test_target(stat_workload SOURCES ${CMAKE_CURRENT_LIST_DIR}/stat_workload.cc FLAGS -O1 LINK pthread)
+# Symbolizer test programs (issue 5).
+include(${CMAKE_CURRENT_LIST_DIR}/sym_targets.cmake)

@@ -1,0 +1,197 @@
+#include "symbolize/dwarf_info.h"
+
+#include <dwarf.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/strings/match.h"
+#include "symbolize/display_name.h"
+
+namespace nativeprof::symbolize {
+namespace {
+
+// Walks at most this many DIEs of one unit when looking for inlined calls (producer check).
+constexpr int kMaxDiesScanned = 200000;
+
+const char* StringAttr(Dwarf_Die* die, int name) {
+  Dwarf_Attribute attr;
+  if (dwarf_attr_integrate(die, name, &attr) == nullptr) return nullptr;
+  return dwarf_formstring(&attr);
+}
+
+std::string FunctionName(Dwarf_Die* die, bool full_names) {
+  const char* linkage = StringAttr(die, DW_AT_linkage_name);
+  if (linkage == nullptr) linkage = StringAttr(die, DW_AT_MIPS_linkage_name);
+  if (linkage != nullptr) return DisplayName(linkage, full_names);
+  const char* name = StringAttr(die, DW_AT_name);
+  return name != nullptr ? std::string(name) : std::string();
+}
+
+// True for producers that print their flags and show no optimization among them.
+bool ProducerLacksOptimization(absl::string_view producer) {
+  bool gcc = absl::StartsWith(producer, "GNU ");
+  bool clang = absl::StrContains(producer, "clang") && !absl::StrContains(producer, "rustc");
+  if (!gcc && !clang) return false;
+  if (absl::StrContains(producer, " -O0")) return true;
+  if (clang) return false;  // clang does not record flags unless -grecord-gcc-switches
+  // GCC records its switches; an optimized build has one of -O, -O1..3, -Os, -Og, -Oz, -Ofast.
+  if (!absl::StrContains(producer, " -")) return false;
+  size_t pos = 0;
+  while ((pos = producer.find(" -O", pos)) != absl::string_view::npos) {
+    pos += 3;
+    if (pos >= producer.size() || producer[pos] != '0') return false;
+  }
+  return true;
+}
+
+// Depth-first walk of a unit's DIEs; returns true when an inlined call exists.
+bool HasInlinedCall(Dwarf_Die* parent, int* budget, bool* has_code) {
+  Dwarf_Die child;
+  if (dwarf_child(parent, &child) != 0) return false;
+  do {
+    if (--*budget <= 0) return true;  // too big to scan: assume optimized, never cry wolf
+    int tag = dwarf_tag(&child);
+    if (tag == DW_TAG_inlined_subroutine) return true;
+    if (tag == DW_TAG_subprogram) {
+      Dwarf_Addr low;
+      if (dwarf_lowpc(&child, &low) == 0) *has_code = true;
+    }
+    if (dwarf_haschildren(&child) && HasInlinedCall(&child, budget, has_code)) return true;
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return false;
+}
+
+}  // namespace
+
+DwarfInfo::~DwarfInfo() {
+  if (dwarf_ != nullptr) dwarf_end(dwarf_);
+}
+
+std::unique_ptr<DwarfInfo> DwarfInfo::Open(const ElfFile& elf) {
+  if (!elf.HasSectionData(".debug_info")) return nullptr;
+  Dwarf* dwarf = dwarf_begin_elf(elf.elf(), DWARF_C_READ, nullptr);
+  if (dwarf == nullptr) return nullptr;
+  std::unique_ptr<DwarfInfo> info(new DwarfInfo());
+  info->dwarf_ = dwarf;
+
+  Dwarf_CU* cu = nullptr;
+  Dwarf_CU* next = nullptr;
+  Dwarf_Half version;
+  uint8_t unit_type;
+  Dwarf_Die cudie, subdie;
+  while (dwarf_get_units(dwarf, cu, &next, &version, &unit_type, &cudie, &subdie) == 0) {
+    cu = next;
+    if (unit_type != DW_UT_compile && unit_type != DW_UT_partial && unit_type != DW_UT_skeleton) {
+      continue;
+    }
+    size_t index = info->cus_.size();
+    info->cus_.push_back(cudie);
+    Dwarf_Addr base, start, end;
+    ptrdiff_t offset = 0;
+    while ((offset = dwarf_ranges(&info->cus_[index], offset, &base, &start, &end)) > 0) {
+      if (end > start) info->ranges_.push_back(CuRange{start, end, index});
+    }
+  }
+  std::sort(info->ranges_.begin(), info->ranges_.end(),
+            [](const CuRange& a, const CuRange& b) { return a.start < b.start; });
+  return info;
+}
+
+const Dwarf_Die* DwarfInfo::FindCu(uint64_t svma) const {
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), svma,
+                             [](uint64_t a, const CuRange& r) { return a < r.start; });
+  // Ranges of different units do not normally overlap; look back a little in case they do.
+  for (int steps = 0; it != ranges_.begin() && steps < 8; ++steps) {
+    --it;
+    if (svma < it->end) return &cus_[it->cu];
+  }
+  return nullptr;
+}
+
+bool DwarfInfo::Describe(uint64_t svma, bool inline_frames, bool full_names,
+                         std::vector<DwarfFrame>* out) {
+  const Dwarf_Die* found = FindCu(svma);
+  if (found == nullptr) return false;
+  Dwarf_Die cudie = *found;
+  Dwarf_Die* scopes = nullptr;
+  int n = dwarf_getscopes(&cudie, svma, &scopes);
+  if (n <= 0) {
+    free(scopes);
+    return false;
+  }
+  Dwarf_Files* files = nullptr;
+  size_t nfiles = 0;
+  if (dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0) files = nullptr;
+
+  // Position in the innermost function: the line table row for svma.
+  std::string file;
+  uint32_t line = 0;
+  if (Dwarf_Line* row = dwarf_getsrc_die(&cudie, svma); row != nullptr) {
+    const char* src = dwarf_linesrc(row, nullptr, nullptr);
+    if (src != nullptr) file = src;
+    int lineno = 0;
+    if (dwarf_lineno(row, &lineno) == 0 && lineno > 0) line = static_cast<uint32_t>(lineno);
+  }
+  size_t first = out->size();
+  for (int i = 0; i < n; ++i) {
+    int tag = dwarf_tag(&scopes[i]);
+    if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram) continue;
+    if (tag == DW_TAG_inlined_subroutine && !inline_frames) {
+      // Skip the chain but keep the caller's position: the call site in the outer function.
+    } else {
+      out->push_back(DwarfFrame{FunctionName(&scopes[i], full_names), file, line});
+    }
+    if (tag == DW_TAG_subprogram) break;
+    // Moving outwards: the caller is at this inlined call's call site.
+    Dwarf_Attribute attr;
+    Dwarf_Word value;
+    file.clear();
+    line = 0;
+    if (dwarf_attr(&scopes[i], DW_AT_call_file, &attr) != nullptr &&
+        dwarf_formudata(&attr, &value) == 0 && files != nullptr && value < nfiles) {
+      const char* src = dwarf_filesrc(files, value, nullptr, nullptr);
+      if (src != nullptr) file = src;
+    }
+    if (dwarf_attr(&scopes[i], DW_AT_call_line, &attr) != nullptr &&
+        dwarf_formudata(&attr, &value) == 0) {
+      line = static_cast<uint32_t>(value);
+    }
+  }
+  free(scopes);
+  return out->size() > first;
+}
+
+bool DwarfInfo::BuiltWithoutOptimization(std::string* evidence) {
+  for (Dwarf_Die& cu : cus_) {
+    const char* producer = StringAttr(&cu, DW_AT_producer);
+    if (producer == nullptr) continue;
+    Dwarf_Word lang = 0;
+    Dwarf_Attribute attr;
+    if (dwarf_attr(&cu, DW_AT_language, &attr) != nullptr) dwarf_formudata(&attr, &lang);
+    if (lang == DW_LANG_Rust) {
+      // Rust producers carry no flags; a debug build inlines nothing into the crate's own code.
+      const char* name = StringAttr(&cu, DW_AT_name);
+      if (name == nullptr || absl::StrContains(name, "/rustc/") ||
+          absl::StrContains(name, "/.cargo/registry/")) {
+        continue;
+      }
+      int budget = kMaxDiesScanned;
+      bool has_code = false;
+      if (!HasInlinedCall(&cu, &budget, &has_code) && has_code) {
+        *evidence = std::string("Rust unit ") + name + " has no inlined calls (a debug build)";
+        return true;
+      }
+      continue;
+    }
+    Dwarf_Addr low;
+    bool has_code = dwarf_lowpc(&cu, &low) == 0 || dwarf_hasattr(&cu, DW_AT_ranges);
+    if (has_code && ProducerLacksOptimization(producer)) {
+      *evidence = producer;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace nativeprof::symbolize

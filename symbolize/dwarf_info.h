@@ -1,0 +1,65 @@
+// DWARF of one module through libdw: which functions were inlined at an address (the chain of
+// inlined callers), source file:line, and whether the code was compiled without optimization
+// (DW_AT_producer). Opened on the ELF that carries .debug_info (the module or its debug file);
+// compressed debug sections are decompressed by libdw. Not thread-safe.
+#ifndef NATIVEPROF_SYMBOLIZE_DWARF_INFO_H_
+#define NATIVEPROF_SYMBOLIZE_DWARF_INFO_H_
+
+#include <elfutils/libdw.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "symbolize/elf_file.h"
+
+namespace nativeprof::symbolize {
+
+struct DwarfFrame {
+  std::string function;  // display name (demangled per full_names); may be empty
+  std::string file;      // source file, empty when unknown
+  uint32_t line = 0;
+};
+
+class DwarfInfo {
+ public:
+  ~DwarfInfo();
+  DwarfInfo(const DwarfInfo&) = delete;
+  DwarfInfo& operator=(const DwarfInfo&) = delete;
+
+  // Opens the DWARF of `elf`, which must outlive the DwarfInfo. Returns nullptr when the ELF has no
+  // .debug_info or libdw rejects it.
+  static std::unique_ptr<DwarfInfo> Open(const ElfFile& elf);
+
+  // Describes svma: appends the inlined functions containing it, innermost first, then the
+  // function they were inlined into (last). With `inline_frames` false only that last frame is
+  // produced. Each frame's file:line is where execution is in that function (for the innermost
+  // the line of svma, for the others the call site of the next inner one). Returns false (and
+  // appends nothing) when no compilation unit covers svma.
+  bool Describe(uint64_t svma, bool inline_frames, bool full_names, std::vector<DwarfFrame>* out);
+
+  // True when some compilation unit with code was built without optimization: a GCC/Clang
+  // producer with -O0 or no -O flag, or a Rust unit with no inlined calls at all (a debug build).
+  // `evidence` receives the producer string or a description.
+  bool BuiltWithoutOptimization(std::string* evidence);
+
+  size_t compilation_units() const { return cus_.size(); }
+
+ private:
+  struct CuRange {
+    uint64_t start;
+    uint64_t end;  // exclusive
+    size_t cu;     // index into cus_
+  };
+  DwarfInfo() = default;
+  const Dwarf_Die* FindCu(uint64_t svma) const;
+
+  Dwarf* dwarf_ = nullptr;
+  std::vector<Dwarf_Die> cus_;
+  std::vector<CuRange> ranges_;  // sorted by start
+};
+
+}  // namespace nativeprof::symbolize
+
+#endif  // NATIVEPROF_SYMBOLIZE_DWARF_INFO_H_

@@ -1,0 +1,221 @@
+#include "symbolize/elf_file.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "base/errno_status.h"
+#include "base/status_macros.h"
+
+namespace nativeprof::symbolize {
+namespace {
+
+void EnsureLibelfVersion() {
+  static const bool initialized = [] {
+    elf_version(EV_CURRENT);
+    return true;
+  }();
+  (void)initialized;
+}
+
+uint64_t Align4(uint64_t v) { return (v + 3) & ~uint64_t{3}; }
+
+}  // namespace
+
+std::string BuildIdFromNotes(absl::string_view notes) {
+  // Elf32_Nhdr and Elf64_Nhdr have the same layout: namesz, descsz, type, each 4 bytes.
+  size_t pos = 0;
+  while (notes.size() - pos >= 12) {
+    uint32_t namesz, descsz, type;
+    std::memcpy(&namesz, notes.data() + pos, 4);
+    std::memcpy(&descsz, notes.data() + pos + 4, 4);
+    std::memcpy(&type, notes.data() + pos + 8, 4);
+    pos += 12;
+    uint64_t name_end = pos + Align4(namesz);
+    if (name_end > notes.size()) return "";
+    uint64_t desc_end = name_end + Align4(descsz);
+    if (name_end + descsz > notes.size()) return "";
+    if (type == NT_GNU_BUILD_ID && namesz == 4 &&
+        std::memcmp(notes.data() + pos, "GNU\0", 4) == 0 && descsz > 0 && descsz <= 64) {
+      return absl::BytesToHexString(notes.substr(name_end, descsz));
+    }
+    if (desc_end >= notes.size()) break;
+    pos = desc_end;
+  }
+  return "";
+}
+
+ElfFile::~ElfFile() {
+  if (elf_ != nullptr) elf_end(elf_);
+}
+
+absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::Open(const std::string& path) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoError(absl::StrCat("open ", path));
+  return FromFd(std::move(fd), path);
+}
+
+absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::FromFd(ScopedFd fd, std::string name) {
+  EnsureLibelfVersion();
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return ErrnoError(absl::StrCat("fstat ", name));
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " is not a regular file"));
+  }
+  std::unique_ptr<ElfFile> file(new ElfFile());
+  file->name_ = std::move(name);
+  file->size_ = static_cast<uint64_t>(st.st_size);
+  file->fd_ = std::move(fd);
+  file->elf_ = elf_begin(file->fd_.get(), ELF_C_READ_MMAP, nullptr);
+  if (file->elf_ == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file->name_, ": libelf: ", elf_errmsg(-1)));
+  }
+  NP_RETURN_IF_ERROR(file->Init());
+  return file;
+}
+
+absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::FromBytes(std::string bytes, std::string name) {
+  EnsureLibelfVersion();
+  std::unique_ptr<ElfFile> file(new ElfFile());
+  file->name_ = std::move(name);
+  file->bytes_ = std::move(bytes);
+  file->size_ = file->bytes_.size();
+  file->elf_ = elf_memory(file->bytes_.data(), file->bytes_.size());
+  if (file->elf_ == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file->name_, ": libelf: ", elf_errmsg(-1)));
+  }
+  NP_RETURN_IF_ERROR(file->Init());
+  return file;
+}
+
+absl::Status ElfFile::Init() {
+  if (elf_kind(elf_) != ELF_K_ELF || gelf_getehdr(elf_, &ehdr_) == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(name_, " is not an ELF file"));
+  }
+  if (elf_getshdrstrndx(elf_, &shstrndx_) != 0) shstrndx_ = 0;
+
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf_, &phnum) == 0) {
+    for (size_t i = 0; i < phnum && i < 4096; ++i) {
+      GElf_Phdr phdr;
+      if (gelf_getphdr(elf_, static_cast<int>(i), &phdr) == nullptr) continue;
+      if (phdr.p_type == PT_LOAD) {
+        loads_.push_back(LoadSegment{phdr.p_offset, phdr.p_vaddr, phdr.p_filesz, phdr.p_memsz,
+                                     (phdr.p_flags & PF_X) != 0});
+      } else if (phdr.p_type == PT_NOTE && build_id_.empty()) {
+        Elf_Data* data = elf_getdata_rawchunk(elf_, phdr.p_offset, phdr.p_filesz, ELF_T_NHDR);
+        if (data != nullptr && data->d_buf != nullptr) {
+          build_id_ = BuildIdFromNotes(
+              absl::string_view(static_cast<const char*>(data->d_buf), data->d_size));
+        }
+      }
+    }
+  }
+  if (build_id_.empty()) {
+    // Separate debug files keep their notes as sections; so do some objects without phdrs.
+    Elf_Scn* scn = nullptr;
+    while ((scn = elf_nextscn(elf_, scn)) != nullptr) {
+      GElf_Shdr shdr;
+      if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_NOTE) continue;
+      Elf_Data* data = elf_rawdata(scn, nullptr);
+      if (data == nullptr || data->d_buf == nullptr) continue;
+      build_id_ = BuildIdFromNotes(
+          absl::string_view(static_cast<const char*>(data->d_buf), data->d_size));
+      if (!build_id_.empty()) break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool ElfFile::FileOffsetToSvma(uint64_t file_offset, uint64_t* svma) const {
+  for (const LoadSegment& seg : loads_) {
+    // The mapping may extend to the page end past p_filesz (e.g. .bss tail); accept memsz.
+    uint64_t span = seg.memsz > seg.filesz ? seg.memsz : seg.filesz;
+    if (file_offset >= seg.offset && file_offset - seg.offset < span) {
+      *svma = file_offset - seg.offset + seg.vaddr;
+      return true;
+    }
+  }
+  return false;
+}
+
+Elf_Scn* ElfFile::FindSection(absl::string_view name, GElf_Shdr* out) const {
+  if (shstrndx_ == 0) return nullptr;
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf_, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr) continue;
+    const char* sname = elf_strptr(elf_, shstrndx_, shdr.sh_name);
+    if (sname != nullptr && name == sname) {
+      if (out != nullptr) *out = shdr;
+      return scn;
+    }
+  }
+  return nullptr;
+}
+
+bool ElfFile::HasSectionData(absl::string_view name) const {
+  GElf_Shdr shdr;
+  return FindSection(name, &shdr) != nullptr && shdr.sh_type != SHT_NOBITS && shdr.sh_size > 0;
+}
+
+absl::StatusOr<absl::string_view> ElfFile::SectionData(absl::string_view name) {
+  GElf_Shdr shdr;
+  Elf_Scn* scn = FindSection(name, &shdr);
+  if (scn == nullptr || shdr.sh_type == SHT_NOBITS) {
+    return absl::NotFoundError(absl::StrCat(name_, " has no ", name, " section data"));
+  }
+  if ((shdr.sh_flags & SHF_COMPRESSED) != 0) {
+    // elf_compress replaces the section's data with the decompressed bytes, owned by libelf.
+    if (elf_compress(scn, 0, 0) < 0) {
+      return absl::DataLossError(
+          absl::StrCat(name_, ": cannot decompress ", name, ": ", elf_errmsg(-1)));
+    }
+  }
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (data == nullptr) {
+    return absl::DataLossError(absl::StrCat(name_, ": cannot read ", name, ": ", elf_errmsg(-1)));
+  }
+  if (data->d_buf == nullptr) return absl::string_view();
+  return absl::string_view(static_cast<const char*>(data->d_buf), data->d_size);
+}
+
+std::optional<DebugLink> ElfFile::debug_link() const {
+  GElf_Shdr shdr;
+  Elf_Scn* scn = FindSection(".gnu_debuglink", &shdr);
+  if (scn == nullptr || shdr.sh_type == SHT_NOBITS) return std::nullopt;
+  Elf_Data* data = elf_rawdata(scn, nullptr);
+  if (data == nullptr || data->d_buf == nullptr) return std::nullopt;
+  absl::string_view bytes(static_cast<const char*>(data->d_buf), data->d_size);
+  size_t nul = bytes.find('\0');
+  if (nul == absl::string_view::npos || nul == 0) return std::nullopt;
+  uint64_t crc_pos = Align4(nul + 1);
+  if (crc_pos + 4 > bytes.size()) return std::nullopt;
+  DebugLink link;
+  link.name = std::string(bytes.substr(0, nul));
+  if (link.name.find('/') != std::string::npos) return std::nullopt;
+  std::memcpy(&link.crc, bytes.data() + crc_pos, 4);
+  // The CRC is stored in the file's byte order.
+  bool file_le = ehdr_.e_ident[EI_DATA] == ELFDATA2LSB;
+  if (!file_le) link.crc = __builtin_bswap32(link.crc);
+  return link;
+}
+
+absl::StatusOr<absl::string_view> ElfFile::RawImage() const {
+  size_t size = 0;
+  char* raw = elf_rawfile(elf_, &size);
+  if (raw == nullptr) {
+    return absl::InternalError(absl::StrCat(name_, ": cannot read the image: ", elf_errmsg(-1)));
+  }
+  return absl::string_view(raw, size);
+}
+
+}  // namespace nativeprof::symbolize

@@ -1,0 +1,91 @@
+#include "symbolize/module_symbols.h"
+
+#include <utility>
+
+#include "base/logging.h"
+#include "symbolize/debug_file_finder.h"
+#include "symbolize/display_name.h"
+
+namespace nativeprof::symbolize {
+
+const char* NameSourceName(NameSource source) {
+  switch (source) {
+    case NameSource::kSymtab:
+      return ".symtab";
+    case NameSource::kDebugFile:
+      return "debug file";
+    case NameSource::kMiniDebugInfo:
+      return "MiniDebugInfo";
+    case NameSource::kDynsym:
+      return ".dynsym";
+    case NameSource::kNone:
+      return "none";
+  }
+  return "?";
+}
+
+std::unique_ptr<ModuleSymbols> ModuleSymbols::Load(std::unique_ptr<ElfFile> file,
+                                                   const std::string& path,
+                                                   const ModuleLoadOptions& options) {
+  std::unique_ptr<ModuleSymbols> m(new ModuleSymbols());
+  m->file_ = std::move(file);
+  ElfFile& elf = *m->file_;
+  m->has_cfi_ = elf.HasSectionData(".eh_frame") || elf.HasSectionData(".debug_frame");
+
+  bool has_symtab = m->table_.AddElfSymbols(elf, ".symtab") > 0;
+  bool has_dwarf = elf.HasSectionData(".debug_info");
+  if (has_symtab) m->source_ = NameSource::kSymtab;
+
+  // A separate debug file supplies names for stripped modules and DWARF for modules stripped of
+  // debug info only.
+  if (!has_symtab || (options.dwarf && !has_dwarf)) {
+    absl::StatusOr<DebugFileResult> debug = FindDebugFile(elf, path, options.debug_dirs);
+    if (debug.ok()) {
+      m->debug_file_ = debug->file->name();
+      m->debug_file_how_ = debug->how;
+      if (!has_symtab && m->table_.AddElfSymbols(*debug->file, ".symtab") > 0) {
+        has_symtab = true;
+        m->source_ = NameSource::kDebugFile;
+      }
+      m->debug_elf_ = std::move(debug->file);
+    } else {
+      Logger("symbolize")->debug("{}", debug.status().message());
+    }
+  }
+  if (!has_symtab) {
+    absl::StatusOr<std::unique_ptr<ElfFile>> mini = OpenMiniDebugInfo(elf);
+    if (mini.ok()) {
+      // MiniDebugInfo holds only the symbols .dynsym lacks; both are merged below.
+      if (m->table_.AddElfSymbols(**mini, ".symtab") > 0) {
+        m->source_ = NameSource::kMiniDebugInfo;
+        if (m->debug_elf_ == nullptr) m->debug_elf_ = std::move(*mini);
+      }
+    } else if (!absl::IsNotFound(mini.status())) {
+      Logger("symbolize")->debug("{}: {}", path, mini.status().message());
+    }
+  }
+  // .dynsym: the only names of a stripped library, and global aliases for the others.
+  if (m->table_.AddElfSymbols(elf, ".dynsym") > 0 && m->source_ == NameSource::kNone) {
+    m->source_ = NameSource::kDynsym;
+  }
+  m->table_.Finish();
+
+  if (options.dwarf) {
+    if (has_dwarf) {
+      m->dwarf_ = DwarfInfo::Open(elf);
+    } else if (m->debug_elf_ != nullptr) {
+      m->dwarf_ = DwarfInfo::Open(*m->debug_elf_);
+    }
+  }
+  return m;
+}
+
+const std::string& ModuleSymbols::DisplayNameOf(const SymbolTable::Symbol* symbol,
+                                                bool full_names) {
+  auto& cache = full_names ? full_names_ : names_;
+  auto it = cache.find(symbol);
+  if (it != cache.end()) return it->second;
+  return cache.emplace(symbol, DisplayName(table_.Name(*symbol), full_names)).first->second;
+}
+
+}  // namespace nativeprof::symbolize

@@ -1,0 +1,76 @@
+// Everything the symbolizer knows about one module's names, loaded once per module (shared by every
+// ModuleId with the same build-id): the function symbol table from the best source (.symtab of the
+// file, of its separate debug file or of its MiniDebugInfo, else .dynsym), the PT_LOAD layout for
+// file offset -> svma, and the DWARF used for inline frames and lines. Not thread-safe.
+#ifndef NATIVEPROF_SYMBOLIZE_MODULE_SYMBOLS_H_
+#define NATIVEPROF_SYMBOLIZE_MODULE_SYMBOLS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "symbolize/dwarf_info.h"
+#include "symbolize/elf_file.h"
+#include "symbolize/symbol_table.h"
+
+namespace nativeprof::symbolize {
+
+// Where a module's names came from, best first.
+enum class NameSource : uint8_t { kSymtab, kDebugFile, kMiniDebugInfo, kDynsym, kNone };
+const char* NameSourceName(NameSource source);
+
+struct ModuleLoadOptions {
+  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
+  bool dwarf = true;  // open DWARF (inline frames, lines, producer)
+};
+
+class ModuleSymbols {
+ public:
+  // Loads the names of the module whose ELF is `file`; `path` is where it lives (or lived) on disk,
+  // for debuglink lookups. Never fails: a module without names gets an empty table and
+  // source() == kNone.
+  static std::unique_ptr<ModuleSymbols> Load(std::unique_ptr<ElfFile> file, const std::string& path,
+                                             const ModuleLoadOptions& options);
+
+  // File offset -> svma through the module's PT_LOAD headers; false when outside every segment.
+  bool FileOffsetToSvma(uint64_t file_offset, uint64_t* svma) const {
+    return file_->FileOffsetToSvma(file_offset, svma);
+  }
+  // The symbol covering svma, or nullptr.
+  const SymbolTable::Symbol* Lookup(uint64_t svma) const { return table_.Lookup(svma); }
+  // The display name of a symbol of this table (demangled, cached).
+  const std::string& DisplayNameOf(const SymbolTable::Symbol* symbol, bool full_names);
+
+  const SymbolTable& table() const { return table_; }
+  NameSource source() const { return source_; }
+  const std::string& build_id() const { return file_->build_id(); }
+  const ElfFile& file() const { return *file_; }
+  // Path of the separate debug file used, and how it was found ("build-id"/"debuglink"); empty
+  // when none.
+  const std::string& debug_file() const { return debug_file_; }
+  const std::string& debug_file_how() const { return debug_file_how_; }
+  // Whether unwind info exists (.eh_frame or .debug_frame), for the quality report.
+  bool has_cfi() const { return has_cfi_; }
+  // DWARF for inline frames and lines; nullptr when the module has none.
+  DwarfInfo* dwarf() { return dwarf_.get(); }
+
+ private:
+  ModuleSymbols() = default;
+
+  std::unique_ptr<ElfFile> file_;
+  std::unique_ptr<ElfFile> debug_elf_;  // separate debug file or MiniDebugInfo, kept for DWARF
+  SymbolTable table_;
+  NameSource source_ = NameSource::kNone;
+  std::string debug_file_;
+  std::string debug_file_how_;
+  bool has_cfi_ = false;
+  std::unique_ptr<DwarfInfo> dwarf_;
+  absl::flat_hash_map<const SymbolTable::Symbol*, std::string> names_;
+  absl::flat_hash_map<const SymbolTable::Symbol*, std::string> full_names_;
+};
+
+}  // namespace nativeprof::symbolize
+
+#endif  // NATIVEPROF_SYMBOLIZE_MODULE_SYMBOLS_H_

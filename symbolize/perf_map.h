@@ -1,0 +1,26 @@
+// JIT symbols from the perf map convention: a runtime writes /tmp/perf-PID.map with one
+// "START SIZE name" line (hex START and SIZE) per generated function. Loaded once per pid on the
+// first unmapped address of that pid. Not thread-safe; used by the symbolizer after recording.
+#ifndef NATIVEPROF_SYMBOLIZE_PERF_MAP_H_
+#define NATIVEPROF_SYMBOLIZE_PERF_MAP_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "symbolize/symbol_table.h"
+
+namespace nativeprof::symbolize {
+
+// Parses perf map text; malformed lines are skipped. When entries overlap (code regenerated at the
+// same address) the later line wins. Never fails; an empty table when nothing parses.
+SymbolTable ParsePerfMap(absl::string_view text);
+
+// Reads /tmp/perf-PID.map (in `dir`, for tests). Errors: those of ReadSmallFile (kNotFound when
+// the process wrote no map).
+absl::StatusOr<SymbolTable> LoadPerfMap(int32_t pid, const std::string& dir = "/tmp");
+
+}  // namespace nativeprof::symbolize
+
+#endif  // NATIVEPROF_SYMBOLIZE_PERF_MAP_H_

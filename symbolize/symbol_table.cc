@@ -1,0 +1,138 @@
+#include "symbolize/symbol_table.h"
+
+#include <gelf.h>
+
+#include <algorithm>
+
+namespace nativeprof::symbolize {
+namespace {
+
+// A size-less symbol with nothing after it in a known section still names at most this much.
+constexpr uint64_t kUnboundedSymbolSpan = 4096;
+// How many earlier symbols Lookup inspects for one that encloses the address.
+constexpr int kMaxEnclosingSearch = 16;
+
+}  // namespace
+
+uint8_t SymbolTable::AliasRank(absl::string_view name, Binding binding) {
+  uint8_t rank = static_cast<uint8_t>(binding) << 3;
+  if (name.find('@') == absl::string_view::npos) rank |= 4;
+  size_t underscores = 0;
+  while (underscores < name.size() && name[underscores] == '_') ++underscores;
+  rank |= underscores == 0 ? 2 : (underscores == 1 ? 1 : 0);
+  return rank;
+}
+
+void SymbolTable::Add(uint64_t start, uint64_t size, absl::string_view name, Binding binding,
+                      uint64_t section_end) {
+  if (name.empty() || name.size() > 0xffffffu) return;
+  if (names_.size() + name.size() > 0xffffffffu) return;  // 4 GiB of names: refuse, never wrap
+  Pending p;
+  p.symbol.start = start;
+  p.symbol.size = size;
+  p.symbol.name_offset = static_cast<uint32_t>(names_.size());
+  p.symbol.name_size = static_cast<uint32_t>(name.size());
+  p.symbol.rank = AliasRank(name, binding);
+  p.section_end = section_end;
+  names_.append(name.data(), name.size());
+  pending_.push_back(p);
+}
+
+size_t SymbolTable::AddElfSymbols(const ElfFile& file, absl::string_view section) {
+  GElf_Shdr shdr;
+  Elf_Scn* scn = file.FindSection(section, &shdr);
+  if (scn == nullptr || shdr.sh_type == SHT_NOBITS || shdr.sh_entsize == 0) return 0;
+  Elf* elf = file.elf();
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (data == nullptr) return 0;
+  size_t count = shdr.sh_size / shdr.sh_entsize;
+
+  // Executable sections: only their symbols can be code, and their ends bound size-less symbols.
+  size_t shnum = 0;
+  if (elf_getshdrnum(elf, &shnum) != 0) return 0;
+  std::vector<uint64_t> exec_end(std::min<size_t>(shnum, 1u << 16), 0);
+  for (size_t i = 1; i < exec_end.size(); ++i) {
+    Elf_Scn* s = elf_getscn(elf, i);
+    GElf_Shdr sh;
+    if (s == nullptr || gelf_getshdr(s, &sh) == nullptr) continue;
+    if ((sh.sh_flags & SHF_EXECINSTR) != 0 && (sh.sh_flags & SHF_ALLOC) != 0) {
+      exec_end[i] = sh.sh_addr + sh.sh_size;
+    }
+  }
+
+  size_t added = 0;
+  for (size_t i = 1; i < count; ++i) {
+    GElf_Sym sym;
+    if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
+    int type = GELF_ST_TYPE(sym.st_info);
+    if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE) continue;
+    if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= exec_end.size()) continue;
+    uint64_t section_end = exec_end[sym.st_shndx];
+    if (section_end == 0) continue;  // not in an executable section: data or a marker
+    if (sym.st_value == 0 || sym.st_value >= section_end) continue;
+    const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+    if (name == nullptr || name[0] == '\0') continue;
+    absl::string_view n(name);
+    // Local labels and ARM/AArch64 mapping symbols are not functions.
+    if (type == STT_NOTYPE && (n[0] == '$' || absl::string_view(n).substr(0, 2) == ".L")) continue;
+    int bind = GELF_ST_BIND(sym.st_info);
+    Binding binding = bind == STB_GLOBAL ? kGlobal : (bind == STB_WEAK ? kWeak : kLocal);
+    Add(sym.st_value, sym.st_size, n, binding, section_end);
+    ++added;
+  }
+  return added;
+}
+
+void SymbolTable::Finish() {
+  std::sort(pending_.begin(), pending_.end(), [this](const Pending& a, const Pending& b) {
+    if (a.symbol.start != b.symbol.start) return a.symbol.start < b.symbol.start;
+    if (a.symbol.rank != b.symbol.rank) return a.symbol.rank > b.symbol.rank;
+    if (a.symbol.name_size != b.symbol.name_size) return a.symbol.name_size < b.symbol.name_size;
+    return Name(a.symbol) < Name(b.symbol);
+  });
+  // Keep the best alias per address, with the largest size any alias declares.
+  std::vector<Pending> merged;
+  merged.reserve(pending_.size());
+  for (const Pending& p : pending_) {
+    if (!merged.empty() && merged.back().symbol.start == p.symbol.start) {
+      Pending& m = merged.back();
+      m.symbol.size = std::max(m.symbol.size, p.symbol.size);
+      m.section_end = std::max(m.section_end, p.section_end);
+      continue;
+    }
+    merged.push_back(p);
+  }
+  pending_.clear();
+  pending_.shrink_to_fit();
+
+  symbols_.clear();
+  symbols_.reserve(merged.size());
+  max_size_ = 0;
+  for (size_t i = 0; i < merged.size(); ++i) {
+    Symbol s = merged[i].symbol;
+    if (s.size == 0) {
+      uint64_t end = merged[i].section_end;
+      if (i + 1 < merged.size() && (end == 0 || merged[i + 1].symbol.start < end)) {
+        end = merged[i + 1].symbol.start;
+      }
+      if (end == 0 || end <= s.start) end = s.start + kUnboundedSymbolSpan;
+      s.size = end - s.start;
+    }
+    max_size_ = std::max(max_size_, s.size);
+    symbols_.push_back(s);
+  }
+  // Names of dropped aliases stay in names_; compacting is not worth a second copy.
+}
+
+const SymbolTable::Symbol* SymbolTable::Lookup(uint64_t svma) const {
+  auto it = std::upper_bound(symbols_.begin(), symbols_.end(), svma,
+                             [](uint64_t a, const Symbol& s) { return a < s.start; });
+  for (int steps = 0; it != symbols_.begin() && steps < kMaxEnclosingSearch; ++steps) {
+    --it;
+    if (svma - it->start < it->size) return &*it;
+    if (svma - it->start >= max_size_) break;  // nothing earlier can reach this far
+  }
+  return nullptr;
+}
+
+}  // namespace nativeprof::symbolize

@@ -1,0 +1,69 @@
+// An address-sorted table of function symbols for one module, in the module's own address space
+// (svma), built from ELF .symtab/.dynsym (of the file, its debug file or its MiniDebugInfo) or from
+// any list of (start, size, name). Owns a copy of every name, so the source ELF can be closed.
+// Lookup is a binary search without allocation. Not thread-safe while building; const lookups
+// may run concurrently.
+#ifndef NATIVEPROF_SYMBOLIZE_SYMBOL_TABLE_H_
+#define NATIVEPROF_SYMBOLIZE_SYMBOL_TABLE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "symbolize/elf_file.h"
+
+namespace nativeprof::symbolize {
+
+class SymbolTable {
+ public:
+  // How good a name is when several symbols start at one address; higher wins.
+  enum Binding : uint8_t { kLocal = 0, kWeak = 1, kGlobal = 2 };
+
+  struct Symbol {
+    uint64_t start = 0;
+    uint64_t size = 0;      // 0 until Finish() fills in sizes of size-less symbols
+    uint32_t name_offset = 0;
+    uint32_t name_size = 0;
+    uint8_t rank = 0;       // alias preference, see AliasRank
+  };
+
+  // Adds one symbol. `section_end` (0 if unknown) bounds a size-0 symbol. Names are copied.
+  void Add(uint64_t start, uint64_t size, absl::string_view name, Binding binding,
+           uint64_t section_end = 0);
+  // Adds the function symbols of `section` (".symtab" or ".dynsym") of `elf`. Returns how many were
+  // added (0 when the section is absent or malformed).
+  size_t AddElfSymbols(const ElfFile& elf, absl::string_view section);
+  // Sorts, merges aliases (one name per start address) and bounds size-0 symbols by the next
+  // symbol. Call once after the last Add; lookups before Finish() find nothing.
+  void Finish();
+
+  // The symbol covering `svma`, or nullptr. Symbols with a size cover [start, start+size);
+  // size-less ones reach to the next symbol or their section's end.
+  const Symbol* Lookup(uint64_t svma) const;
+  absl::string_view Name(const Symbol& symbol) const {
+    return absl::string_view(names_.data() + symbol.name_offset, symbol.name_size);
+  }
+
+  size_t size() const { return symbols_.size(); }
+  bool empty() const { return symbols_.empty(); }
+  const std::vector<Symbol>& symbols() const { return symbols_; }
+
+  // Preference among aliases at one address: global over weak over local, a plain name over a
+  // versioned "name@VER", fewer leading underscores. Exposed for tests.
+  static uint8_t AliasRank(absl::string_view name, Binding binding);
+
+ private:
+  struct Pending {
+    Symbol symbol;
+    uint64_t section_end;
+  };
+  std::vector<Pending> pending_;
+  std::vector<Symbol> symbols_;
+  std::string names_;
+  uint64_t max_size_ = 0;  // longest symbol, bounds the backward search for enclosing symbols
+};
+
+}  // namespace nativeprof::symbolize
+
+#endif  // NATIVEPROF_SYMBOLIZE_SYMBOL_TABLE_H_

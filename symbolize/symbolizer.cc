@@ -1,0 +1,437 @@
+// The Symbolizer implementation: routes each address to its source (module ELF tables and DWARF,
+// kallsyms, perf maps, the vdso), caches module tables by build-id, and keeps the quality figures.
+
+#include "symbolize/symbolizer.h"
+
+#include <fcntl.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/logging.h"
+#include "base/scoped_fd.h"
+#include "symbolize/display_name.h"
+#include "symbolize/kernel_symbols.h"
+#include "symbolize/module_symbols.h"
+#include "symbolize/perf_map.h"
+
+namespace nativeprof::symbolize {
+namespace {
+
+// Fds held for modules seen at mmap time; beyond this, modules are opened by path later.
+constexpr size_t kMaxHeldFds = 512;
+constexpr size_t kMaxWorstModules = 10;
+constexpr size_t kMaxVdsoBytes = 1u << 20;
+
+std::string BaseName(absl::string_view path) {
+  size_t slash = path.rfind('/');
+  return std::string(slash == absl::string_view::npos ? path : path.substr(slash + 1));
+}
+
+// Paths the kernel reports for mappings that are not files.
+bool IsPseudoPath(absl::string_view path) {
+  return path.empty() || path[0] == '[' || absl::StartsWith(path, "//anon") ||
+         absl::StartsWith(path, "/memfd:") || absl::StartsWith(path, "anon_inode:") ||
+         absl::StartsWith(path, "/dev/zero") || absl::StartsWith(path, "/SYSV");
+}
+
+// System libraries are built optimized by their distribution; only the user's own code is checked
+// for -O0, so a stray unit in a system library never produces a false alarm.
+bool IsSystemPath(absl::string_view path) {
+  return absl::StartsWith(path, "/usr/lib") || absl::StartsWith(path, "/lib") ||
+         absl::StartsWith(path, "/usr/local/lib");
+}
+
+class ElfSymbolizer : public Symbolizer {
+ public:
+  ElfSymbolizer(const sampler::ModuleRegistry& modules, const SymbolizerOptions& options)
+      : modules_(modules), options_(options) {
+    load_options_.debug_dirs = options.debug_dirs;
+    load_options_.dwarf = options.inline_frames || options.lines;
+  }
+
+  void SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_t file_offset, uint64_t avma,
+                     std::vector<SymbolizedFrame>* out) override;
+  void SymbolizeUnmapped(int32_t pid, uint64_t avma, std::vector<SymbolizedFrame>* out) override;
+  void SymbolizeKernel(uint64_t avma, std::vector<SymbolizedFrame>* out) override;
+  SymbolizationStats Stats() const override;
+  void NoteMapping(int32_t pid, sampler::ModuleId module, uint64_t start_avma,
+                   uint64_t end_avma) override;
+  void NoteVdso(int32_t pid, uint64_t start_avma, uint64_t end_avma) override;
+
+ private:
+  struct ModuleState {
+    bool resolved = false;
+    ModuleSymbols* symbols = nullptr;  // owned by symbols_by_key_; null when unreadable
+    std::string display;               // basename, for "[libfoo.so]"
+    std::string reason;                // why frames may be unnamed (set when resolved)
+    std::string advice;
+    ScopedFd held_fd;
+    bool fd_attempted = false;
+    uint64_t unnamed = 0;
+  };
+
+  ModuleState& State(sampler::ModuleId module);
+  void Resolve(sampler::ModuleId module, ModuleState& state);
+  ModuleSymbols* Intern(std::unique_ptr<ElfFile> file, const std::string& path);
+  ModuleSymbols* VdsoFor(int32_t pid);
+  void CheckOptimization(ModuleSymbols& symbols, const std::string& path);
+  void Unnamed(ModuleState* state, const std::string& display, uint64_t file_offset,
+               std::vector<SymbolizedFrame>* out);
+  void Warn(std::string warning);
+
+  const sampler::ModuleRegistry& modules_;
+  SymbolizerOptions options_;
+  ModuleLoadOptions load_options_;
+  std::vector<ModuleState> states_;
+  absl::flat_hash_map<std::string, std::unique_ptr<ModuleSymbols>> symbols_by_key_;
+  size_t held_fds_ = 0;
+
+  std::optional<absl::StatusOr<SymbolTable>> kernel_;
+  absl::flat_hash_map<int32_t, std::unique_ptr<SymbolTable>> perf_maps_;  // null: no map
+  absl::flat_hash_map<int32_t, ModuleSymbols*> vdso_by_pid_;
+  std::optional<ModuleSymbols*> own_vdso_;
+
+  uint64_t addresses_ = 0;
+  uint64_t named_ = 0;
+  uint64_t unknown_ = 0;  // addresses in no module
+  uint64_t kernel_unnamed_ = 0;
+  std::vector<std::string> warnings_;
+  absl::flat_hash_set<std::string> warned_;
+};
+
+ElfSymbolizer::ModuleState& ElfSymbolizer::State(sampler::ModuleId module) {
+  if (module >= states_.size()) states_.resize(module + 1);
+  return states_[module];
+}
+
+void ElfSymbolizer::Warn(std::string warning) {
+  if (warned_.insert(warning).second) warnings_.push_back(std::move(warning));
+}
+
+void ElfSymbolizer::NoteMapping(int32_t pid, sampler::ModuleId module, uint64_t start_avma,
+                                uint64_t end_avma) {
+  if (module >= modules_.size()) return;
+  const sampler::ModuleInfo& info = modules_.Get(module);
+  if (info.is_kernel || IsPseudoPath(info.path)) return;
+  ModuleState& state = State(module);
+  if (state.fd_attempted || held_fds_ >= kMaxHeldFds) return;
+  state.fd_attempted = true;
+  // map_files names exactly the mapped inode, even if the path was deleted or replaced since.
+  std::string map_file = absl::StrFormat("/proc/%d/map_files/%x-%x", pid, start_avma, end_avma);
+  ScopedFd fd(::open(map_file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    fd.Reset(::open(info.path.c_str(), O_RDONLY | O_CLOEXEC));
+    struct stat st;
+    if (fd.valid() && info.inode != 0 &&
+        (::fstat(fd.get(), &st) != 0 || st.st_ino != info.inode)) {
+      fd.Reset();  // a different file now lives at that path
+    }
+  }
+  if (fd.valid()) {
+    state.held_fd = std::move(fd);
+    ++held_fds_;
+  }
+}
+
+ModuleSymbols* ElfSymbolizer::Intern(std::unique_ptr<ElfFile> file, const std::string& path) {
+  // Same build-id: same names, whatever the path. Without one, key by path.
+  std::string key = file->build_id().empty() ? absl::StrCat("path:", path) : file->build_id();
+  auto it = symbols_by_key_.find(key);
+  if (it != symbols_by_key_.end()) return it->second.get();
+  std::unique_ptr<ModuleSymbols> symbols = ModuleSymbols::Load(std::move(file), path, load_options_);
+  ModuleSymbols* raw = symbols.get();
+  symbols_by_key_.emplace(std::move(key), std::move(symbols));
+  return raw;
+}
+
+void ElfSymbolizer::CheckOptimization(ModuleSymbols& symbols, const std::string& path) {
+  if (IsSystemPath(path) || symbols.dwarf() == nullptr) return;
+  std::string evidence;
+  if (symbols.dwarf()->BuiltWithoutOptimization(&evidence)) {
+    Warn(absl::StrCat(BaseName(path), " was built without optimization (", evidence,
+                      "); its profile will mislead: build with -O2 (Rust: --release)"));
+  }
+}
+
+void ElfSymbolizer::Resolve(sampler::ModuleId module, ModuleState& state) {
+  state.resolved = true;
+  const sampler::ModuleInfo& info = modules_.Get(module);
+  std::string path = info.path;
+  if (absl::EndsWith(path, " (deleted)")) path.resize(path.size() - 10);
+  state.display = BaseName(path);
+
+  absl::StatusOr<std::unique_ptr<ElfFile>> file = absl::NotFoundError("not opened");
+  bool exact = false;  // opened through the fd held since mmap: certainly the mapped file
+  if (state.held_fd.valid()) {
+    file = ElfFile::FromFd(ScopedFd(::dup(state.held_fd.get())), path);
+    exact = file.ok();
+    state.held_fd.Reset();
+  }
+  if (!file.ok()) file = ElfFile::Open(path);
+  if (!file.ok() && info.first_pid > 0) {
+    file = ElfFile::Open(absl::StrCat("/proc/", info.first_pid, "/root", path));
+  }
+  if (!file.ok()) {
+    state.reason = absl::StrCat("cannot read the file (", file.status().message(), ")");
+    state.advice = "keep the binary in place until nativeprof has finished";
+    Warn(absl::StrCat("cannot read ", path, "; its frames are shown as [", state.display, "]"));
+    return;
+  }
+  if (!exact) {
+    bool mismatch = false;
+    std::string detail;
+    if (!info.build_id.empty() && !(*file)->build_id().empty()) {
+      mismatch = info.build_id != (*file)->build_id();
+      detail = absl::StrCat("build-id ", info.build_id, " was mapped, the file has ",
+                            (*file)->build_id());
+    } else if (info.build_id.empty() && info.inode != 0) {
+      struct stat st;
+      mismatch = ::stat(path.c_str(), &st) == 0 && st.st_ino != info.inode;
+      detail = "its inode changed";
+    }
+    if (mismatch) {
+      state.reason = "the file on disk is not the one that was mapped";
+      state.advice = "do not rebuild or replace the program while it is profiled";
+      Warn(absl::StrCat(path, " changed on disk after it was mapped (", detail,
+                        "); its frames are shown as [", state.display, "]"));
+      return;
+    }
+  }
+  state.symbols = Intern(std::move(*file), path);
+  CheckOptimization(*state.symbols, path);
+
+  switch (state.symbols->source()) {
+    case NameSource::kNone:
+      state.reason = "stripped, no debug file found";
+      state.advice = "install its debug symbols (Debian: the -dbg or -dbgsym package) or keep "
+                     "symbols out of strip";
+      break;
+    case NameSource::kDynsym:
+      state.reason = "only exported symbols (.dynsym): stripped, no debug file found";
+      state.advice = "install its debug symbols (Debian: the -dbg or -dbgsym package) or keep "
+                     "symbols out of strip";
+      break;
+    default:
+      state.reason = "address outside every symbol";
+      state.advice = "build with -g and keep symbols out of strip";
+      break;
+  }
+  if (!state.symbols->has_cfi()) {
+    absl::StrAppend(&state.reason, "; no CFI");
+    absl::StrAppend(&state.advice, "; build with frame pointers or -fasynchronous-unwind-tables");
+  }
+}
+
+void ElfSymbolizer::Unnamed(ModuleState* state, const std::string& display, uint64_t file_offset,
+                            std::vector<SymbolizedFrame>* out) {
+  if (state != nullptr) ++state->unnamed;
+  SymbolizedFrame frame;
+  frame.function = options_.addresses ? absl::StrFormat("%s+0x%x", display, file_offset)
+                                      : absl::StrCat("[", display, "]");
+  out->push_back(std::move(frame));
+}
+
+ModuleSymbols* ElfSymbolizer::VdsoFor(int32_t pid) {
+  auto it = vdso_by_pid_.find(pid);
+  if (it != vdso_by_pid_.end()) return it->second;
+  if (!own_vdso_.has_value()) {
+    own_vdso_ = nullptr;
+    // Same kernel, same vdso: nativeprof's own is the target's (for targets of the same ABI).
+    uint64_t base = getauxval(AT_SYSINFO_EHDR);
+    if (base != 0) {
+      const auto* ehdr = reinterpret_cast<const Elf64_Ehdr*>(base);
+      uint64_t size = uint64_t{ehdr->e_shoff} + uint64_t{ehdr->e_shnum} * ehdr->e_shentsize;
+      if (size > 0 && size <= kMaxVdsoBytes) {
+        auto file = ElfFile::FromBytes(
+            std::string(reinterpret_cast<const char*>(base), size), "[vdso]");
+        if (file.ok()) own_vdso_ = Intern(std::move(*file), "[vdso]");
+      }
+    }
+  }
+  return *own_vdso_;
+}
+
+void ElfSymbolizer::NoteVdso(int32_t pid, uint64_t start_avma, uint64_t end_avma) {
+  if (vdso_by_pid_.contains(pid) || end_avma <= start_avma ||
+      end_avma - start_avma > kMaxVdsoBytes) {
+    return;
+  }
+  ScopedFd fd(::open(absl::StrCat("/proc/", pid, "/mem").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return;
+  std::string image(end_avma - start_avma, '\0');
+  ssize_t n = ::pread(fd.get(), image.data(), image.size(), static_cast<off_t>(start_avma));
+  if (n <= 0) return;
+  image.resize(static_cast<size_t>(n));
+  auto file = ElfFile::FromBytes(std::move(image), "[vdso]");
+  if (!file.ok()) return;
+  vdso_by_pid_[pid] = Intern(std::move(*file), "[vdso]");
+}
+
+void ElfSymbolizer::SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_t file_offset,
+                                  uint64_t avma, std::vector<SymbolizedFrame>* out) {
+  if (module >= modules_.size()) {
+    SymbolizeUnmapped(pid, avma, out);
+    return;
+  }
+  const sampler::ModuleInfo& info = modules_.Get(module);
+  if (info.is_kernel) {
+    SymbolizeKernel(avma, out);
+    return;
+  }
+  ModuleSymbols* symbols = nullptr;
+  ModuleState* state = nullptr;
+  if (info.path == "[vdso]") {
+    ++addresses_;
+    symbols = VdsoFor(pid);
+    state = &State(module);
+    if (!state->resolved) {
+      state->resolved = true;
+      state->display = "vdso";
+      state->reason = "vdso image not readable";
+      state->advice = "call Symbolizer::NoteVdso while the target runs";
+    }
+    if (symbols == nullptr) return Unnamed(state, state->display, file_offset, out);
+  } else if (IsPseudoPath(info.path)) {
+    // Anonymous executable memory: JIT code if the runtime wrote a perf map.
+    SymbolizeUnmapped(pid, avma, out);
+    return;
+  } else {
+    ++addresses_;
+    state = &State(module);
+    if (!state->resolved) Resolve(module, *state);
+    symbols = state->symbols;
+    if (symbols == nullptr) return Unnamed(state, state->display, file_offset, out);
+  }
+
+  uint64_t svma = 0;
+  if (!symbols->FileOffsetToSvma(file_offset, &svma)) {
+    return Unnamed(state, state->display, file_offset, out);
+  }
+  const SymbolTable::Symbol* symbol = symbols->Lookup(svma);
+  size_t first = out->size();
+  if (symbols->dwarf() != nullptr && (options_.inline_frames || options_.lines)) {
+    std::vector<DwarfFrame> dwarf_frames;
+    if (symbols->dwarf()->Describe(svma, options_.inline_frames, options_.full_names,
+                                   &dwarf_frames)) {
+      for (size_t i = 0; i < dwarf_frames.size(); ++i) {
+        bool outermost = i + 1 == dwarf_frames.size();
+        SymbolizedFrame frame;
+        frame.kind = outermost ? FrameKind::kUser : FrameKind::kInlined;
+        // The ELF symbol names the real function best (clone suffixes, full qualification).
+        if (outermost && symbol != nullptr) {
+          frame.function = symbols->DisplayNameOf(symbol, options_.full_names);
+        } else {
+          frame.function = std::move(dwarf_frames[i].function);
+        }
+        if (frame.function.empty()) frame.function = absl::StrCat("[", state->display, "]");
+        if (options_.lines) {
+          frame.file = std::move(dwarf_frames[i].file);
+          frame.line = dwarf_frames[i].line;
+        }
+        out->push_back(std::move(frame));
+      }
+    }
+  }
+  if (out->size() == first) {
+    if (symbol == nullptr) return Unnamed(state, state->display, file_offset, out);
+    SymbolizedFrame frame;
+    frame.function = symbols->DisplayNameOf(symbol, options_.full_names);
+    out->push_back(std::move(frame));
+  }
+  ++named_;
+}
+
+void ElfSymbolizer::SymbolizeUnmapped(int32_t pid, uint64_t avma,
+                                      std::vector<SymbolizedFrame>* out) {
+  ++addresses_;
+  auto it = perf_maps_.find(pid);
+  if (it == perf_maps_.end()) {
+    absl::StatusOr<SymbolTable> table = LoadPerfMap(pid, options_.perf_map_dir);
+    std::unique_ptr<SymbolTable> owned;
+    if (table.ok()) owned = std::make_unique<SymbolTable>(std::move(*table));
+    it = perf_maps_.emplace(pid, std::move(owned)).first;
+  }
+  if (it->second != nullptr) {
+    if (const SymbolTable::Symbol* symbol = it->second->Lookup(avma); symbol != nullptr) {
+      SymbolizedFrame frame;
+      frame.function = std::string(it->second->Name(*symbol));
+      frame.kind = FrameKind::kJit;
+      out->push_back(std::move(frame));
+      ++named_;
+      return;
+    }
+  }
+  ++unknown_;
+  SymbolizedFrame frame;
+  frame.function = "[unknown]";
+  out->push_back(std::move(frame));
+}
+
+void ElfSymbolizer::SymbolizeKernel(uint64_t avma, std::vector<SymbolizedFrame>* out) {
+  ++addresses_;
+  if (!kernel_.has_value()) {
+    kernel_ = LoadKallsyms();
+    if (!kernel_->ok()) {
+      Warn(absl::StrCat("kernel frames are unnamed: ", kernel_->status().message()));
+    }
+  }
+  SymbolizedFrame frame;
+  frame.kind = FrameKind::kKernel;
+  const SymbolTable::Symbol* symbol = kernel_->ok() ? (*kernel_)->Lookup(avma) : nullptr;
+  if (symbol != nullptr) {
+    frame.function = std::string((*kernel_)->Name(*symbol));
+    ++named_;
+  } else {
+    frame.function = "[kernel.kallsyms]";
+    ++kernel_unnamed_;
+  }
+  out->push_back(std::move(frame));
+}
+
+SymbolizationStats ElfSymbolizer::Stats() const {
+  SymbolizationStats stats;
+  stats.addresses = addresses_;
+  stats.named = named_;
+  for (size_t id = 0; id < states_.size(); ++id) {
+    const ModuleState& s = states_[id];
+    if (s.unnamed == 0) continue;
+    stats.worst_modules.push_back(
+        SymbolizationStats::ModuleMiss{modules_.Get(id).path, s.unnamed, s.reason, s.advice});
+  }
+  if (unknown_ > 0) {
+    stats.worst_modules.push_back(SymbolizationStats::ModuleMiss{
+        "[unknown]", unknown_,
+        "address in no mapped file (JIT code without a perf map, or a broken stack)",
+        "build with frame pointers (-fno-omit-frame-pointer); JIT runtimes: write "
+        "/tmp/perf-PID.map"});
+  }
+  if (kernel_unnamed_ > 0) {
+    stats.worst_modules.push_back(SymbolizationStats::ModuleMiss{
+        "[kernel.kallsyms]", kernel_unnamed_, "kernel symbols unavailable",
+        "run as root or set kernel.kptr_restrict=0"});
+  }
+  std::stable_sort(stats.worst_modules.begin(), stats.worst_modules.end(),
+                   [](const auto& a, const auto& b) { return a.unnamed > b.unnamed; });
+  if (stats.worst_modules.size() > kMaxWorstModules) stats.worst_modules.resize(kMaxWorstModules);
+  stats.warnings = warnings_;
+  return stats;
+}
+
+}  // namespace
+
+std::unique_ptr<Symbolizer> MakeSymbolizer(const sampler::ModuleRegistry& modules,
+                                           const SymbolizerOptions& options) {
+  return std::make_unique<ElfSymbolizer>(modules, options);
+}
+
+}  // namespace nativeprof::symbolize
