@@ -1,6 +1,8 @@
 #include <memory>
 
 #include "unwind/callchain_unwinder.h"
+#include "unwind/dwarf_unwinder.h"
+#include "unwind/libunwind_unwinder.h"
 #include "unwind/unwinder.h"
 
 namespace nativeprof::unwind {
@@ -28,9 +30,12 @@ absl::StatusOr<std::unique_ptr<Unwinder>> MakeUnwinder(CallGraphMode mode, Dwarf
     case CallGraphMode::kFramePointer:
       return std::unique_ptr<Unwinder>(std::make_unique<CallchainUnwinder>());
     case CallGraphMode::kDwarf:
-      break;
+      if (backend == DwarfBackend::kLibunwind) {
+        return std::unique_ptr<Unwinder>(std::make_unique<LibunwindUnwinder>());
+      }
+      return std::unique_ptr<Unwinder>(std::make_unique<DwarfUnwinder>());
   }
-  return absl::UnimplementedError("--call-graph dwarf is not available in this build; use fp");
+  return absl::UnimplementedError("unknown call-graph mode; use fp or dwarf");
 }
 
 }  // namespace nativeprof::unwind

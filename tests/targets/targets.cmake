@@ -10,5 +10,24 @@ function(np_test_target name)
   add_dependencies(np_test_targets ${name})
 endfunction()
 np_test_target(stat_workload SOURCES ${CMAKE_CURRENT_LIST_DIR}/stat_workload.cc FLAGS -O1 LINK pthread)
+# DWARF unwinding (issue 4): programs without frame pointers, so only CFI unwinds them.
+add_library(nofp_shared SHARED ${CMAKE_CURRENT_LIST_DIR}/nofp_shared.c)
+target_compile_options(nofp_shared PRIVATE -O2 -fomit-frame-pointer)
+set_target_properties(nofp_shared PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${NATIVEPROF_TARGETS_DIR})
+np_test_target(nofp_workload SOURCES ${CMAKE_CURRENT_LIST_DIR}/nofp_workload.c
+               FLAGS -O2 -fomit-frame-pointer LINK nofp_shared pthread)
+np_test_target(nofp_cpp SOURCES ${CMAKE_CURRENT_LIST_DIR}/nofp_cpp.cc FLAGS -O2 -fomit-frame-pointer)
+np_test_target(dwarf_capture SOURCES ${CMAKE_CURRENT_LIST_DIR}/dwarf_capture.cc LINK np_unwind)
 # Symbolizer test programs (issue 5).
 include(${CMAKE_CURRENT_LIST_DIR}/sym_targets.cmake)
+# Frame-pointer targets for `record` (issue 2): no inlining and no sibling calls, so every
+# function named in the source is a frame in the kernel's callchain.
+set(NP_FP_FLAGS -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -fno-inline)
+np_test_target(fp_split SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_split.c FLAGS ${NP_FP_FLAGS})
+np_test_target(fp_threads SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_threads.c FLAGS ${NP_FP_FLAGS}
+               LINK pthread)
+np_test_target(fp_fork_exec SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_fork_exec.c FLAGS ${NP_FP_FLAGS})
+np_test_target(fp_until_signal SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_until_signal.c
+               FLAGS ${NP_FP_FLAGS})
+np_test_target(fp_split_nopie SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_split.c
+               FLAGS ${NP_FP_FLAGS} -fno-pie LINK -no-pie)

@@ -1,0 +1,234 @@
+#include "unwind/cfi_rule.h"
+
+#include <dwarf.h>
+
+namespace nativeprof::unwind {
+namespace {
+
+constexpr int kMaxExprStack = 16;
+
+StepError RegValue(const DwarfRegs& regs, uint64_t reg, uint64_t* out) {
+  if (reg >= kDwarfRegCount || !regs.Has(static_cast<int>(reg))) return StepError::kUnknownReg;
+  *out = regs.value[reg];
+  return StepError::kNone;
+}
+
+}  // namespace
+
+StepError EvalCfiExpr(std::span<const CfiOp> ops, const DwarfRegs& regs, const StackCopy& stack,
+                      uint64_t cfa, uint64_t* result, bool* is_value) {
+  uint64_t st[kMaxExprStack];
+  int sp = 0;
+  *is_value = false;
+  bool is_register_location = false;
+#define NP_PUSH(v)                                         \
+  do {                                                     \
+    if (sp >= kMaxExprStack) return StepError::kBadExpr;   \
+    const uint64_t np_v_ = (v);                            \
+    st[sp++] = np_v_;                                      \
+  } while (0)
+#define NP_NEED(n)                                  \
+  do {                                              \
+    if (sp < (n)) return StepError::kBadExpr;       \
+  } while (0)
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const CfiOp& op = ops[i];
+    const uint8_t a = op.atom;
+    if (a >= DW_OP_lit0 && a <= DW_OP_lit31) {
+      NP_PUSH(uint64_t{a} - DW_OP_lit0);
+      continue;
+    }
+    if (a >= DW_OP_breg0 && a <= DW_OP_breg31) {
+      uint64_t v;
+      if (StepError e = RegValue(regs, a - DW_OP_breg0, &v); e != StepError::kNone) return e;
+      NP_PUSH(v + op.number);
+      continue;
+    }
+    if (a >= DW_OP_reg0 && a <= DW_OP_reg31) {
+      // A register location: the value lives in that register of this frame.
+      uint64_t v;
+      if (StepError e = RegValue(regs, a - DW_OP_reg0, &v); e != StepError::kNone) return e;
+      NP_PUSH(v);
+      is_register_location = true;
+      continue;
+    }
+    switch (a) {
+      case DW_OP_regx: {
+        uint64_t v;
+        if (StepError e = RegValue(regs, op.number, &v); e != StepError::kNone) return e;
+        NP_PUSH(v);
+        is_register_location = true;
+        break;
+      }
+      case DW_OP_bregx: {
+        uint64_t v;
+        if (StepError e = RegValue(regs, op.number, &v); e != StepError::kNone) return e;
+        NP_PUSH(v + op.number2);
+        break;
+      }
+      case DW_OP_call_frame_cfa: NP_PUSH(cfa); break;
+      case DW_OP_addr:
+      case DW_OP_const1u: case DW_OP_const1s: case DW_OP_const2u: case DW_OP_const2s:
+      case DW_OP_const4u: case DW_OP_const4s: case DW_OP_const8u: case DW_OP_const8s:
+      case DW_OP_constu: case DW_OP_consts:
+        NP_PUSH(op.number);
+        break;
+      case DW_OP_dup: NP_NEED(1); NP_PUSH(st[sp - 1]); break;
+      case DW_OP_drop: NP_NEED(1); --sp; break;
+      case DW_OP_over: NP_NEED(2); NP_PUSH(st[sp - 2]); break;
+      case DW_OP_pick:
+        if (op.number >= static_cast<uint64_t>(sp)) return StepError::kBadExpr;
+        NP_PUSH(st[sp - 1 - op.number]);
+        break;
+      case DW_OP_swap: NP_NEED(2); std::swap(st[sp - 1], st[sp - 2]); break;
+      case DW_OP_rot: {
+        NP_NEED(3);
+        const uint64_t top = st[sp - 1];
+        st[sp - 1] = st[sp - 2];
+        st[sp - 2] = st[sp - 3];
+        st[sp - 3] = top;
+        break;
+      }
+      case DW_OP_deref: {
+        NP_NEED(1);
+        uint64_t v;
+        if (StepError e = stack.Read(st[sp - 1], &v); e != StepError::kNone) return e;
+        st[sp - 1] = v;
+        break;
+      }
+      case DW_OP_plus_uconst: NP_NEED(1); st[sp - 1] += op.number; break;
+      case DW_OP_neg: NP_NEED(1); st[sp - 1] = -st[sp - 1]; break;
+      case DW_OP_not: NP_NEED(1); st[sp - 1] = ~st[sp - 1]; break;
+      case DW_OP_abs: {
+        NP_NEED(1);
+        const int64_t v = static_cast<int64_t>(st[sp - 1]);
+        st[sp - 1] = static_cast<uint64_t>(v < 0 ? -v : v);
+        break;
+      }
+      case DW_OP_plus: case DW_OP_minus: case DW_OP_mul: case DW_OP_and: case DW_OP_or:
+      case DW_OP_xor: case DW_OP_shl: case DW_OP_shr: case DW_OP_shra: case DW_OP_div:
+      case DW_OP_mod: case DW_OP_eq: case DW_OP_ne: case DW_OP_lt: case DW_OP_le:
+      case DW_OP_gt: case DW_OP_ge: {
+        NP_NEED(2);
+        const uint64_t b = st[--sp];
+        const uint64_t x = st[sp - 1];
+        const int64_t sx = static_cast<int64_t>(x), sb = static_cast<int64_t>(b);
+        uint64_t r = 0;
+        switch (a) {
+          case DW_OP_plus: r = x + b; break;
+          case DW_OP_minus: r = x - b; break;
+          case DW_OP_mul: r = x * b; break;
+          case DW_OP_and: r = x & b; break;
+          case DW_OP_or: r = x | b; break;
+          case DW_OP_xor: r = x ^ b; break;
+          case DW_OP_shl: r = b >= 64 ? 0 : x << b; break;
+          case DW_OP_shr: r = b >= 64 ? 0 : x >> b; break;
+          case DW_OP_shra: r = static_cast<uint64_t>(sx >> (b >= 64 ? 63 : b)); break;
+          case DW_OP_div:
+            if (b == 0) return StepError::kBadExpr;
+            r = static_cast<uint64_t>(sx / sb);
+            break;
+          case DW_OP_mod:
+            if (b == 0) return StepError::kBadExpr;
+            r = x % b;
+            break;
+          case DW_OP_eq: r = sx == sb; break;
+          case DW_OP_ne: r = sx != sb; break;
+          case DW_OP_lt: r = sx < sb; break;
+          case DW_OP_le: r = sx <= sb; break;
+          case DW_OP_gt: r = sx > sb; break;
+          case DW_OP_ge: r = sx >= sb; break;
+        }
+        st[sp - 1] = r;
+        break;
+      }
+      case DW_OP_nop: break;
+      case DW_OP_stack_value: *is_value = true; break;
+      default:
+        // Branches, TLS, typed ops: never seen in x86-64 unwind tables in practice.
+        return StepError::kBadExpr;
+    }
+  }
+#undef NP_PUSH
+#undef NP_NEED
+  if (sp < 1) return StepError::kBadExpr;
+  if (is_register_location) *is_value = true;
+  *result = st[sp - 1];
+  return StepError::kNone;
+}
+
+StepError ApplyCfiRule(const CfiRule& rule, std::span<const CfiOp> ops, const DwarfRegs& in,
+                       const StackCopy& stack, DwarfRegs* out, uint64_t* cfa_out) {
+  uint64_t cfa = 0;
+  switch (rule.cfa.kind) {
+    case CfaKind::kRegOffset: {
+      if (!in.Has(rule.cfa.reg)) return StepError::kUnknownReg;
+      cfa = in.value[rule.cfa.reg] + rule.cfa.offset;
+      break;
+    }
+    case CfaKind::kExpr: {
+      bool is_value = false;
+      StepError e = EvalCfiExpr(ops.subspan(rule.cfa.expr_begin, rule.cfa.expr_len), in, stack, 0,
+                                &cfa, &is_value);
+      if (e != StepError::kNone) return e;
+      break;
+    }
+    case CfaKind::kUnknown:
+      return StepError::kBadExpr;
+  }
+  *cfa_out = cfa;
+  DwarfRegs next;
+  next.Set(kDwarfRsp, cfa);  // the psABI: the caller's rsp is the CFA unless CFI says otherwise
+  for (int r = 0; r < kDwarfRegCount; ++r) {
+    const RegRule& rr = rule.regs[r];
+    switch (rr.kind) {
+      case RegKind::kUndefined:
+        if (r != kDwarfRsp) next.Clear(r);
+        break;
+      case RegKind::kSame:
+        if (r == kDwarfRsp) break;
+        if (in.Has(r)) next.Set(r, in.value[r]); else next.Clear(r);
+        break;
+      case RegKind::kOffset: {
+        uint64_t v;
+        if (StepError e = stack.Read(cfa + static_cast<int64_t>(rr.offset), &v);
+            e != StepError::kNone) {
+          // An unreadable callee-saved register only matters if a caller needs it; the return
+          // address always does.
+          if (r == kDwarfRa) return e;
+          next.Clear(r);
+          break;
+        }
+        next.Set(r, v);
+        break;
+      }
+      case RegKind::kValOffset:
+        next.Set(r, cfa + static_cast<int64_t>(rr.offset));
+        break;
+      case RegKind::kRegister:
+        if (in.Has(rr.reg)) next.Set(r, in.value[rr.reg]); else next.Clear(r);
+        break;
+      case RegKind::kExpr:
+      case RegKind::kValExpr: {
+        uint64_t v = 0;
+        bool is_value = false;
+        StepError e = EvalCfiExpr(ops.subspan(rr.expr_begin, rr.expr_len), in, stack, cfa, &v,
+                                  &is_value);
+        if (e == StepError::kNone && !is_value && rr.kind == RegKind::kExpr) {
+          e = stack.Read(v, &v);
+        }
+        if (e != StepError::kNone) {
+          if (r == kDwarfRa) return e;
+          next.Clear(r);
+          break;
+        }
+        next.Set(r, v);
+        break;
+      }
+    }
+  }
+  *out = next;
+  return StepError::kNone;
+}
+
+}  // namespace nativeprof::unwind

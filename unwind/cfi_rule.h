@@ -1,0 +1,91 @@
+// A compact, cacheable form of the CFI row for one PC: how to compute the CFA and the caller's
+// registers. Simple shapes (CFA = reg + N; register saved at CFA + N; same value; undefined) are
+// stored inline and evaluated without libdw (the fast path); anything else keeps a copy of the
+// DWARF expression that libdw decoded, evaluated by EvalCfiExpr. Also owns the view of the copied
+// user stack the evaluation reads. Used on the drain thread; no allocation while evaluating.
+#ifndef NATIVEPROF_UNWIND_CFI_RULE_H_
+#define NATIVEPROF_UNWIND_CFI_RULE_H_
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "unwind/x86_64_regs.h"
+
+namespace nativeprof::unwind {
+
+// One DWARF operation, as libdw's Dwarf_Op (atom + two operands), copied so cache entries outlive
+// the Dwarf_Frame they came from.
+struct CfiOp {
+  uint8_t atom = 0;
+  uint64_t number = 0;
+  uint64_t number2 = 0;
+};
+
+enum class CfaKind : uint8_t { kUnknown, kRegOffset, kExpr };
+enum class RegKind : uint8_t {
+  kUndefined,  // call-clobbered: unknown in the caller
+  kSame,       // unchanged in the caller
+  kOffset,     // saved in memory at CFA + offset
+  kValOffset,  // the caller's value is CFA + offset
+  kRegister,   // the caller's value is in register `reg` of this frame
+  kExpr,       // expression yields the address where it is saved
+  kValExpr,    // expression yields the value
+};
+
+struct CfaRule {
+  CfaKind kind = CfaKind::kUnknown;
+  uint8_t reg = 0;
+  int64_t offset = 0;
+  uint32_t expr_begin = 0;  // into CfiRuleSet::ops when kExpr
+  uint32_t expr_len = 0;
+};
+
+struct RegRule {
+  RegKind kind = RegKind::kUndefined;
+  uint8_t reg = 0;
+  int32_t offset = 0;
+  uint32_t expr_begin = 0;
+  uint32_t expr_len = 0;
+};
+
+struct CfiRule {
+  CfaRule cfa;
+  RegRule regs[kDwarfRegCount];
+  bool signal_frame = false;  // the caller's PC is exact (interrupted), not a return address
+  bool fast = true;           // no expression anywhere: evaluated without the op interpreter
+};
+
+// Why a step failed while evaluating a rule.
+// kBeyondStack: a read at or past the end of the copy (the copy was too short: truncation).
+// kBadAddress: a read below the sampled sp or otherwise impossible.
+enum class StepError : uint8_t { kNone, kBeyondStack, kBadAddress, kUnknownReg, kBadExpr };
+
+// The copied user stack: `bytes` start at address `base` (the sampled sp).
+struct StackCopy {
+  uint64_t base = 0;
+  std::span<const uint8_t> bytes;
+
+  uint64_t end() const { return base + bytes.size(); }
+  StepError Read(uint64_t addr, uint64_t* out) const {
+    if (addr < base) return StepError::kBadAddress;
+    if (bytes.size() < 8 || addr - base > bytes.size() - 8) return StepError::kBeyondStack;
+    std::memcpy(out, bytes.data() + (addr - base), 8);
+    return StepError::kNone;
+  }
+};
+
+// Evaluates `rule` for the frame with registers `in`, writing the caller's registers (the new PC
+// in kDwarfRa, the new SP = CFA in kDwarfRsp) to `out` and the CFA to `*cfa`.
+StepError ApplyCfiRule(const CfiRule& rule, std::span<const CfiOp> ops, const DwarfRegs& in,
+                       const StackCopy& stack, DwarfRegs* out, uint64_t* cfa);
+
+// Evaluates a DWARF expression over registers and stack. `cfa` is pushed for
+// DW_OP_call_frame_cfa. Sets *is_value when the expression ended in DW_OP_stack_value.
+StepError EvalCfiExpr(std::span<const CfiOp> ops, const DwarfRegs& regs, const StackCopy& stack,
+                      uint64_t cfa, uint64_t* result, bool* is_value);
+
+}  // namespace nativeprof::unwind
+
+#endif  // NATIVEPROF_UNWIND_CFI_RULE_H_

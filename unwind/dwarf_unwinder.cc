@@ -1,0 +1,127 @@
+#include "unwind/dwarf_unwinder.h"
+
+#include <linux/perf_event.h>
+
+#include "unwind/cfi_rule.h"
+
+namespace nativeprof::unwind {
+namespace {
+
+StackEnd EndFor(StepError e) {
+  switch (e) {
+    case StepError::kBeyondStack: return StackEnd::kTruncatedStack;
+    case StepError::kNone: return StackEnd::kComplete;
+    default: return StackEnd::kBadFrame;
+  }
+}
+
+// One step with frame pointers: the caller's rbp at [rbp], its return address at [rbp + 8], its
+// rsp at rbp + 16. Only for frames whose module has no CFI.
+StepError FramePointerStep(const DwarfRegs& in, const StackCopy& stack, DwarfRegs* out) {
+  if (!in.Has(kDwarfRbp)) return StepError::kUnknownReg;
+  const uint64_t rbp = in.value[kDwarfRbp];
+  if (rbp < in.sp() || (rbp & 7) != 0) return StepError::kBadAddress;
+  uint64_t saved_rbp, ra;
+  if (StepError e = stack.Read(rbp + 8, &ra); e != StepError::kNone) return e;
+  if (StepError e = stack.Read(rbp, &saved_rbp); e != StepError::kNone) return e;
+  *out = DwarfRegs();
+  out->Set(kDwarfRbp, saved_rbp);
+  out->Set(kDwarfRsp, rbp + 16);
+  out->Set(kDwarfRa, ra);
+  return StepError::kNone;
+}
+
+}  // namespace
+
+void DwarfUnwinder::Unwind(const sampler::SampleView& sample, const ProcessView& process,
+                           UnwoundStack* out) {
+  out->Clear();
+  std::span<const uint64_t> user_chain = AppendKernelFrames(sample.callchain, out);
+  const size_t first_user = out->frames.size();
+  if (sample.regs_abi == PERF_SAMPLE_REGS_ABI_64 && !sample.regs_user.empty()) {
+    UnwindUser(sample, process, out);
+    if (options_.splice_kernel_chain) SpliceKernelChain(user_chain, first_user, process, out);
+  } else if (first_user == 0) {
+    // No user registers (a 32-bit task, or recorded without REGS_USER) and no kernel frames.
+    out->end = StackEnd::kNoUnwindInfo;
+  }
+  stats_.Count(*out);
+}
+
+void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessView& process,
+                               UnwoundStack* out) {
+  DwarfRegs regs;
+  if (!RegsFromSample(sample.regs_user, options_.regs_mask, &regs) || !regs.Has(kDwarfRa) ||
+      !regs.Has(kDwarfRsp)) {
+    out->end = StackEnd::kNoUnwindInfo;
+    return;
+  }
+  const StackCopy stack{regs.sp(), sample.stack_user};
+  out->frames.push_back({regs.pc(), FrameKind::kInstructionPointer, false});
+  bool exact_pc = true;  // the leaf, and a frame interrupted by a signal, hold an exact PC
+  while (true) {
+    if (out->frames.size() >= kMaxFrames) {
+      out->end = StackEnd::kMaxDepth;
+      return;
+    }
+    const uint64_t pc = regs.pc();
+    const uint64_t lookup = exact_pc ? pc : pc - 1;
+    const sampler::Mapping* mapping =
+        process.address_space != nullptr ? process.address_space->Find(lookup) : nullptr;
+    if (mapping == nullptr || mapping->module == sampler::kNoModule) {
+      out->end = StackEnd::kNoModule;
+      return;
+    }
+    ElfCfi* elf = files_.Get(*mapping, process);
+    if (elf == nullptr && process.modules != nullptr &&
+        ModuleFiles::IsAnonymous(process.modules->Get(mapping->module).path)) {
+      out->end = StackEnd::kNoModule;  // JIT or other anonymous code: stop cleanly
+      return;
+    }
+    const CfiRule* rule = elf != nullptr ? elf->Find(mapping->FileOffset(lookup)) : nullptr;
+    DwarfRegs next;
+    StepError err;
+    bool signal_frame = false;
+    if (rule != nullptr) {
+      uint64_t cfa;
+      err = ApplyCfiRule(*rule, elf->ops(), regs, stack, &next, &cfa);
+      signal_frame = rule->signal_frame;
+      stats_.expr_frames += !rule->fast;
+    } else if (options_.frame_pointer_fallback) {
+      err = FramePointerStep(regs, stack, &next);
+      ++stats_.fp_fallback_frames;
+      if (err != StepError::kNone && err != StepError::kBeyondStack) {
+        out->end = StackEnd::kNoUnwindInfo;
+        return;
+      }
+    } else {
+      out->end = StackEnd::kNoUnwindInfo;
+      return;
+    }
+    if (err != StepError::kNone) {
+      out->end = EndFor(err);
+      return;
+    }
+    // An undefined return address marks the outermost frame (_start, clone's child).
+    if (!next.Has(kDwarfRa) || next.pc() == 0) {
+      out->end = StackEnd::kComplete;
+      return;
+    }
+    // The stack grows down, so a caller's frame lies above; a signal frame may switch stacks.
+    if (!signal_frame && next.sp() <= regs.sp()) {
+      out->end = StackEnd::kBadFrame;
+      return;
+    }
+    if (signal_frame && next.sp() == regs.sp() && next.pc() == pc) {
+      out->end = StackEnd::kBadFrame;
+      return;
+    }
+    exact_pc = signal_frame;
+    out->frames.push_back({next.pc(),
+                           exact_pc ? FrameKind::kInstructionPointer : FrameKind::kReturnAddress,
+                           false});
+    regs = next;
+  }
+}
+
+}  // namespace nativeprof::unwind

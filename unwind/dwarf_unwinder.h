@@ -1,0 +1,47 @@
+// The native DWARF unwinder (`--call-graph dwarf`, DwarfBackend::kNative): starts from the sampled
+// user registers and walks the copied user stack with each module's CFI (ElfCfi, cached per PC),
+// falling back to frame pointers for a frame whose module has no CFI. Kernel frames go in front;
+// a walk cut short by the end of the copy is finished with the kernel's frame-pointer chain when
+// that is consistent. Drain thread only; not thread-safe; no allocation in steady state.
+#ifndef NATIVEPROF_UNWIND_DWARF_UNWINDER_H_
+#define NATIVEPROF_UNWIND_DWARF_UNWINDER_H_
+
+#include <cstdint>
+
+#include "unwind/chain_splice.h"
+#include "unwind/module_files.h"
+#include "unwind/unwinder.h"
+#include "unwind/x86_64_regs.h"
+
+namespace nativeprof::unwind {
+
+struct DwarfUnwinderOptions {
+  // The sample_regs_user the samples were recorded with.
+  uint64_t regs_mask = DwarfSampleRegsMask();
+  bool frame_pointer_fallback = true;
+  bool splice_kernel_chain = true;
+};
+
+class DwarfUnwinder : public Unwinder {
+ public:
+  explicit DwarfUnwinder(DwarfUnwinderOptions options = {}) : options_(options) {}
+
+  void Unwind(const sampler::SampleView& sample, const ProcessView& process,
+              UnwoundStack* out) override;
+
+  const UnwindStats& stats() const { return stats_; }
+  CfiCacheStats cfi_stats() const { return files_.TotalStats(); }
+  ModuleFiles& files() { return files_; }
+
+ private:
+  void UnwindUser(const sampler::SampleView& sample, const ProcessView& process,
+                  UnwoundStack* out);
+
+  DwarfUnwinderOptions options_;
+  ModuleFiles files_;
+  UnwindStats stats_;
+};
+
+}  // namespace nativeprof::unwind
+
+#endif  // NATIVEPROF_UNWIND_DWARF_UNWINDER_H_

@@ -1,0 +1,40 @@
+#include "unwind/x86_64_regs.h"
+
+#include <asm/perf_regs.h>
+
+namespace nativeprof::unwind {
+namespace {
+
+// DWARF number for each perf register index, or -1 for registers CFI does not use.
+constexpr int8_t kPerfToDwarf[PERF_REG_X86_64_MAX] = {
+    /*AX*/ kDwarfRax, /*BX*/ kDwarfRbx, /*CX*/ kDwarfRcx, /*DX*/ kDwarfRdx,
+    /*SI*/ kDwarfRsi, /*DI*/ kDwarfRdi, /*BP*/ kDwarfRbp, /*SP*/ kDwarfRsp,
+    /*IP*/ kDwarfRa,  /*FLAGS*/ -1,    /*CS*/ -1,        /*SS*/ -1,
+    /*DS*/ -1,        /*ES*/ -1,       /*FS*/ -1,        /*GS*/ -1,
+    /*R8*/ kDwarfR8,  /*R9*/ kDwarfR9, /*R10*/ kDwarfR10, /*R11*/ kDwarfR11,
+    /*R12*/ kDwarfR12, /*R13*/ kDwarfR13, /*R14*/ kDwarfR14, /*R15*/ kDwarfR15,
+};
+
+}  // namespace
+
+uint64_t DwarfSampleRegsMask() {
+  uint64_t mask = 0;
+  for (int i = 0; i < PERF_REG_X86_64_MAX; ++i) {
+    if (kPerfToDwarf[i] >= 0) mask |= uint64_t{1} << i;
+  }
+  return mask;
+}
+
+bool RegsFromSample(std::span<const uint64_t> values, uint64_t mask, DwarfRegs* out) {
+  *out = DwarfRegs();
+  size_t next = 0;
+  for (int bit = 0; bit < 64; ++bit) {
+    if (!((mask >> bit) & 1)) continue;
+    if (next >= values.size()) return false;
+    const uint64_t v = values[next++];
+    if (bit < PERF_REG_X86_64_MAX && kPerfToDwarf[bit] >= 0) out->Set(kPerfToDwarf[bit], v);
+  }
+  return true;
+}
+
+}  // namespace nativeprof::unwind
