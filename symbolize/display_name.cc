@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 namespace nativeprof::symbolize {
 namespace {
@@ -56,7 +57,14 @@ std::string StripRustHash(std::string name) {
 
 std::string InterimDemangle(absl::string_view mangled, bool full_names) {
   std::string raw(mangled);
-  if (!absl::StartsWith(raw, "_Z")) return raw;
+  if (!absl::StartsWith(raw, "_Z")) {
+    // A C function clone from GCC ("foo.cold", "foo.part.0"): shown as c++filt shows C++ ones.
+    size_t dot = raw.find('.');
+    if (dot != std::string::npos && dot > 0) {
+      return absl::StrCat(raw.substr(0, dot), " [clone ", raw.substr(dot), "]");
+    }
+    return raw;
+  }
   int status = 0;
   char* out = abi::__cxa_demangle(raw.c_str(), nullptr, nullptr, &status);
   if (out == nullptr) return raw;

@@ -20,12 +20,44 @@ const char* StringAttr(Dwarf_Die* die, int name) {
   return dwarf_formstring(&attr);
 }
 
+// The declaration a concrete (inlined or out-of-line) instance refers to, for its parents.
+bool OriginOf(Dwarf_Die* die, Dwarf_Die* origin) {
+  Dwarf_Attribute attr;
+  *origin = *die;
+  for (int hops = 0; hops < 4; ++hops) {
+    if (dwarf_attr(origin, DW_AT_abstract_origin, &attr) == nullptr &&
+        dwarf_attr(origin, DW_AT_specification, &attr) == nullptr) {
+      return true;
+    }
+    Dwarf_Die next;
+    if (dwarf_formref_die(&attr, &next) == nullptr) return false;
+    *origin = next;
+  }
+  return true;
+}
+
 std::string FunctionName(Dwarf_Die* die, bool full_names) {
   const char* linkage = StringAttr(die, DW_AT_linkage_name);
   if (linkage == nullptr) linkage = StringAttr(die, DW_AT_MIPS_linkage_name);
   if (linkage != nullptr) return DisplayName(linkage, full_names);
   const char* name = StringAttr(die, DW_AT_name);
-  return name != nullptr ? std::string(name) : std::string();
+  if (name == nullptr) return std::string();
+  // No linkage name (static or C functions): qualify with the enclosing namespaces and classes.
+  std::string qualified = name;
+  Dwarf_Die origin;
+  Dwarf_Die* parents = nullptr;
+  int n = OriginOf(die, &origin) ? dwarf_getscopes_die(&origin, &parents) : 0;
+  for (int i = 1; i < n; ++i) {
+    int tag = dwarf_tag(&parents[i]);
+    if (tag != DW_TAG_namespace && tag != DW_TAG_class_type && tag != DW_TAG_structure_type &&
+        tag != DW_TAG_union_type) {
+      continue;
+    }
+    const char* scope = dwarf_diename(&parents[i]);
+    qualified = std::string(scope != nullptr ? scope : "(anonymous namespace)") + "::" + qualified;
+  }
+  free(parents);
+  return qualified;
 }
 
 // True for producers that print their flags and show no optimization among them.
@@ -114,8 +146,17 @@ bool DwarfInfo::Describe(uint64_t svma, bool inline_frames, bool full_names,
   const Dwarf_Die* found = FindCu(svma);
   if (found == nullptr) return false;
   Dwarf_Die cudie = *found;
+  // dwarf_getscopes continues past an inlined instance into its abstract definition's scopes;
+  // the concrete chain of callers comes from the innermost DIE's own parents.
+  Dwarf_Die* innermost = nullptr;
+  int found_scopes = dwarf_getscopes(&cudie, svma, &innermost);
+  if (found_scopes <= 0) {
+    free(innermost);
+    return false;
+  }
   Dwarf_Die* scopes = nullptr;
-  int n = dwarf_getscopes(&cudie, svma, &scopes);
+  int n = dwarf_getscopes_die(&innermost[0], &scopes);
+  free(innermost);
   if (n <= 0) {
     free(scopes);
     return false;

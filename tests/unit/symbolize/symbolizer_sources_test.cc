@@ -1,0 +1,392 @@
+// The symbolizer's other name sources: separate debug files (build-id, debuglink with CRC),
+// MiniDebugInfo, compressed DWARF, DWARF inline frames and lines, libc through libc6-dbg, the -O0
+// warning, perf maps, the vdso, and a binary deleted while it runs.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gnu/libc-version.h>
+#include <signal.h>
+#include <sys/auxv.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "symbolize/elf_file.h"
+#include "symbolize/module_symbols.h"
+#include "symbolize/symbolizer.h"
+#include "tests/testing/test_support.h"
+#include "tests/unit/symbolize/sym_test_util.h"
+
+namespace nativeprof::symbolize {
+namespace {
+
+using ::nativeprof::testing::MakeTempDir;
+using ::nativeprof::testing::TargetPath;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+using testing::Location;
+using testing::Names;
+using testing::RunAndLocate;
+using testing::SymbolizeAt;
+
+// Locations printed by sym_prog, moved onto another build of the same program (same code layout:
+// the variants are copies of sym_prog with sections removed or added).
+std::map<std::string, Location> LocationsIn(const std::string& variant) {
+  auto locations = RunAndLocate(TargetPath("sym_prog"));
+  for (auto& [name, loc] : locations) loc.path = TargetPath(variant);
+  return locations;
+}
+
+SymbolizerOptions OnlyNames() {
+  SymbolizerOptions options;
+  options.inline_frames = false;
+  options.debug_dirs = {};
+  return options;
+}
+
+TEST(SymbolizerSourcesTest, StrippedBinaryWithoutDebugFileIsBracketed) {
+  auto locations = LocationsIn("sym_prog_stripped");
+  std::string dir = MakeTempDir();
+  std::string copy = dir + "/sym_prog_stripped";
+  std::filesystem::copy_file(TargetPath("sym_prog_stripped"), copy);
+  Location loc = locations["sym_c_function"];
+  loc.path = copy;  // no .debug/ next to it, no debug root: nothing to find
+  sampler::ModuleRegistry registry;
+  auto symbolizer = MakeSymbolizer(registry, OnlyNames());
+  EXPECT_THAT(Names(SymbolizeAt(*symbolizer, registry, loc)), ElementsAre("[sym_prog_stripped]"));
+  SymbolizationStats stats = symbolizer->Stats();
+  ASSERT_THAT(stats.worst_modules, SizeIs(1));
+  EXPECT_THAT(stats.worst_modules[0].reason, HasSubstr("no debug file found"));
+  EXPECT_THAT(stats.worst_modules[0].advice, HasSubstr("dbg"));
+}
+
+TEST(SymbolizerSourcesTest, DebugFileFoundByBuildId) {
+  auto locations = LocationsIn("sym_prog_stripped");
+  std::string dir = MakeTempDir();
+  std::string copy = dir + "/sym_prog_stripped";  // away from its .debug/ directory
+  std::filesystem::copy_file(TargetPath("sym_prog_stripped"), copy);
+  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::Open(copy));
+  ModuleLoadOptions load;
+  load.debug_dirs = {TargetPath("sym-debug-root")};
+  auto symbols = ModuleSymbols::Load(std::move(elf), copy, load);
+  EXPECT_EQ(symbols->source(), NameSource::kDebugFile);
+  EXPECT_EQ(symbols->debug_file_how(), "build-id");
+
+  Location loc = locations["Worker<int>::Run"];
+  loc.path = copy;
+  sampler::ModuleRegistry registry;
+  SymbolizerOptions options = OnlyNames();
+  options.debug_dirs = {TargetPath("sym-debug-root")};
+  auto symbolizer = MakeSymbolizer(registry, options);
+  EXPECT_THAT(Names(SymbolizeAt(*symbolizer, registry, loc)),
+              ElementsAre("symtest::Worker<int>::Run"));
+}
+
+TEST(SymbolizerSourcesTest, DebugFileFoundByDebuglinkInDotDebug) {
+  auto locations = LocationsIn("sym_prog_stripped");
+  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::Open(TargetPath("sym_prog_stripped")));
+  auto symbols = ModuleSymbols::Load(std::move(elf), TargetPath("sym_prog_stripped"), {{}, false});
+  EXPECT_EQ(symbols->source(), NameSource::kDebugFile);
+  EXPECT_EQ(symbols->debug_file_how(), "debuglink");
+  EXPECT_THAT(symbols->debug_file(), HasSubstr("/.debug/sym_prog_stripped.debug"));
+
+  sampler::ModuleRegistry registry;
+  auto symbolizer = MakeSymbolizer(registry, OnlyNames());
+  EXPECT_THAT(Names(SymbolizeAt(*symbolizer, registry, locations["sym_c_function"])),
+              ElementsAre("sym_c_function"));
+}
+
+TEST(SymbolizerSourcesTest, DebuglinkWithWrongCrcIsIgnored) {
+  auto locations = LocationsIn("sym_prog_stripped");
+  std::string dir = MakeTempDir();
+  std::filesystem::create_directory(dir + "/.debug");
+  std::string copy = dir + "/sym_prog_stripped";
+  std::filesystem::copy_file(TargetPath("sym_prog_stripped"), copy);
+  std::string debug = dir + "/.debug/sym_prog_stripped.debug";
+  std::filesystem::copy_file(TargetPath(".debug/sym_prog_stripped.debug"), debug);
+  {
+    std::ofstream append(debug, std::ios::app | std::ios::binary);
+    append << "changed";  // the CRC no longer matches
+  }
+  Location loc = locations["sym_c_function"];
+  loc.path = copy;
+  sampler::ModuleRegistry registry;
+  auto symbolizer = MakeSymbolizer(registry, OnlyNames());
+  EXPECT_THAT(Names(SymbolizeAt(*symbolizer, registry, loc)), ElementsAre("[sym_prog_stripped]"));
+}
+
+TEST(SymbolizerSourcesTest, MiniDebugInfoNamesStrippedBinary) {
+  auto locations = LocationsIn("sym_prog_minidebug");
+  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::Open(TargetPath("sym_prog_minidebug")));
+  EXPECT_FALSE(elf->HasSectionData(".symtab"));
+  auto symbols = ModuleSymbols::Load(std::move(elf), TargetPath("sym_prog_minidebug"), {{}, false});
+  EXPECT_EQ(symbols->source(), NameSource::kMiniDebugInfo);
+
+  sampler::ModuleRegistry registry;
+  auto symbolizer = MakeSymbolizer(registry, OnlyNames());
+  EXPECT_THAT(Names(SymbolizeAt(*symbolizer, registry, locations["Worker<int>::Run"])),
+              ElementsAre("symtest::Worker<int>::Run"));
+  EXPECT_THAT(Names(SymbolizeAt(*symbolizer, registry, locations["sym_c_function"])),
+              ElementsAre("sym_c_function"));
+}
+
+// Scans the InlineCaller function for an address inside the inlined helper.
+std::vector<SymbolizedFrame> FindInlinedChain(const std::string& variant, bool lines) {
+  auto locations = LocationsIn(variant);
+  Location loc = locations["InlineCaller"];
+  sampler::ModuleRegistry registry;
+  SymbolizerOptions options;
+  options.lines = lines;
+  auto symbolizer = MakeSymbolizer(registry, options);
+  for (uint64_t delta = 0; delta < 64; ++delta) {
+    Location at = loc;
+    at.file_offset += delta;
+    std::vector<SymbolizedFrame> frames = SymbolizeAt(*symbolizer, registry, at);
+    if (frames.size() >= 2) return frames;
+  }
+  return {};
+}
+
+TEST(SymbolizerSourcesTest, InlinedCodeBecomesChainOfInlinedFrames) {
+  for (const char* variant : {"sym_prog", "sym_prog_zlib", "sym_prog_zstd"}) {
+    if (!std::filesystem::exists(TargetPath(variant))) continue;  // objcopy without zstd
+    SCOPED_TRACE(variant);
+    NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::Open(TargetPath(variant)));
+    if (!elf->SectionData(".debug_info").ok()) {
+      // elfutils before 0.189 cannot decompress zstd sections; zlib must always work.
+      ASSERT_STREQ(variant, "sym_prog_zstd");
+      continue;
+    }
+    std::vector<SymbolizedFrame> frames = FindInlinedChain(variant, /*lines=*/false);
+    ASSERT_THAT(frames, SizeIs(2));
+    EXPECT_EQ(frames[0].function, "symtest::InlinedHelper");
+    EXPECT_EQ(frames[0].kind, FrameKind::kInlined);
+    EXPECT_EQ(frames[1].function, "symtest::InlineCaller");
+    EXPECT_EQ(frames[1].kind, FrameKind::kUser);
+    EXPECT_THAT(frames[0].file, IsEmpty());  // no --lines
+  }
+}
+
+TEST(SymbolizerSourcesTest, LinesGiveSourcePositions) {
+  std::vector<SymbolizedFrame> frames = FindInlinedChain("sym_prog", /*lines=*/true);
+  ASSERT_THAT(frames, SizeIs(2));
+  EXPECT_THAT(frames[0].file, HasSubstr("sym_prog.cc"));
+  EXPECT_THAT(frames[1].file, HasSubstr("sym_prog.cc"));
+  EXPECT_GT(frames[0].line, 0u);
+  EXPECT_GT(frames[1].line, 0u);
+  EXPECT_NE(frames[0].line, frames[1].line);  // the loop body vs the call site
+}
+
+TEST(SymbolizerSourcesTest, NoInlineGivesOnlyTheRealFunction) {
+  auto locations = LocationsIn("sym_prog");
+  sampler::ModuleRegistry registry;
+  SymbolizerOptions options;
+  options.inline_frames = false;
+  auto symbolizer = MakeSymbolizer(registry, options);
+  for (uint64_t delta = 0; delta < 64; ++delta) {
+    Location at = locations["InlineCaller"];
+    at.file_offset += delta;
+    EXPECT_THAT(Names(SymbolizeAt(*symbolizer, registry, at)),
+                ElementsAre("symtest::InlineCaller"));
+  }
+}
+
+TEST(SymbolizerSourcesTest, ColdCloneKeepsParentNameAndCloneSuffix) {
+  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::Open(TargetPath("sym_prog")));
+  std::string path = TargetPath("sym_prog");
+  auto symbols = ModuleSymbols::Load(std::move(elf), path, {{}, false});
+  const SymbolTable::Symbol* cold = nullptr;
+  for (const SymbolTable::Symbol& s : symbols->table().symbols()) {
+    if (symbols->table().Name(s) == "_ZN7symtest8WithColdEi.cold") cold = &s;
+  }
+  ASSERT_NE(cold, nullptr) << "GCC did not split WithCold into a .cold part";
+  EXPECT_EQ(symbols->DisplayNameOf(symbols->Lookup(cold->start + 1), false),
+            "symtest::WithCold [clone .cold]");
+}
+
+TEST(SymbolizerSourcesTest, UnoptimizedProgramIsWarnedOnce) {
+  auto locations = RunAndLocate(TargetPath("sym_prog_O0"));
+  sampler::ModuleRegistry registry;
+  auto symbolizer = MakeSymbolizer(registry, SymbolizerOptions());
+  SymbolizeAt(*symbolizer, registry, locations["main"]);
+  SymbolizeAt(*symbolizer, registry, locations["sym_c_function"]);
+  std::vector<std::string> warnings = symbolizer->Stats().warnings;
+  ASSERT_THAT(warnings, SizeIs(1));
+  EXPECT_THAT(warnings[0], HasSubstr("without optimization"));
+
+  auto optimized = RunAndLocate(TargetPath("sym_prog"));
+  auto other = MakeSymbolizer(registry, SymbolizerOptions());
+  SymbolizeAt(*other, registry, optimized["main"]);
+  EXPECT_THAT(other->Stats().warnings, IsEmpty());
+}
+
+TEST(SymbolizerSourcesTest, LibcNamedThroughLibc6Dbg) {
+  Dl_info info;
+  void* fn = dlsym(RTLD_DEFAULT, "qsort");
+  ASSERT_NE(fn, nullptr);
+  ASSERT_NE(dladdr(fn, &info), 0);
+  std::string libc = info.dli_fname;
+  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::Open(libc));
+  std::string id = elf->build_id();
+  std::string debug = absl::StrCat("/usr/lib/debug/.build-id/", id.substr(0, 2), "/",
+                                   id.substr(2), ".debug");
+  if (!std::filesystem::exists(debug)) GTEST_SKIP() << "libc6-dbg not installed (" << debug << ")";
+  ModuleLoadOptions load;
+  load.dwarf = false;
+  auto symbols = ModuleSymbols::Load(std::move(elf), libc, load);
+  EXPECT_EQ(symbols->source(), NameSource::kDebugFile);
+  // A local function that .dynsym does not export: only the debug file can name it.
+  const SymbolTable::Symbol* found = nullptr;
+  for (const SymbolTable::Symbol& s : symbols->table().symbols()) {
+    if (absl::StartsWith(symbols->table().Name(s), "msort_with_tmp")) found = &s;
+  }
+  ASSERT_NE(found, nullptr);
+
+  // Through the Symbolizer with a file offset of that function.
+  uint64_t offset = 0;
+  bool mapped = false;
+  for (const LoadSegment& seg : symbols->file().loads()) {
+    if (found->start >= seg.vaddr && found->start < seg.vaddr + seg.filesz) {
+      offset = found->start - seg.vaddr + seg.offset + 4;
+      mapped = true;
+    }
+  }
+  ASSERT_TRUE(mapped);
+  sampler::ModuleRegistry registry;
+  SymbolizerOptions options;
+  auto symbolizer = MakeSymbolizer(registry, options);
+  EXPECT_THAT(Names(SymbolizeAt(*symbolizer, registry, Location{libc, offset, 0})),
+              Contains(HasSubstr("msort_with_tmp")));
+}
+
+TEST(SymbolizerSourcesTest, JitFramesFromPerfMap) {
+  std::string dir = MakeTempDir();
+  {
+    std::ofstream map(dir + "/perf-4242.map");
+    map << "7f0000001000 100 jit_compiled_add\n"
+        << "garbage line\n"
+        << "0x7f0000002000 0x80 LazyCompile:*fib script.js:3\n";
+  }
+  sampler::ModuleRegistry registry;
+  SymbolizerOptions options;
+  options.perf_map_dir = dir;
+  auto symbolizer = MakeSymbolizer(registry, options);
+  std::vector<SymbolizedFrame> frames;
+  symbolizer->SymbolizeUnmapped(4242, 0x7f0000001080, &frames);
+  symbolizer->SymbolizeUnmapped(4242, 0x7f000000207f, &frames);
+  symbolizer->SymbolizeUnmapped(4242, 0x7f0000002080, &frames);
+  symbolizer->SymbolizeUnmapped(4243, 0x7f0000001080, &frames);
+  EXPECT_THAT(Names(frames), ElementsAre("jit_compiled_add", "LazyCompile:*fib script.js:3",
+                                         "[unknown]", "[unknown]"));
+  EXPECT_EQ(frames[0].kind, FrameKind::kJit);
+  EXPECT_EQ(symbolizer->Stats().named, 2u);
+}
+
+TEST(SymbolizerSourcesTest, VdsoFramesNamed) {
+  uint64_t base = getauxval(AT_SYSINFO_EHDR);
+  if (base == 0) GTEST_SKIP() << "no vdso";
+  void* fn = dlsym(RTLD_DEFAULT, "clock_gettime");
+  ASSERT_NE(fn, nullptr);
+  // Find __vdso_clock_gettime in our own vdso image through the symbolizer's own loader.
+  sampler::ModuleRegistry registry;
+  sampler::ModuleInfo info;
+  info.path = "[vdso]";
+  sampler::ModuleId id = registry.Intern(info);
+  auto symbolizer = MakeSymbolizer(registry, SymbolizerOptions());
+  symbolizer->NoteVdso(getpid(), base, base + 2 * 4096);
+  bool named = false;
+  for (uint64_t off = 0; off < 8192 && !named; off += 16) {
+    std::vector<SymbolizedFrame> frames;
+    symbolizer->SymbolizeUser(getpid(), id, off, base + off, &frames);
+    ASSERT_THAT(frames, SizeIs(1));
+    named = absl::StrContains(frames[0].function, "clock_gettime");
+  }
+  EXPECT_TRUE(named);
+}
+
+TEST(SymbolizerSourcesTest, BinaryDeletedWhileRunningStillNamed) {
+  std::string dir = MakeTempDir();
+  std::string copy = dir + "/sym_prog_deleted";
+  std::filesystem::copy_file(TargetPath("sym_prog"), copy);
+  int to_child[2], from_child[2];
+  ASSERT_EQ(pipe(to_child), 0);
+  ASSERT_EQ(pipe(from_child), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(to_child[0], 0);
+    dup2(from_child[1], 1);
+    close(to_child[1]);
+    close(from_child[0]);
+    execl(copy.c_str(), copy.c_str(), "wait", nullptr);
+    _exit(127);
+  }
+  close(to_child[0]);
+  close(from_child[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while (out.find("main\t") == std::string::npos && (n = read(from_child[0], buf, sizeof(buf))) > 0) {
+    out.append(buf, n);
+  }
+  while (out.find('\n', out.find("main\t")) == std::string::npos &&
+         (n = read(from_child[0], buf, sizeof(buf))) > 0) {
+    out.append(buf, n);
+  }
+  auto locations = testing::ParseLocations(out);
+  ASSERT_EQ(locations.count("main"), 1u) << out;
+  Location loc = locations["sym_c_function"];
+
+  // What the recorder does at MMAP2 time: note the executable mapping.
+  sampler::ModuleRegistry registry;
+  sampler::ModuleInfo info;
+  info.path = copy;
+  info.first_pid = pid;
+  sampler::ModuleId id = registry.Intern(info);
+  auto symbolizer = MakeSymbolizer(registry, OnlyNames());
+  std::string maps = nativeprof::testing::ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/maps"));
+  for (absl::string_view line : absl::StrSplit(maps, '\n')) {
+    if (!absl::StrContains(line, copy)) continue;
+    uint64_t start = 0, end = 0;
+    std::vector<std::string> range = absl::StrSplit(line.substr(0, line.find(' ')), '-');
+    ASSERT_TRUE(absl::SimpleHexAtoi(range[0], &start) && absl::SimpleHexAtoi(range[1], &end));
+    symbolizer->NoteMapping(pid, id, start, end);
+  }
+  // Replace the binary with something else, then let the target exit.
+  std::filesystem::remove(copy);
+  std::filesystem::copy_file(TargetPath("sym_prog_O0"), copy);
+  close(to_child[1]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(from_child[0]);
+
+  std::vector<SymbolizedFrame> frames;
+  symbolizer->SymbolizeUser(pid, id, loc.file_offset, loc.avma, &frames);
+  EXPECT_THAT(Names(frames), ElementsAre("sym_c_function"));
+
+  // Without the held fd the replacement is detected by its inode instead of misnamed.
+  sampler::ModuleRegistry registry2;
+  sampler::ModuleInfo stale = info;
+  stale.inode = 1;  // not the inode of the file now at that path
+  sampler::ModuleId id2 = registry2.Intern(stale);
+  auto late = MakeSymbolizer(registry2, OnlyNames());
+  frames.clear();
+  late->SymbolizeUser(pid, id2, loc.file_offset, loc.avma, &frames);
+  EXPECT_THAT(Names(frames), ElementsAre("[sym_prog_deleted]"));
+  ASSERT_THAT(late->Stats().warnings, SizeIs(1));
+  EXPECT_THAT(late->Stats().warnings[0], HasSubstr("changed on disk"));
+}
+
+}  // namespace
+}  // namespace nativeprof::symbolize
