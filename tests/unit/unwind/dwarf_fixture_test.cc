@@ -1,6 +1,7 @@
 // Unwinds samples recorded from the -O2 -fomit-frame-pointer test programs (fixtures captured by
 // tests/targets/dwarf_capture into tests/testdata/unwind/) and checks where the stacks end, which
 // functions they pass through, and that the native and libunwind backends agree.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -29,6 +30,8 @@ bool IsOutermost(const std::string& name) {
          name == "start_thread";
 }
 
+// The fixture: nofp_workload 0.6 2 (2 threads, Recurse depth 40, DeepRecurse depth 200, which
+// outgrows the 8 KiB stack copy), 80 samples.
 TEST(DwarfFixtureTest, WorkloadStacksReachTheOutermostFrame) {
   auto fixture = LoadOrDie("nofp_workload");
   ASSERT_NE(fixture, nullptr);
@@ -36,18 +39,78 @@ TEST(DwarfFixtureTest, WorkloadStacksReachTheOutermostFrame) {
   DwarfUnwinder unwinder({.regs_mask = fixture->data().regs_mask});
   testing::FixtureSymbols symbols(*fixture);
   UnwoundStack stack;
-  int complete = 0, truncated = 0;
+  int complete = 0, deep_truncated = 0, signal_stacks = 0, vdso_stacks = 0;
   for (const FixtureSample& s : fixture->data().samples) {
     unwinder.Unwind(s.View(), fixture->process(), &stack);
     std::vector<std::string> names = symbols.Names(stack);
+    const std::string all = absl::StrJoin(names, " <- ");
     if (getenv("NP_DUMP")) {
       std::printf("%d end=%d %s\n", static_cast<int>(stack.frames.size()),
-                  static_cast<int>(stack.end), absl::StrJoin(names, " <- ").c_str());
+                  static_cast<int>(stack.end), all.c_str());
     }
-    if (stack.end == StackEnd::kComplete) ++complete;
-    if (stack.end == StackEnd::kTruncatedStack) ++truncated;
+    ASSERT_FALSE(names.empty());
+    if (stack.end == StackEnd::kComplete) {
+      ++complete;
+      // The main thread ends in _start; the others in libc's start_thread <- clone3 (not in
+      // the stripped libc's .dynsym, so unnamed here) right above ThreadMain.
+      auto thread_main = std::find(names.begin(), names.end(), "ThreadMain");
+      if (thread_main != names.end()) {
+        EXPECT_EQ(names.end() - thread_main, 3) << all;
+      } else {
+        EXPECT_EQ(names.back(), "_start") << all;
+        EXPECT_THAT(names, Contains("main")) << all;
+      }
+    } else {
+      // Only DeepRecurse's 200 frames of ~128 bytes outgrow the copied 8 KiB.
+      EXPECT_EQ(stack.end, StackEnd::kTruncatedStack) << all;
+      EXPECT_EQ(names.back(), "DeepRecurse") << all;
+      ++deep_truncated;
+    }
+    auto sig = std::find(names.begin(), names.end(), "SignalWork");
+    if (sig != names.end()) {
+      ++signal_stacks;
+      // SignalWork <- __restore_rt <- the interrupted function, at an exact PC.
+      const size_t interrupted = (sig - names.begin()) + 2;
+      ASSERT_LT(interrupted, names.size()) << all;
+      EXPECT_EQ(stack.frames[interrupted].kind, FrameKind::kInstructionPointer);
+    }
+    if (names[0] == "__vdso_clock_gettime") {
+      ++vdso_stacks;
+      EXPECT_EQ(stack.end, StackEnd::kComplete) << all;
+    }
   }
-  EXPECT_GT(complete, 0);
+  const int n = static_cast<int>(fixture->data().samples.size());
+  EXPECT_EQ(complete + deep_truncated, n);
+  EXPECT_GE(complete, n / 2);
+  EXPECT_GT(deep_truncated, 0);
+  EXPECT_GT(signal_stacks, 0);
+  EXPECT_GT(vdso_stacks, 0);
+  EXPECT_EQ(unwinder.stats().samples, static_cast<uint64_t>(n));
+  // Signal frames and PLT stubs need the expression interpreter; the rest is the fast path.
+  const CfiCacheStats cfi = unwinder.cfi_stats();
+  EXPECT_GT(cfi.fast_rules, cfi.expr_rules);
+  EXPECT_GT(cfi.hits, cfi.misses);
+}
+
+TEST(DwarfFixtureTest, AShorterCopyTruncatesAtTheRightFrame) {
+  auto fixture = LoadOrDie("nofp_workload");
+  ASSERT_NE(fixture, nullptr);
+  DwarfUnwinder unwinder({.regs_mask = fixture->data().regs_mask, .splice_kernel_chain = false});
+  UnwoundStack full, cut;
+  int checked = 0;
+  for (const FixtureSample& s : fixture->data().samples) {
+    unwinder.Unwind(s.View(), fixture->process(), &full);
+    if (full.end != StackEnd::kComplete || full.frames.size() < 6) continue;
+    FixtureSample shorter = s;
+    shorter.stack.resize(256);
+    unwinder.Unwind(shorter.View(), fixture->process(), &cut);
+    if (cut.end == StackEnd::kComplete) continue;  // the whole stack fit in 256 bytes
+    EXPECT_EQ(cut.end, StackEnd::kTruncatedStack);
+    ASSERT_LT(cut.frames.size(), full.frames.size());
+    for (size_t i = 0; i < cut.frames.size(); ++i) EXPECT_EQ(cut.frames[i].avma, full.frames[i].avma);
+    ++checked;
+  }
+  EXPECT_GT(checked, 10);
 }
 
 TEST(DwarfFixtureTest, LibunwindAgrees) {

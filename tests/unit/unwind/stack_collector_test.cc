@@ -1,0 +1,202 @@
+#include "unwind/stack_collector.h"
+
+#include <linux/perf_event.h>
+
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sampler/record_parser.h"
+#include "tests/testing/record_builder.h"
+#include "unwind/callchain_unwinder.h"
+
+namespace nativeprof::unwind {
+namespace {
+
+using ::nativeprof::testing::CommBuilder;
+using ::nativeprof::testing::ForkBuilder;
+using ::nativeprof::testing::FramePointerFormat;
+using ::nativeprof::testing::LostBuilder;
+using ::nativeprof::testing::MmapBuilder;
+using ::nativeprof::testing::RecordBytes;
+using ::nativeprof::testing::SampleBuilder;
+using ::nativeprof::testing::ThrottleBuilder;
+using ::testing::ElementsAre;
+using ::testing::Pair;
+
+constexpr uint64_t kKernel = static_cast<uint64_t>(PERF_CONTEXT_KERNEL);
+constexpr uint64_t kUser = static_cast<uint64_t>(PERF_CONTEXT_USER);
+
+class StackCollectorTest : public ::testing::Test {
+ protected:
+  explicit StackCollectorTest(bool timeline = true) : collector_(&unwinder_, timeline) {}
+
+  void Feed(const RecordBytes& r) {
+    absl::StatusOr<sampler::ParseOutcome> o =
+        sampler::ParseRecord(std::span<const uint8_t>(r.data(), r.size()), format_, collector_);
+    ASSERT_TRUE(o.ok()) << o.status();
+    ASSERT_EQ(*o, sampler::ParseOutcome::kDelivered);
+  }
+  void Sample(uint32_t pid, uint32_t tid, std::vector<uint64_t> chain, uint64_t period = 1,
+              uint64_t time = 0) {
+    Feed(SampleBuilder(format_).Pid(pid).Tid(tid).Ip(chain.size() > 1 ? chain[1] : 0)
+             .Period(period).Time(time).Callchain(std::move(chain)).Build());
+  }
+  // /bin/app mapped at 0x400000-0x402000 from file offset 0x1000.
+  void MapApp(uint32_t pid) {
+    Feed(MmapBuilder(format_).Pid(pid).Tid(pid).Start(0x400000).Len(0x2000).Pgoff(0x1000)
+             .Dev(8, 1).Inode(42).Filename("/bin/app").Build());
+  }
+  std::vector<CollectedFrame> FramesOf(const CollectedStack& s) const {
+    const auto& all = collector_.frames();
+    return std::vector<CollectedFrame>(all.begin() + s.first_frame,
+                                       all.begin() + s.first_frame + s.frame_count);
+  }
+  sampler::ModuleId AppModule() const {
+    const sampler::Process* p = collector_.processes().Find(1);
+    return p->address_space.Find(0x400000)->module;
+  }
+
+  sampler::SampleFormat format_ = FramePointerFormat();
+  CallchainUnwinder unwinder_;
+  StackCollector collector_;
+};
+
+CollectedFrame CF(uint64_t address, sampler::ModuleId module) {
+  CollectedFrame f;
+  f.address = address;
+  f.module = module;
+  return f;
+}
+
+TEST_F(StackCollectorTest, IdenticalSamplesInternToOneStack) {
+  MapApp(1);
+  Sample(1, 1, {kUser, 0x400100, 0x401000}, 1000, 10);
+  Sample(1, 1, {kUser, 0x400100, 0x401000}, 2500, 20);
+  ASSERT_EQ(collector_.stacks().size(), 1u);
+  const CollectedStack& s = collector_.stacks()[0];
+  EXPECT_EQ(s.samples, 2u);
+  EXPECT_EQ(s.weight, 3500u);
+  EXPECT_EQ(s.pid, 1);
+  EXPECT_EQ(s.tid, 1);
+  EXPECT_EQ(collector_.frames().size(), 2u) << "frames of an interned stack are stored once";
+  EXPECT_EQ(collector_.stats().samples, 2u);
+  EXPECT_EQ(collector_.stats().frames, 4u);
+  EXPECT_EQ(collector_.stats().first_time_ns, 10u);
+  EXPECT_EQ(collector_.stats().last_time_ns, 20u);
+  EXPECT_EQ(collector_.stats().ends[static_cast<size_t>(StackEnd::kComplete)], 2u);
+}
+
+TEST_F(StackCollectorTest, DifferentThreadsOrFramesAreDifferentStacks) {
+  MapApp(1);
+  Sample(1, 1, {kUser, 0x400100, 0x401000});
+  Sample(1, 2, {kUser, 0x400100, 0x401000});
+  Sample(1, 1, {kUser, 0x400108, 0x401000});
+  Sample(1, 1, {kUser, 0x400100, 0x401000});
+  ASSERT_EQ(collector_.stacks().size(), 3u);
+  EXPECT_EQ(collector_.stacks()[0].samples, 2u);
+  EXPECT_EQ(collector_.stacks()[1].tid, 2);
+  EXPECT_EQ(collector_.stacks()[1].samples, 1u);
+  EXPECT_EQ(collector_.stacks()[2].samples, 1u);
+}
+
+// The leaf is looked up at its own address, return addresses at avma - 1 (inside the call).
+// A return address one past the end of a mapping still belongs to it; one at its very start
+// belongs to whatever precedes it.
+TEST_F(StackCollectorTest, FramesResolveToModuleAndFileOffset) {
+  MapApp(1);
+  Sample(1, 1, {kUser, 0x400100, 0x401000, 0x402000, 0x400000});
+  ASSERT_EQ(collector_.stacks().size(), 1u);
+  const sampler::ModuleId app = AppModule();
+  EXPECT_EQ(collector_.modules().Get(app).path, "/bin/app");
+  EXPECT_THAT(FramesOf(collector_.stacks()[0]),
+              ElementsAre(CF(0x1100, app), CF(0x1fff, app), CF(0x2fff, app),
+                          CF(0x3fffff, sampler::kNoModule)));
+  EXPECT_EQ(collector_.stats().unmapped_frames, 1u);
+}
+
+TEST_F(StackCollectorTest, UnmappedAndKernelFrames) {
+  MapApp(1);
+  Sample(1, 1, {kKernel, 0xffffffff81000100, 0xffffffff81000200, kUser, 0x7000, 0x400100});
+  ASSERT_EQ(collector_.stacks().size(), 1u);
+  EXPECT_THAT(FramesOf(collector_.stacks()[0]),
+              ElementsAre(CF(0xffffffff81000100, kKernelModule),
+                          CF(0xffffffff810001ff, kKernelModule), CF(0x7000, sampler::kNoModule),
+                          CF(0x10ff, AppModule())));
+  EXPECT_EQ(collector_.stats().kernel_frames, 2u);
+  EXPECT_EQ(collector_.stats().unmapped_frames, 1u);
+}
+
+TEST_F(StackCollectorTest, EmptyCallchainKeepsTheIp) {
+  MapApp(1);
+  Feed(SampleBuilder(format_).Pid(1).Tid(1).Ip(0x400200).Build());
+  ASSERT_EQ(collector_.stacks().size(), 1u);
+  EXPECT_THAT(FramesOf(collector_.stacks()[0]), ElementsAre(CF(0x1200, AppModule())));
+  EXPECT_EQ(collector_.stats().ends[static_cast<size_t>(StackEnd::kNoUnwindInfo)], 1u);
+}
+
+TEST_F(StackCollectorTest, ThreadNamesComeFromComm) {
+  Feed(CommBuilder(format_).Pid(1).Tid(1).Comm("app").Exec(true).Build());
+  MapApp(1);
+  Sample(1, 1, {kUser, 0x400100});
+  Feed(CommBuilder(format_).Pid(1).Tid(1).Comm("renamed").Build());
+  Sample(1, 1, {kUser, 0x400100});
+  ASSERT_EQ(collector_.stacks().size(), 2u) << "the thread name is part of the stack";
+  const auto& names = collector_.thread_names();
+  EXPECT_EQ(names[collector_.stacks()[0].thread_name], "app");
+  EXPECT_EQ(names[collector_.stacks()[1].thread_name], "renamed");
+}
+
+TEST_F(StackCollectorTest, ForkedChildResolvesThroughCopiedMappings) {
+  Feed(CommBuilder(format_).Pid(1).Tid(1).Comm("app").Exec(true).Build());
+  MapApp(1);
+  Feed(ForkBuilder(format_).Pid(2).Ppid(1).Tid(2).Ptid(1).Build());
+  Sample(2, 2, {kUser, 0x400100});
+  ASSERT_EQ(collector_.stacks().size(), 1u);
+  EXPECT_THAT(FramesOf(collector_.stacks()[0]), ElementsAre(CF(0x1100, AppModule())));
+  EXPECT_EQ(collector_.thread_names()[collector_.stacks()[0].thread_name], "app");
+}
+
+TEST_F(StackCollectorTest, ExecForgetsOldMappings) {
+  MapApp(1);
+  Feed(CommBuilder(format_).Pid(1).Tid(1).Comm("new").Exec(true).Build());
+  Sample(1, 1, {kUser, 0x400100});
+  EXPECT_THAT(FramesOf(collector_.stacks()[0]), ElementsAre(CF(0x400100, sampler::kNoModule)));
+}
+
+TEST_F(StackCollectorTest, LostAndThrottleAreCounted) {
+  Feed(LostBuilder(format_).Lost(5).Build());
+  Feed(LostBuilder(format_).Lost(2).Build());
+  Feed(LostBuilder(format_).SamplesOnly().Lost(3).Build());
+  Feed(ThrottleBuilder(true, format_).Build());
+  Feed(ThrottleBuilder(false, format_).Build());
+  EXPECT_EQ(collector_.stats().lost_records, 7u);
+  EXPECT_EQ(collector_.stats().lost_samples, 3u);
+  EXPECT_EQ(collector_.stats().throttled, 1u);
+  EXPECT_EQ(collector_.stats().samples, 0u);
+}
+
+TEST_F(StackCollectorTest, TimelineKeepsEverySampleInArrivalOrder) {
+  MapApp(1);
+  Sample(1, 1, {kUser, 0x400100}, 1, 300);
+  Sample(1, 1, {kUser, 0x400200}, 1, 100);
+  Sample(1, 1, {kUser, 0x400100}, 1, 200);
+  EXPECT_THAT(collector_.timeline(), ElementsAre(Pair(300, 0), Pair(100, 1), Pair(200, 0)));
+  EXPECT_EQ(collector_.stats().first_time_ns, 100u);
+  EXPECT_EQ(collector_.stats().last_time_ns, 300u);
+}
+
+class StackCollectorNoTimelineTest : public StackCollectorTest {
+ protected:
+  StackCollectorNoTimelineTest() : StackCollectorTest(false) {}
+};
+
+TEST_F(StackCollectorNoTimelineTest, NoTimelineUnlessAsked) {
+  MapApp(1);
+  Sample(1, 1, {kUser, 0x400100}, 1, 300);
+  EXPECT_TRUE(collector_.timeline().empty());
+  EXPECT_EQ(collector_.stacks().size(), 1u);
+}
+
+}  // namespace
+}  // namespace nativeprof::unwind
