@@ -20,3 +20,14 @@ np_test_target(nofp_cpp SOURCES ${CMAKE_CURRENT_LIST_DIR}/nofp_cpp.cc FLAGS -O2 
 np_test_target(dwarf_capture SOURCES ${CMAKE_CURRENT_LIST_DIR}/dwarf_capture.cc LINK np_unwind)
 # Symbolizer test programs (issue 5).
 include(${CMAKE_CURRENT_LIST_DIR}/sym_targets.cmake)
+# Frame-pointer targets for `record` (issue 2): no inlining and no sibling calls, so every
+# function named in the source is a frame in the kernel's callchain.
+set(NP_FP_FLAGS -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -fno-inline)
+np_test_target(fp_split SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_split.c FLAGS ${NP_FP_FLAGS})
+np_test_target(fp_threads SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_threads.c FLAGS ${NP_FP_FLAGS}
+               LINK pthread)
+np_test_target(fp_fork_exec SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_fork_exec.c FLAGS ${NP_FP_FLAGS})
+np_test_target(fp_until_signal SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_until_signal.c
+               FLAGS ${NP_FP_FLAGS})
+np_test_target(fp_split_nopie SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_split.c
+               FLAGS ${NP_FP_FLAGS} -fno-pie LINK -no-pie)

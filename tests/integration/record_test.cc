@@ -1,0 +1,328 @@
+// End-to-end tests of `nativeprof record` with frame-pointer stacks: real child programs from
+// tests/targets, profiled through the built CLI, checked by the shape of the folded output.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/folded_testing.h"
+#include "tests/testing/test_support.h"
+
+extern char** environ;
+
+namespace nativeprof::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Recorded {
+  CommandResult run;
+  FoldedProfile profile;
+  nlohmann::json metadata;
+  std::string folded_path;
+};
+
+Recorded Record(const std::vector<std::string>& record_args, const std::vector<std::string>& cmd) {
+  Recorded r;
+  std::string dir = MakeTempDir();
+  r.folded_path = dir + "/out.folded";
+  std::vector<std::string> argv = {NativeprofBinary(), "record", "-o", r.folded_path};
+  argv.insert(argv.end(), record_args.begin(), record_args.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), cmd.begin(), cmd.end());
+  r.run = RunCommand(argv);
+  r.profile = FoldedProfile::Parse(ReadFileOrEmpty(r.folded_path));
+  std::string json = ReadFileOrEmpty(r.folded_path + ".json");
+  if (!json.empty()) r.metadata = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  return r;
+}
+
+TEST(RecordTest, MeasuresThreeToOneSplitBetweenTwoFunctions) {
+  NP_SKIP_IF_NO_PERF();
+  Recorded r = Record({"-F", "999"}, {TargetPath("fp_split"), "1500"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_TRUE(r.profile.errors().empty());
+  const double heavy = static_cast<double>(r.profile.Self("heavy_function"));
+  const double light = static_cast<double>(r.profile.Self("light_function"));
+  ASSERT_GT(heavy + light, 500) << "too few samples in the workload:\n" << r.run.err;
+  // 3:1 by construction: heavy's share of the pair is 0.75. Sampling error at >= 500 samples is
+  // about 0.02; the rest of the margin absorbs a busy machine.
+  EXPECT_NEAR(heavy / (heavy + light), 0.75, 0.07);
+  // Both run under main -> run_chunks, whose frames must be named too.
+  EXPECT_GT(r.profile.WithSequence({"main", "run_chunks", "heavy_function"}), heavy * 0.95);
+  // Nearly every sample lands in the two workload functions.
+  EXPECT_GT((heavy + light) / static_cast<double>(r.profile.total()), 0.9);
+}
+
+TEST(RecordTest, SymbolizesNonPieExecutable) {
+  NP_SKIP_IF_NO_PERF();
+  Recorded r = Record({}, {TargetPath("fp_split_nopie"), "600"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  const double heavy = static_cast<double>(r.profile.Self("heavy_function"));
+  const double light = static_cast<double>(r.profile.Self("light_function"));
+  ASSERT_GT(heavy + light, 200) << r.run.err;
+  EXPECT_NEAR(heavy / (heavy + light), 0.75, 0.1);
+}
+
+TEST(RecordTest, ShowsEveryThreadsFunction) {
+  NP_SKIP_IF_NO_PERF();
+  Recorded r = Record({}, {TargetPath("fp_threads"), "700"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  const double total = static_cast<double>(r.profile.total());
+  ASSERT_GT(total, 600) << r.run.err;
+  for (const auto& [comm, function] : std::vector<std::pair<std::string, std::string>>{
+           {"alpha", "thread_alpha_work"}, {"beta", "thread_beta_work"},
+           {"gamma", "thread_gamma_work"}}) {
+    SCOPED_TRACE(function);
+    // Equal work per thread: each about a third, all under the thread's own name.
+    EXPECT_GT(r.profile.ForThread(comm) / total, 0.2);
+    EXPECT_GT(r.profile.Total(function) / total, 0.2);
+    EXPECT_EQ(r.profile.WithSequence({comm}), r.profile.ForThread(comm));
+  }
+  EXPECT_GE(r.metadata.value("threads", 0), 4);
+}
+
+TEST(RecordTest, FollowsForkAndExec) {
+  NP_SKIP_IF_NO_PERF();
+  Recorded r = Record({}, {TargetPath("fp_fork_exec"), TargetPath("fp_split"), "600"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  // The parent's own work under its name, the exec'd child's work under the child's name.
+  EXPECT_GT(r.profile.WithSequence({"fp_fork_exec", "__libc_start_call_main", "main",
+                                    "parent_function"}) +
+                r.profile.WithSequence({"fp_fork_exec", "main", "parent_function"}),
+            100u)
+      << r.run.err;
+  EXPECT_GT(r.profile.WithSequence({"main", "run_chunks", "heavy_function"}), 100u);
+  for (const FoldedLine& l : r.profile.lines()) {
+    if (l.frames.back() == "heavy_function") EXPECT_EQ(l.frames[0], "fp_split");
+  }
+  EXPECT_GE(r.metadata.value("processes", 0), 2);
+}
+
+TEST(RecordTest, OutputIsSortedAndMetadataComplete) {
+  NP_SKIP_IF_NO_PERF();
+  Recorded r = Record({"-F", "499"}, {TargetPath("fp_split"), "400"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  std::vector<std::string> lines;
+  std::ifstream in(r.folded_path);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_TRUE(std::is_sorted(lines.begin(), lines.end()));
+  ASSERT_TRUE(r.metadata.is_object()) << "metadata JSON missing or invalid";
+  EXPECT_EQ(r.metadata["frequency_hz"], 499);
+  EXPECT_EQ(r.metadata["samples"].get<uint64_t>(), r.profile.total());
+  EXPECT_EQ(r.metadata["lost"]["records"], 0);
+  EXPECT_GT(r.metadata["duration_seconds"].get<double>(), 0.2);
+  EXPECT_EQ(r.metadata["weight_unit"], "samples");
+  EXPECT_EQ(r.metadata["command"][0], TargetPath("fp_split"));
+  // One summary line on stderr names the counts and the output.
+  EXPECT_THAT(r.run.err, HasSubstr(" samples, 0 lost, "));
+  EXPECT_THAT(r.run.err, HasSubstr("-> " + r.folded_path));
+}
+
+TEST(RecordTest, FallsBackFromCyclesToCpuClockAndSaysSo) {
+  NP_SKIP_IF_NO_PERF();
+  Recorded r = Record({"-e", "cycles"}, {TargetPath("fp_split"), "300"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_TRUE(r.metadata.is_object());
+  if (r.metadata["event"] == "cycles") {
+    GTEST_SKIP() << "this machine has a PMU; cycles was sampled directly";
+  }
+  EXPECT_EQ(r.metadata["event"], "cpu-clock");
+  EXPECT_EQ(r.metadata["requested_event"], "cycles");
+  EXPECT_THAT(r.run.err, HasSubstr("cycles is not supported"));
+  EXPECT_THAT(r.run.err, HasSubstr("sampling cpu-clock instead"));
+  EXPECT_GT(r.profile.Self("heavy_function"), 50u);
+}
+
+TEST(RecordTest, ExitsWithTheTargetsStatus) {
+  NP_SKIP_IF_NO_PERF();
+  Recorded r = Record({}, {"/bin/sh", "-c", "exit 7"});
+  EXPECT_EQ(r.run.exit_code, 7) << r.run.err;
+  // Even an instant command yields a complete (possibly tiny) profile and metadata.
+  EXPECT_TRUE(r.metadata.is_object());
+}
+
+TEST(RecordTest, SigintYieldsCompleteOutput) {
+  NP_SKIP_IF_NO_PERF();
+  std::string dir = MakeTempDir();
+  std::string folded = dir + "/sig.folded";
+  int out_pipe[2];
+  ASSERT_EQ(pipe(out_pipe), 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  posix_spawn_file_actions_addclose(&actions, out_pipe[0]);
+  std::string bin = NativeprofBinary(), target = TargetPath("fp_until_signal");
+  std::vector<const char*> argv = {bin.c_str(), "record", "-o", folded.c_str(), "--",
+                                   target.c_str(), nullptr};
+  pid_t pid = -1;
+  ASSERT_EQ(posix_spawn(&pid, bin.c_str(), &actions, nullptr, const_cast<char**>(argv.data()),
+                        environ),
+            0);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out_pipe[1]);
+  char buf[16] = {};
+  ASSERT_GT(read(out_pipe[0], buf, sizeof(buf) - 1), 0);  // "ready"
+  close(out_pipe[0]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  // The target died of the forwarded SIGINT; nativeprof reports it like a shell would.
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
+  FoldedProfile p = FoldedProfile::Parse(ReadFileOrEmpty(folded));
+  // CPU time in 1 s of wall time depends on how busy the machine is; any real run gets dozens.
+  EXPECT_GT(p.Self("spin_until_signal"), 50u);
+  EXPECT_GT(static_cast<double>(p.Self("spin_until_signal")) / static_cast<double>(p.total()), 0.9);
+  nlohmann::json meta = nlohmann::json::parse(ReadFileOrEmpty(folded + ".json"), nullptr, false);
+  ASSERT_TRUE(meta.is_object());
+  EXPECT_EQ(meta["interrupted"], true);
+  EXPECT_EQ(meta["samples"].get<uint64_t>(), p.total());
+}
+
+// --- bad input ---------------------------------------------------------------------------------
+
+TEST(RecordBadInputTest, MissingCommandPrintsUsage) {
+  CommandResult r = RunCommand({NativeprofBinary(), "record"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("no command given"));
+}
+
+TEST(RecordBadInputTest, CommandNotFound) {
+  std::string dir = MakeTempDir();
+  CommandResult r = RunCommand(
+      {NativeprofBinary(), "record", "-o", dir + "/x.folded", "--", "no-such-program-np"});
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_THAT(r.err,
+              HasSubstr("nativeprof: cannot execute 'no-such-program-np': No such file or directory"));
+  EXPECT_EQ(access((dir + "/x.folded").c_str(), F_OK), -1) << "no output for a command that never ran";
+}
+
+TEST(RecordBadInputTest, CommandNotExecutable) {
+  std::string dir = MakeTempDir();
+  std::string file = dir + "/plain.txt";
+  std::ofstream(file) << "not a program\n";
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "-o", dir + "/x.folded", "--", file});
+  EXPECT_EQ(r.exit_code, 126);
+  EXPECT_THAT(r.err, HasSubstr("cannot execute"));
+  EXPECT_THAT(r.err, HasSubstr("Permission denied"));
+}
+
+TEST(RecordBadInputTest, RejectsBadFrequencies) {
+  for (const char* f : {"0", "-5", "abc", "100000000"}) {
+    SCOPED_TRACE(f);
+    CommandResult r = RunCommand({NativeprofBinary(), "record", "-F", f, "--", "/bin/true"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_THAT(r.err, HasSubstr("-F"));
+  }
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "-F", "100000000", "--", "/bin/true"});
+  EXPECT_THAT(r.err, HasSubstr("perf_event_max_sample_rate"));
+}
+
+TEST(RecordBadInputTest, RejectsRingSizeThatIsNotAPowerOfTwo) {
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "-m", "3", "--", "/bin/true"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("power of two"));
+}
+
+TEST(RecordBadInputTest, RejectsUnknownEventListingValidNames) {
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "-e", "bogus", "--", "/bin/true"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown event 'bogus'"));
+  EXPECT_THAT(r.err, HasSubstr("cpu-clock"));
+}
+
+TEST(RecordBadInputTest, UnwritableOutputIsFoundBeforeTheTargetRuns) {
+  std::string dir = MakeTempDir();
+  std::string marker = dir + "/ran";
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "-o", "/nonexistent-np-dir/x.folded",
+                                "--", "/usr/bin/touch", marker});
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_THAT(r.err, HasSubstr("cannot write output '/nonexistent-np-dir/x.folded'"));
+  EXPECT_EQ(access(marker.c_str(), F_OK), -1) << "the target must not have run";
+}
+
+// --- against perf ------------------------------------------------------------------------------
+
+// Collapses `perf script` output (blank-line separated samples, frames leaf first) into folded
+// lines, as stackcollapse-perf.pl does, keeping only what the comparison needs.
+FoldedProfile CollapsePerfScript(const std::string& text) {
+  std::string folded;
+  std::istringstream in(text);
+  std::string line, comm;
+  std::vector<std::string> frames;
+  auto flush = [&] {
+    if (!comm.empty()) {
+      std::string stack = comm;
+      for (auto it = frames.rbegin(); it != frames.rend(); ++it) stack += ";" + *it;
+      folded += stack + " 1\n";
+    }
+    comm.clear();
+    frames.clear();
+  };
+  while (std::getline(in, line)) {
+    if (line.empty()) {
+      flush();
+      continue;
+    }
+    if (line[0] != ' ' && line[0] != '\t') {
+      comm = line.substr(0, line.find(' '));
+      continue;
+    }
+    std::istringstream fl(line);
+    std::string addr, sym;
+    fl >> addr >> sym;
+    sym = sym.substr(0, sym.find('+'));
+    frames.push_back(sym);
+  }
+  flush();
+  return FoldedProfile::Parse(folded);
+}
+
+TEST(RecordVsPerfTest, SplitAgreesWithPerfRecord) {
+  NP_SKIP_IF_NO_PERF();
+  if (RunCommand({"perf", "--version"}).exit_code != 0) GTEST_SKIP() << "perf is not installed";
+  std::string dir = MakeTempDir();
+  std::string data = dir + "/perf.data";
+  CommandResult pr = RunCommand({"perf", "record", "-q", "-F", "999", "-g", "-e", "cpu-clock", "-o",
+                                 data, "--", TargetPath("fp_split"), "1000"});
+  ASSERT_EQ(pr.exit_code, 0) << pr.err;
+  CommandResult ps = RunCommand({"perf", "script", "-i", data, "-F", "comm,ip,sym"});
+  ASSERT_EQ(ps.exit_code, 0) << ps.err;
+  FoldedProfile perf = CollapsePerfScript(ps.out);
+  Recorded ours = Record({"-F", "999"}, {TargetPath("fp_split"), "1000"});
+  ASSERT_EQ(ours.run.exit_code, 0) << ours.run.err;
+
+  auto heavy_share = [](const FoldedProfile& p) {
+    double h = static_cast<double>(p.Self("heavy_function"));
+    double l = static_cast<double>(p.Self("light_function"));
+    return h + l == 0 ? 0.0 : h / (h + l);
+  };
+  ASSERT_GT(perf.total(), 300u);
+  EXPECT_NEAR(heavy_share(ours.profile), heavy_share(perf), 0.08);
+  // Same frequency, same CPU time: sample counts within a third of each other.
+  const double ratio = static_cast<double>(ours.profile.total()) / static_cast<double>(perf.total());
+  EXPECT_GT(ratio, 0.67);
+  EXPECT_LT(ratio, 1.5);
+  // perf names the same call path.
+  EXPECT_GT(perf.WithSequence({"main", "run_chunks", "heavy_function"}), 0u);
+  EXPECT_GT(ours.profile.WithSequence({"main", "run_chunks", "heavy_function"}), 0u);
+}
+
+}  // namespace
+}  // namespace nativeprof::testing
