@@ -48,7 +48,7 @@ void CounterSideband::OnRecord(std::span<const uint8_t> record) {
           ParseReadFormat(record.subspan(std::min(record.size(), body + 8)), /*with_id=*/true);
       if (!values.ok()) break;
       auto it = index_by_id_.find(values->id);
-      if (it == index_by_id_.end()) break;
+      if (it == index_by_id_.end()) return;  // not one of ours (e.g. the dummy event)
       Task& task = exited_[static_cast<pid_t>(tid)];
       task.pid = static_cast<pid_t>(pid);
       auto comm = comm_by_tid_.find(static_cast<pid_t>(tid));
