@@ -73,8 +73,7 @@ Interval WilsonInterval(uint64_t k, uint64_t n, double level) {
 bool IsNoise(uint64_t k, uint64_t n) {
   if (k == 0 || n == 0) return true;
   const Interval ci = WilsonInterval(k, n, 0.95);
-  const double p = static_cast<double>(k) / static_cast<double>(n);
-  return (ci.high - ci.low) / 2 > 0.5 * p;
+  return ci.high > 3 * ci.low;
 }
 
 double TwoProportionZ(uint64_t k1, uint64_t n1, uint64_t k2, uint64_t n2) {

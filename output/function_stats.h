@@ -36,8 +36,9 @@ struct Interval {
 // (e.g. 0.95). Returns [0, 1] when n == 0.
 Interval WilsonInterval(uint64_t k, uint64_t n, double level);
 
-// True when the share k/n is too uncertain to read anything into: the half-width of its 95%
-// Wilson interval exceeds half the share itself (e.g. 2 samples in 100: 2% +- 3.2%), or k == 0.
+// True when the share k/n is too uncertain to read anything into: its 95% Wilson interval spans
+// more than a factor of three (e.g. 2 samples in 100: 0.55% to 7.0%), or k == 0. In practice
+// that is about 10 samples or fewer, the usual rule of thumb for sampling profiles.
 bool IsNoise(uint64_t k, uint64_t n);
 
 // The standard normal quantile z with P(|Z| <= z) = level (two-sided), e.g. 0.99 -> 2.5758.

@@ -67,9 +67,9 @@ std::string RenderTopFunctions(const symbolize::Profile& profile, size_t top_n) 
   AppendTable(&out, table, top_n, /*by_self=*/false, &any_noise);
   if (any_noise) {
     out.append(
-        "\n[noise]: too few samples - the 95% interval is wider than the share itself, so the "
-        "difference from zero\n         or from its neighbours may be chance. Sample longer or "
-        "at a higher frequency.\n");
+        "\n[noise]: too few samples to pin the share down - its 95% interval spans more than a "
+        "factor of three,\n         so its rank among neighbours may be chance. Sample longer "
+        "or at a higher frequency.\n");
   }
   return out;
 }
