@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# From a fresh machine: installs dependencies, builds nativeprof (release, with symbols), profiles
+# the bundled demo workload, and shows the five hottest stacks, the counter summary and where the
+# outputs are.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+bash tools/setup.sh
+build=${NATIVEPROF_RELEASE_DIR:-build-release}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DNATIVEPROF_BUILD_TESTS=OFF -DNATIVEPROF_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build" -j2 --target nativeprof nativeprof-demo-workload
+
+out="$root/out"
+mkdir -p "$out"
+echo
+echo "== nativeprof record -F 999 -- nativeprof-demo-workload 3"
+"$build/tools/nativeprof" record -F 999 -o "$out/demo.folded" -o "$out/demo.svg" \
+  -- "$build/tools/nativeprof-demo-workload" 3
+echo
+echo "== five hottest stacks (samples, then stack root;...;leaf)"
+awk '{n=$NF; $NF=""; printf "%8d  %s\n", n, $0}' "$out/demo.folded" | sort -rn | head -5 |
+  cut -c1-220
+echo
+echo "outputs: $out/demo.folded (folded stacks), $out/demo.svg (flame graph), $out/demo.folded.json (metadata + counters)"
