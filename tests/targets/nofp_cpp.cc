@@ -18,7 +18,7 @@ struct Shape {
 
 struct Square final : Shape {
   __attribute__((noinline)) uint64_t Work(uint64_t x) const override {
-    for (int i = 0; i < 3000; ++i) x = x * x + static_cast<uint64_t>(i);
+    for (int i = 0; i < 300000; ++i) x = x * x + static_cast<uint64_t>(i);
     return x;
   }
 };
