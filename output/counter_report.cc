@@ -35,23 +35,24 @@ std::string CpusHint(double cpus) {
   if (cpus < 0.5) {
     return absl::StrFormat(
         "on CPU only %.0f%% of the wall time: the command mostly waited (I/O, sleep, locks, "
-        "child processes); an off-CPU or wall-clock profile explains more than a CPU profile",
+        "child processes, or for a CPU on a busy machine); a CPU profile misses that time",
         cpus * 100);
   }
   if (cpus < 1.2) return "about one CPU busy: the work is essentially single-threaded";
   return absl::StrFormat("work ran in parallel on about %.1f CPUs on average", cpus);
 }
 
-std::string SwitchHint(double per_sec) {
-  if (per_sec > 1000) {
+std::string SwitchHint(double per_sec, double count) {
+  // A handful of switches in a short run gives a large but meaningless rate.
+  if (per_sec > 1000 && count >= 100) {
     return "frequent context switches per CPU-second: threads block often (locks, I/O, sleeps) "
            "or there are more runnable threads than CPUs; scheduling overhead is likely";
   }
   return "few context switches: scheduling overhead is negligible";
 }
 
-std::string FaultHint(double per_sec) {
-  if (per_sec > 100000) {
+std::string FaultHint(double per_sec, double count) {
+  if (per_sec > 100000 && count >= 1000) {
     return "many page faults per CPU-second: the command keeps touching fresh memory (large or "
            "repeated allocations, first touch of big buffers); reusing memory reduces this";
   }
@@ -84,8 +85,8 @@ std::string CacheHint(double pct) {
   return "cache-miss rate is low: memory accesses have good locality";
 }
 
-std::string MigrationHint(double per_sec) {
-  if (per_sec > 100) {
+std::string MigrationHint(double per_sec, double count) {
+  if (per_sec > 100 && count >= 100) {
     return "threads often move between CPUs and start with cold caches; pinning may help";
   }
   return "";
@@ -205,12 +206,12 @@ std::vector<DerivedMetric> ComputeDerivedMetrics(const std::vector<CounterValue>
       if (rate_seconds <= 0) continue;
       double rate = v.scaled / rate_seconds;
       AddMetric(&out, "context_switches_per_sec", name, rate, "/sec", RateText(rate),
-                SwitchHint(rate));
+                SwitchHint(rate, v.scaled));
     } else if (name == "cpu-migrations") {
       if (rate_seconds <= 0) continue;
       double rate = v.scaled / rate_seconds;
       AddMetric(&out, "cpu_migrations_per_sec", name, rate, "/sec", RateText(rate),
-                MigrationHint(rate));
+                MigrationHint(rate, v.scaled));
     } else if (name == "page-faults" || name == "minor-faults" || name == "major-faults") {
       if (rate_seconds <= 0) continue;
       double rate = v.scaled / rate_seconds;
@@ -218,7 +219,7 @@ std::vector<DerivedMetric> ComputeDerivedMetrics(const std::vector<CounterValue>
                        : name == "minor-faults" ? "minor_faults_per_sec"
                                                 : "major_faults_per_sec";
       AddMetric(&out, id.c_str(), name, rate, "/sec", RateText(rate),
-                name == "page-faults" ? FaultHint(rate) : "");
+                name == "page-faults" ? FaultHint(rate, v.scaled) : "");
     } else if (name == "cycles") {
       if (!task_clock_ns || *task_clock_ns <= 0) continue;
       double ghz = v.scaled / *task_clock_ns;

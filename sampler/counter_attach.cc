@@ -55,6 +55,11 @@ absl::StatusOr<AttachedCounters> AttachedCounters::Open(const std::vector<EventS
       if (absl::IsNotFound(set.status())) {
         return absl::NotFoundError(absl::StrCat("no process with pid ", pid));
       }
+      if (absl::IsPermissionDenied(set.status())) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            set.status().message(),
+            "; counting a process you did not start also needs permission to ptrace it"));
+      }
       return set.status();
     }
     absl::StatusOr<std::string> comm =

@@ -105,6 +105,21 @@ std::string CommOf(const std::string& program) {
   return base.substr(0, 15);
 }
 
+// The status message for a user-facing line. absl::ErrnoToStatus already appends strerror, so a
+// message built by ErrnoError can end in the errno text twice ("...: No such file or directory:
+// No such file or directory"); show it once.
+std::string StatusText(const absl::Status& status) {
+  std::string msg(status.message());
+  const size_t last = msg.rfind(": ");
+  if (last == std::string::npos) return msg;
+  const std::string tail = msg.substr(last);
+  if (msg.size() >= 2 * tail.size() &&
+      msg.compare(msg.size() - 2 * tail.size(), tail.size(), tail) == 0) {
+    msg.resize(msg.size() - tail.size());
+  }
+  return msg;
+}
+
 int UsageError(const std::string& problem, const std::string& what_to_do) {
   std::fprintf(stderr, "nativeprof: %s; %s\n", problem.c_str(), what_to_do.c_str());
   return kExitUsage;
@@ -208,7 +223,7 @@ std::optional<int> ParseOptions(int argc, char** argv, StatOptions* options) {
 
 // Maps a CounterSet::Open failure to a message and exit code.
 int CounterOpenFailure(const absl::Status& status) {
-  std::fprintf(stderr, "nativeprof: %s\n", std::string(status.message()).c_str());
+  std::fprintf(stderr, "nativeprof: %s\n", StatusText(status).c_str());
   if (absl::IsPermissionDenied(status)) return kExitPerfUnavailable;
   if (absl::IsNotFound(status)) return kExitFailure;
   return kExitPerfUnavailable;
@@ -248,7 +263,7 @@ RunResult RunCommandOnce(const StatOptions& options) {
   absl::StatusOr<sampler::ChildProcess> child = sampler::ChildProcess::Spawn(options.command);
   if (!child.ok()) {
     std::fprintf(stderr, "nativeprof: cannot start '%s': %s\n", options.command[0].c_str(),
-                 std::string(child.status().message()).c_str());
+                 StatusText(child.status()).c_str());
     result.exit_code = kExitFailure;
     return result;
   }
@@ -266,7 +281,7 @@ RunResult RunCommandOnce(const StatOptions& options) {
   const double start = MonotonicSeconds();
   absl::Status released = child->Release();
   if (!released.ok()) {
-    std::fprintf(stderr, "nativeprof: %s\n", std::string(released.message()).c_str());
+    std::fprintf(stderr, "nativeprof: %s\n", StatusText(released).c_str());
     result.exit_code = absl::IsNotFound(released) ? kExitNotFound : kExitNotExecutable;
     return result;
   }
@@ -285,7 +300,7 @@ RunResult RunCommandOnce(const StatOptions& options) {
     absl::StatusOr<std::vector<sampler::ThreadCounters>> threads =
         set->ReadPerThread(CommOf(options.command[0]));
     if (!threads.ok()) {
-      std::fprintf(stderr, "nativeprof: %s\n", std::string(threads.status().message()).c_str());
+      std::fprintf(stderr, "nativeprof: %s\n", StatusText(threads.status()).c_str());
       result.exit_code = kExitFailure;
       return result;
     }
@@ -298,7 +313,7 @@ RunResult RunCommandOnce(const StatOptions& options) {
   }
   absl::StatusOr<std::vector<sampler::CounterValue>> values = set->Read();
   if (!values.ok()) {
-    std::fprintf(stderr, "nativeprof: %s\n", std::string(values.status().message()).c_str());
+    std::fprintf(stderr, "nativeprof: %s\n", StatusText(values.status()).c_str());
     result.exit_code = kExitFailure;
     return result;
   }
@@ -331,14 +346,14 @@ int RunStatAttach(const StatOptions& options, output::CounterRun* run) {
   if (options.per_thread) {
     absl::StatusOr<std::vector<sampler::ThreadCounters>> threads = counters->ReadPerThread();
     if (!threads.ok()) {
-      std::fprintf(stderr, "nativeprof: %s\n", std::string(threads.status().message()).c_str());
+      std::fprintf(stderr, "nativeprof: %s\n", StatusText(threads.status()).c_str());
       return kExitFailure;
     }
     run->threads = *std::move(threads);
   }
   absl::StatusOr<std::vector<sampler::CounterValue>> values = counters->Read();
   if (!values.ok()) {
-    std::fprintf(stderr, "nativeprof: %s\n", std::string(values.status().message()).c_str());
+    std::fprintf(stderr, "nativeprof: %s\n", StatusText(values.status()).c_str());
     return kExitFailure;
   }
   run->values = *std::move(values);
@@ -354,7 +369,7 @@ int RunStatCommand(int argc, char** argv) {
     absl::Status writable = CheckOutputWritable(options.json_path);
     if (!writable.ok()) {
       std::fprintf(stderr, "nativeprof: cannot write '%s': %s; choose another --json path\n",
-                   options.json_path.c_str(), std::string(writable.message()).c_str());
+                   options.json_path.c_str(), StatusText(writable).c_str());
       return kExitOutput;
     }
   }
@@ -384,7 +399,7 @@ int RunStatCommand(int argc, char** argv) {
         WriteFileAtomically(options.json_path, output::CounterSummaryToJson(summary).dump(2));
     if (!written.ok()) {
       std::fprintf(stderr, "nativeprof: cannot write '%s': %s\n", options.json_path.c_str(),
-                   std::string(written.message()).c_str());
+                   StatusText(written).c_str());
       return kExitOutput;
     }
   }
