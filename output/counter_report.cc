@@ -160,7 +160,7 @@ nlohmann::json MetricJson(const DerivedMetric& m) {
 std::string FormatRow(const CounterValue& v, const std::vector<DerivedMetric>& metrics,
                       std::optional<double> rel_stddev_pct, const std::string& prefix) {
   std::string line = absl::StrFormat("%s%18s %-4s %-33s", prefix, ValueText(v),
-                                     IsClock(v) && v.counted ? "msec" : "", v.event.name);
+                                     IsClock(v) && v.supported ? "msec" : "", v.event.name);
   const DerivedMetric* metric = nullptr;
   for (const DerivedMetric& m : metrics) {
     if (m.event == v.event.name) {
