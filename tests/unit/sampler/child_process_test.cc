@@ -1,0 +1,110 @@
+#include "sampler/child_process.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/test_support.h"
+
+namespace nativeprof::sampler {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ChildProcessTest, MissingProgramIsNotFound) {
+  absl::StatusOr<ChildProcess> child = ChildProcess::Spawn({"nativeprof-no-such-program-x"});
+  ASSERT_TRUE(child.ok()) << child.status();
+  absl::Status st = child->Release();
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound) << st;
+  EXPECT_EQ(std::string(st.message()),
+            "cannot execute 'nativeprof-no-such-program-x': No such file or directory");
+  // The child has exited with 127 and was reaped.
+  std::optional<int> status = child->TryWait();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(ExitCodeFromWaitStatus(*status), 127);
+}
+
+TEST(ChildProcessTest, NonExecutableFileIsPermissionDenied) {
+  const std::string path = testing::MakeTempDir() + "/not-executable";
+  {
+    std::ofstream f(path);
+    f << "#!/bin/sh\nexit 0\n";
+  }
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  absl::StatusOr<ChildProcess> child = ChildProcess::Spawn({path});
+  ASSERT_TRUE(child.ok()) << child.status();
+  absl::Status st = child->Release();
+  EXPECT_EQ(st.code(), absl::StatusCode::kPermissionDenied) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("cannot execute '" + path + "'"));
+  EXPECT_THAT(std::string(st.message()), HasSubstr("Permission denied"));
+}
+
+TEST(ChildProcessTest, EmptyArgvIsInvalidArgument) {
+  EXPECT_EQ(ChildProcess::Spawn({}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ChildProcessTest, ExitStatusComesBack) {
+  absl::StatusOr<ChildProcess> child = ChildProcess::Spawn({"/bin/sh", "-c", "exit 3"});
+  ASSERT_TRUE(child.ok()) << child.status();
+  ASSERT_TRUE(child->Release().ok());
+  EXPECT_EQ(ExitCodeFromWaitStatus(child->Wait()), 3);
+  EXPECT_EQ(ExitCodeFromWaitStatus(child->Wait()), 3) << "second Wait returns the cached status";
+  EXPECT_FALSE(child->Release().ok()) << "released twice";
+}
+
+TEST(ChildProcessTest, SignalDeathIs128PlusSignal) {
+  absl::StatusOr<ChildProcess> child = ChildProcess::Spawn({"/bin/sh", "-c", "kill -TERM $$"});
+  ASSERT_TRUE(child.ok()) << child.status();
+  ASSERT_TRUE(child->Release().ok());
+  EXPECT_EQ(ExitCodeFromWaitStatus(child->Wait()), 128 + SIGTERM);
+}
+
+TEST(ChildProcessTest, SignalReachesTheChild) {
+  absl::StatusOr<ChildProcess> child = ChildProcess::Spawn({"/bin/sleep", "30"});
+  ASSERT_TRUE(child.ok()) << child.status();
+  ASSERT_TRUE(child->Release().ok());
+  EXPECT_FALSE(child->TryWait().has_value());
+  child->Signal(SIGKILL);
+  EXPECT_EQ(ExitCodeFromWaitStatus(child->Wait()), 128 + SIGKILL);
+}
+
+TEST(ChildProcessTest, ExitCodeFromWaitStatusEncodings) {
+  EXPECT_EQ(ExitCodeFromWaitStatus(0), 0);
+  EXPECT_EQ(ExitCodeFromWaitStatus(42 << 8), 42);
+  EXPECT_EQ(ExitCodeFromWaitStatus(SIGSEGV), 128 + SIGSEGV);
+  EXPECT_EQ(ExitCodeFromWaitStatus(SIGINT | 0x80), 128 + SIGINT);  // with core dump bit
+}
+
+TEST(ChildProcessTest, DestructorKillsAnUnreleasedChild) {
+  pid_t pid;
+  {
+    absl::StatusOr<ChildProcess> child = ChildProcess::Spawn({"/bin/true"});
+    ASSERT_TRUE(child.ok()) << child.status();
+    pid = child->pid();
+    ASSERT_GT(pid, 0);
+    ASSERT_EQ(::kill(pid, 0), 0) << "child should be alive, waiting for Release";
+  }
+  // Killed and reaped: the pid no longer exists (not even as a zombie).
+  errno = 0;
+  EXPECT_EQ(::kill(pid, 0), -1);
+  EXPECT_EQ(errno, ESRCH);
+}
+
+TEST(ChildProcessTest, MovedFromChildDoesNotKill) {
+  absl::StatusOr<ChildProcess> child = ChildProcess::Spawn({"/bin/sh", "-c", "exit 5"});
+  ASSERT_TRUE(child.ok()) << child.status();
+  ChildProcess moved = std::move(*child);
+  { ChildProcess sink = std::move(*child); }  // destroying the empty husk must not kill
+  ASSERT_TRUE(moved.Release().ok());
+  EXPECT_EQ(ExitCodeFromWaitStatus(moved.Wait()), 5);
+}
+
+}  // namespace
+}  // namespace nativeprof::sampler
