@@ -11,6 +11,7 @@ int RunConvertCommand(int argc, char** argv);
 int RunReportCommand(int argc, char** argv);
 int RunDiffCommand(int argc, char** argv);
 int RunStatCommand(int argc, char** argv);
+int RunDemangleCommand(int argc, char** argv);
 
 }  // namespace nativeprof::tools
 

@@ -19,6 +19,7 @@ constexpr Subcommand kSubcommands[] = {
     {"report", nativeprof::tools::RunReportCommand, "top functions with confidence intervals, call tree"},
     {"diff", nativeprof::tools::RunDiffCommand, "compare two profiles, significant changes, diff SVG"},
     {"stat", nativeprof::tools::RunStatCommand, "run a command and count events (perf stat)"},
+    {"demangle", nativeprof::tools::RunDemangleCommand, "demangle C++/Rust symbol names (like c++filt)"},
 };
 
 void PrintUsage(FILE* out) {
