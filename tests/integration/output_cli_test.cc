@@ -1,0 +1,142 @@
+// The convert, report and diff subcommands through the built CLI: outputs, format selection,
+// and the exit codes and one-line errors for bad input and unwritable outputs.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+#include "base/file_util.h"
+#include "output/folded_reader.h"
+#include "tests/testing/test_support.h"
+#include "tools/exit_codes.h"
+
+namespace nativeprof {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::MakeTempDir;
+using testing::NativeprofBinary;
+using testing::ReadFileOrEmpty;
+using testing::RunCommand;
+using testing::SourcePath;
+
+std::string Small() { return SourcePath("tests/testdata/output/small.folded"); }
+
+TEST(OutputCliTest, ConvertWritesEveryFormatFromExtensionsAndFlags) {
+  const std::string dir = MakeTempDir();
+  testing::CommandResult r =
+      RunCommand({NativeprofBinary(), "convert", Small(), dir + "/a.svg", "-o", dir + "/b.pb.gz",
+                  "-o", dir + "/c.speedscope.json", "-o", dir + "/d.folded", "--format",
+                  "folded", "-o", dir + "/e.txt", "--title", "My <title>"});
+  ASSERT_EQ(r.exit_code, tools::kExitOk) << r.err;
+  EXPECT_THAT(ReadFileOrEmpty(dir + "/a.svg"), StartsWith("<?xml"));
+  EXPECT_THAT(ReadFileOrEmpty(dir + "/a.svg"), HasSubstr(">My &lt;title&gt;</text>"));
+  EXPECT_THAT(ReadFileOrEmpty(dir + "/b.pb.gz"), StartsWith("\x1f\x8b"));
+  EXPECT_THAT(ReadFileOrEmpty(dir + "/c.speedscope.json"),
+              HasSubstr("\"$schema\":\"https://www.speedscope.app/file-format-schema.json\""));
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/d.folded"),
+            ReadFileOrEmpty(SourcePath("tests/testdata/output/small.folded.golden")));
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/e.txt"), ReadFileOrEmpty(dir + "/d.folded"));
+
+  // --format overrides the extension.
+  r = RunCommand({NativeprofBinary(), "convert", Small(), dir + "/x.folded", "--format", "svg"});
+  ASSERT_EQ(r.exit_code, tools::kExitOk) << r.err;
+  EXPECT_THAT(ReadFileOrEmpty(dir + "/x.folded"), StartsWith("<?xml"));
+}
+
+TEST(OutputCliTest, MalformedInputNamesTheLineAndExitsUsage) {
+  const std::string dir = MakeTempDir();
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/bad.folded", "app;main 3\napp;main;f three\n"));
+  for (const char* cmd : {"convert", "report", "diff"}) {
+    std::vector<std::string> argv = {NativeprofBinary(), cmd, dir + "/bad.folded"};
+    if (std::string(cmd) == "convert") argv.push_back(dir + "/out.svg");
+    if (std::string(cmd) == "diff") argv.push_back(Small());
+    testing::CommandResult r = RunCommand(argv);
+    EXPECT_EQ(r.exit_code, tools::kExitUsage) << cmd;
+    EXPECT_THAT(r.err, StartsWith("nativeprof: " + dir + "/bad.folded:2: ")) << cmd;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  testing::CommandResult missing =
+      RunCommand({NativeprofBinary(), "report", dir + "/does-not-exist.folded"});
+  EXPECT_EQ(missing.exit_code, tools::kExitUsage);
+  EXPECT_THAT(missing.err, HasSubstr("does-not-exist.folded"));
+  EXPECT_FALSE(std::ifstream(dir + "/out.svg").good());
+}
+
+TEST(OutputCliTest, UnwritableOutputExitsOutput) {
+  const std::string dir = MakeTempDir();
+  testing::CommandResult r =
+      RunCommand({NativeprofBinary(), "convert", Small(), dir + "/no/such/dir/out.svg"});
+  EXPECT_EQ(r.exit_code, tools::kExitOutput) << r.err;
+  EXPECT_THAT(r.err, StartsWith("nativeprof: "));
+  r = RunCommand({NativeprofBinary(), "diff", Small(), Small(), "-o", dir + "/no/diff.svg"});
+  EXPECT_EQ(r.exit_code, tools::kExitOutput) << r.err;
+}
+
+TEST(OutputCliTest, BadArgumentsExitUsage) {
+  const std::string dir = MakeTempDir();
+  EXPECT_EQ(RunCommand({NativeprofBinary(), "convert", Small(), dir + "/o", "--format", "png"})
+                .exit_code,
+            tools::kExitUsage);
+  testing::CommandResult chart =
+      RunCommand({NativeprofBinary(), "convert", Small(), dir + "/c.svg", "--flamechart"});
+  EXPECT_EQ(chart.exit_code, tools::kExitUsage);
+  EXPECT_THAT(chart.err, HasSubstr("--flamechart needs samples in time order"));
+  EXPECT_EQ(RunCommand({NativeprofBinary(), "diff", Small()}).exit_code, tools::kExitUsage);
+  EXPECT_EQ(RunCommand({NativeprofBinary(), "diff", Small(), Small(), "--level", "2"}).exit_code,
+            tools::kExitUsage);
+  EXPECT_EQ(RunCommand({NativeprofBinary(), "report", Small(), "-n", "x"}).exit_code,
+            tools::kExitUsage);
+  testing::CommandResult help = RunCommand({NativeprofBinary(), "report", "--help"});
+  EXPECT_EQ(help.exit_code, tools::kExitOk);
+  EXPECT_THAT(help.out, HasSubstr("usage: nativeprof report"));
+}
+
+TEST(OutputCliTest, ReportPrintsTablesTreeAndCounters) {
+  const std::string dir = MakeTempDir();
+  const std::string folded = dir + "/p.folded";
+  NP_ASSERT_OK(WriteFileAtomically(folded, ReadFileOrEmpty(Small())));
+  NP_ASSERT_OK(WriteFileAtomically(
+      folded + ".json",
+      R"({"counters": {"task-clock": {"value": 101.5, "unit": "msec"}, "page-faults": 321}})"));
+  testing::CommandResult r =
+      RunCommand({NativeprofBinary(), "report", folded, "-n", "3", "--tree", "--depth", "3"});
+  ASSERT_EQ(r.exit_code, tools::kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Top 3 functions by self share (of 100 samples)"));
+  EXPECT_THAT(r.out, HasSubstr("  48.00%  38.46-57.68%              48    58.00%  hash_block\n"));
+  EXPECT_THAT(r.out, HasSubstr("Call tree"));
+  EXPECT_THAT(r.out, HasSubstr("  25.00%    0.00%      worker_loop\n"));
+  EXPECT_THAT(r.out, HasSubstr("page-faults"));
+  EXPECT_THAT(r.out, HasSubstr("msec"));
+
+  // Default file name in the current directory is nativeprof.folded.
+  testing::CommandResult none = RunCommand({NativeprofBinary(), "report"});
+  if (!std::ifstream("nativeprof.folded").good()) {
+    EXPECT_EQ(none.exit_code, tools::kExitUsage);
+    EXPECT_THAT(none.err, HasSubstr("nativeprof.folded"));
+  }
+}
+
+TEST(OutputCliTest, DiffMarksTheChangedFunctionAndWritesSvg) {
+  const std::string dir = MakeTempDir();
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/before.folded",
+                                   "app;main;hot 1000\napp;main;steady 9000\n"));
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/after.folded",
+                                   "app;main;hot 4000\napp;main;steady 18000\n"));
+  testing::CommandResult r = RunCommand({NativeprofBinary(), "diff", dir + "/before.folded",
+                                         dir + "/after.folded", "-o", dir + "/d.svg"});
+  ASSERT_EQ(r.exit_code, tools::kExitOk) << r.err;
+  // hot: 10% -> 18.18%; steady: 90% -> 81.82%. Both real changes at this sample count.
+  EXPECT_THAT(r.out, HasSubstr(" 10.00% ->  18.18%   +8.18 *"));
+  EXPECT_THAT(r.out, HasSubstr("hot\n"));
+  const std::string svg = ReadFileOrEmpty(dir + "/d.svg");
+  EXPECT_THAT(svg, HasSubstr("Differential Flame Graph"));
+  EXPECT_THAT(svg, HasSubstr("hot (4,000 samples, 18.18%; before 1,000 samples, 10.00%; "
+                             "change +8.18%)"));
+  EXPECT_THAT(svg, HasSubstr("fill=\"rgb(255,38,38)\""));  // the largest growth: full red
+}
+
+}  // namespace
+}  // namespace nativeprof
