@@ -60,8 +60,10 @@ std::span<const uint8_t> RingBuffer::Peek() {
     return {};
   }
   CopyOut(tail_, sizeof(hdr), reinterpret_cast<uint8_t*>(&hdr));
-  if (hdr.size < sizeof(hdr) || hdr.size > available || hdr.size % 8 != 0) {
+  if (hdr.size < sizeof(hdr) || hdr.size > available || hdr.size > data_size_ ||
+      hdr.size % 8 != 0) {
     // A record the kernel cannot have written: skip the rest of the batch rather than loop on it.
+    // One larger than the data area would also make CopyOut read past its end.
     ++stats_.corrupt;
     tail_ = head_;
     return {};
