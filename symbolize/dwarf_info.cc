@@ -127,79 +127,152 @@ std::unique_ptr<DwarfInfo> DwarfInfo::Open(const ElfFile& elf) {
   }
   std::sort(info->ranges_.begin(), info->ranges_.end(),
             [](const CuRange& a, const CuRange& b) { return a.start < b.start; });
+  info->index_.resize(info->cus_.size());
   return info;
 }
 
-const Dwarf_Die* DwarfInfo::FindCu(uint64_t svma) const {
+const DwarfInfo::CuRange* DwarfInfo::FindCu(uint64_t svma) const {
   auto it = std::upper_bound(ranges_.begin(), ranges_.end(), svma,
                              [](uint64_t a, const CuRange& r) { return a < r.start; });
   // Ranges of different units do not normally overlap; look back a little in case they do.
   for (int steps = 0; it != ranges_.begin() && steps < 8; ++steps) {
     --it;
-    if (svma < it->end) return &cus_[it->cu];
+    if (svma < it->end) return &*it;
   }
   return nullptr;
 }
 
-bool DwarfInfo::Describe(uint64_t svma, bool inline_frames, bool full_names,
-                         std::vector<DwarfFrame>* out) {
-  const Dwarf_Die* found = FindCu(svma);
-  if (found == nullptr) return false;
-  Dwarf_Die cudie = *found;
-  // dwarf_getscopes continues past an inlined instance into its abstract definition's scopes;
-  // the concrete chain of callers comes from the innermost DIE's own parents.
-  Dwarf_Die* innermost = nullptr;
-  int found_scopes = dwarf_getscopes(&cudie, svma, &innermost);
-  if (found_scopes <= 0) {
-    free(innermost);
-    return false;
-  }
-  Dwarf_Die* scopes = nullptr;
-  int n = dwarf_getscopes_die(&innermost[0], &scopes);
-  free(innermost);
-  if (n <= 0) {
-    free(scopes);
-    return false;
-  }
+void DwarfInfo::IndexChildren(Dwarf_Die* parent, int32_t parent_function, uint32_t depth,
+                              CuIndex* index, Dwarf_Files* files, size_t nfiles, int* budget) {
+  Dwarf_Die child;
+  if (dwarf_child(parent, &child) != 0) return;
+  do {
+    if (--*budget <= 0) return;
+    int tag = dwarf_tag(&child);
+    switch (tag) {
+      case DW_TAG_subprogram:
+      case DW_TAG_inlined_subroutine: {
+        Dwarf_Addr base, start, end;
+        ptrdiff_t offset = 0;
+        uint32_t function = static_cast<uint32_t>(index->functions.size());
+        bool has_code = false;
+        while ((offset = dwarf_ranges(&child, offset, &base, &start, &end)) > 0) {
+          if (end <= start) continue;
+          index->ranges.push_back(FunctionRange{start, end, function, depth});
+          has_code = true;
+        }
+        if (!has_code) break;  // a declaration or an abstract instance: no code of its own
+        FunctionDie f;
+        f.die = child;
+        f.parent = parent_function;
+        f.inlined = tag == DW_TAG_inlined_subroutine;
+        Dwarf_Attribute attr;
+        Dwarf_Word value;
+        if (f.inlined) {
+          if (dwarf_attr(&child, DW_AT_call_file, &attr) != nullptr &&
+              dwarf_formudata(&attr, &value) == 0 && files != nullptr && value < nfiles) {
+            const char* src = dwarf_filesrc(files, value, nullptr, nullptr);
+            if (src != nullptr) f.call_file = src;
+          }
+          if (dwarf_attr(&child, DW_AT_call_line, &attr) != nullptr &&
+              dwarf_formudata(&attr, &value) == 0) {
+            f.call_line = static_cast<uint32_t>(value);
+          }
+        }
+        index->functions.push_back(std::move(f));
+        if (dwarf_haschildren(&child)) {
+          IndexChildren(&child, static_cast<int32_t>(function), depth + 1, index, files, nfiles,
+                        budget);
+        }
+        break;
+      }
+      case DW_TAG_lexical_block:
+      case DW_TAG_namespace:
+      case DW_TAG_class_type:
+      case DW_TAG_structure_type:
+      case DW_TAG_union_type:
+      case DW_TAG_module:
+        if (dwarf_haschildren(&child)) {
+          IndexChildren(&child, parent_function, depth + 1, index, files, nfiles, budget);
+        }
+        break;
+      default:
+        break;
+    }
+  } while (dwarf_siblingof(&child, &child) == 0);
+}
+
+void DwarfInfo::BuildIndex(size_t cu) {
+  CuIndex& index = index_[cu];
+  index.built = true;
   Dwarf_Files* files = nullptr;
   size_t nfiles = 0;
-  if (dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0) files = nullptr;
+  if (dwarf_getsrcfiles(&cus_[cu], &files, &nfiles) != 0) files = nullptr;
+  int budget = kMaxDiesScanned * 10;
+  IndexChildren(&cus_[cu], -1, 0, &index, files, nfiles, &budget);
+  std::sort(index.ranges.begin(), index.ranges.end(),
+            [](const FunctionRange& a, const FunctionRange& b) {
+              return a.start != b.start ? a.start < b.start : a.depth < b.depth;
+            });
+  index.max_end.resize(index.ranges.size());
+  uint64_t max_end = 0;
+  for (size_t i = 0; i < index.ranges.size(); ++i) {
+    max_end = std::max(max_end, index.ranges[i].end);
+    index.max_end[i] = max_end;
+  }
+}
+
+const std::string& DwarfInfo::NameOf(FunctionDie& function, bool full_names) {
+  int i = full_names ? 1 : 0;
+  if (!function.named[i]) {
+    function.names[i] = FunctionName(&function.die, full_names);
+    function.named[i] = true;
+  }
+  return function.names[i];
+}
+
+bool DwarfInfo::Describe(uint64_t svma, bool inline_frames, bool full_names,
+                         std::vector<DwarfFrame>* out) {
+  const CuRange* range = FindCu(svma);
+  if (range == nullptr) return false;
+  CuIndex& index = index_[range->cu];
+  if (!index.built) BuildIndex(range->cu);
+
+  // Innermost function instance containing svma: ranges nest, so it is the containing range with
+  // the greatest (start, depth); scan back until no earlier range can reach svma.
+  auto it = std::upper_bound(index.ranges.begin(), index.ranges.end(), svma,
+                             [](uint64_t a, const FunctionRange& r) { return a < r.start; });
+  int32_t innermost = -1;
+  for (size_t i = static_cast<size_t>(it - index.ranges.begin()); i-- > 0;) {
+    if (index.max_end[i] <= svma) break;
+    if (svma < index.ranges[i].end) {
+      innermost = static_cast<int32_t>(index.ranges[i].function);
+      break;
+    }
+  }
+  if (innermost < 0) return false;
 
   // Position in the innermost function: the line table row for svma.
   std::string file;
   uint32_t line = 0;
-  if (Dwarf_Line* row = dwarf_getsrc_die(&cudie, svma); row != nullptr) {
+  if (Dwarf_Line* row = dwarf_getsrc_die(&cus_[range->cu], svma); row != nullptr) {
     const char* src = dwarf_linesrc(row, nullptr, nullptr);
     if (src != nullptr) file = src;
     int lineno = 0;
     if (dwarf_lineno(row, &lineno) == 0 && lineno > 0) line = static_cast<uint32_t>(lineno);
   }
   size_t first = out->size();
-  for (int i = 0; i < n; ++i) {
-    int tag = dwarf_tag(&scopes[i]);
-    if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram) continue;
-    if (tag == DW_TAG_inlined_subroutine && !inline_frames) {
-      // Skip the chain but keep the caller's position: the call site in the outer function.
-    } else {
-      out->push_back(DwarfFrame{FunctionName(&scopes[i], full_names), file, line});
+  for (int32_t f = innermost, hops = 0; f >= 0 && hops < 256; ++hops) {
+    FunctionDie& function = index.functions[static_cast<size_t>(f)];
+    if (!function.inlined || inline_frames) {
+      out->push_back(DwarfFrame{NameOf(function, full_names), file, line});
     }
-    if (tag == DW_TAG_subprogram) break;
+    if (!function.inlined) break;  // the out-of-line function: the chain ends here
     // Moving outwards: the caller is at this inlined call's call site.
-    Dwarf_Attribute attr;
-    Dwarf_Word value;
-    file.clear();
-    line = 0;
-    if (dwarf_attr(&scopes[i], DW_AT_call_file, &attr) != nullptr &&
-        dwarf_formudata(&attr, &value) == 0 && files != nullptr && value < nfiles) {
-      const char* src = dwarf_filesrc(files, value, nullptr, nullptr);
-      if (src != nullptr) file = src;
-    }
-    if (dwarf_attr(&scopes[i], DW_AT_call_line, &attr) != nullptr &&
-        dwarf_formudata(&attr, &value) == 0) {
-      line = static_cast<uint32_t>(value);
-    }
+    file = function.call_file;
+    line = function.call_line;
+    f = function.parent;
   }
-  free(scopes);
   return out->size() > first;
 }
 

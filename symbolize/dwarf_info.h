@@ -52,12 +52,41 @@ class DwarfInfo {
     uint64_t end;  // exclusive
     size_t cu;     // index into cus_
   };
+  // A concrete function instance (out-of-line subprogram or inlined call) with code.
+  struct FunctionDie {
+    Dwarf_Die die;
+    int32_t parent = -1;  // enclosing FunctionDie in the same unit, -1 for none
+    bool inlined = false;
+    uint32_t call_line = 0;
+    std::string call_file;
+    bool named[2] = {false, false};  // names[i] computed (0: short, 1: full_names)
+    std::string names[2];
+  };
+  struct FunctionRange {
+    uint64_t start;
+    uint64_t end;
+    uint32_t function;  // index into CuIndex::functions
+    uint32_t depth;
+  };
+  // Built on the first address in a unit: one walk of its DIEs, so later lookups are a binary
+  // search instead of libdw's per-call tree walk.
+  struct CuIndex {
+    bool built = false;
+    std::vector<FunctionDie> functions;
+    std::vector<FunctionRange> ranges;  // sorted by (start, depth)
+    std::vector<uint64_t> max_end;      // prefix maximum of ranges[i].end
+  };
   DwarfInfo() = default;
-  const Dwarf_Die* FindCu(uint64_t svma) const;
+  const CuRange* FindCu(uint64_t svma) const;
+  void BuildIndex(size_t cu);
+  void IndexChildren(Dwarf_Die* parent, int32_t parent_function, uint32_t depth, CuIndex* index,
+                     Dwarf_Files* files, size_t nfiles, int* budget);
+  const std::string& NameOf(FunctionDie& function, bool full_names);
 
   Dwarf* dwarf_ = nullptr;
   std::vector<Dwarf_Die> cus_;
   std::vector<CuRange> ranges_;  // sorted by start
+  std::vector<CuIndex> index_;   // parallel to cus_
 };
 
 }  // namespace nativeprof::symbolize

@@ -82,10 +82,11 @@ std::unique_ptr<ModuleSymbols> ModuleSymbols::Load(std::unique_ptr<ElfFile> file
 
 const std::string& ModuleSymbols::DisplayNameOf(const SymbolTable::Symbol* symbol,
                                                 bool full_names) {
-  auto& cache = full_names ? full_names_ : names_;
-  auto it = cache.find(symbol);
-  if (it != cache.end()) return it->second;
-  return cache.emplace(symbol, DisplayName(table_.Name(*symbol), full_names)).first->second;
+  std::vector<std::string>& cache = full_names ? full_names_ : names_;
+  if (cache.empty()) cache.resize(table_.size());
+  std::string& name = cache[static_cast<size_t>(symbol - table_.symbols().data())];
+  if (name.empty()) name = DisplayName(table_.Name(*symbol), full_names);
+  return name;
 }
 
 }  // namespace nativeprof::symbolize

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "symbolize/dwarf_info.h"
 #include "symbolize/elf_file.h"
 #include "symbolize/symbol_table.h"
@@ -67,8 +66,10 @@ class ModuleSymbols {
   std::string debug_file_how_;
   bool has_cfi_ = false;
   std::unique_ptr<DwarfInfo> dwarf_;
-  absl::flat_hash_map<const SymbolTable::Symbol*, std::string> names_;
-  absl::flat_hash_map<const SymbolTable::Symbol*, std::string> full_names_;
+  // Display names by symbol index, filled on first use; empty = not computed yet (no symbol has an
+  // empty name).
+  std::vector<std::string> names_;
+  std::vector<std::string> full_names_;
 };
 
 }  // namespace nativeprof::symbolize

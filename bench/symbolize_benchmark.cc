@@ -1,0 +1,150 @@
+// Symbolizer speed: warm per-address lookups (goal >= 10 million/s per core), the full
+// SymbolizeUser path with cached names, DWARF inline lookups, and first-time loading of large
+// modules (libstdc++ from .dynsym, libc with its libc6-dbg debug file and DWARF) and kallsyms.
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "sampler/module_registry.h"
+#include "symbolize/elf_file.h"
+#include "symbolize/kernel_symbols.h"
+#include "symbolize/module_symbols.h"
+#include "symbolize/symbolizer.h"
+
+namespace nativeprof::symbolize {
+namespace {
+
+std::string LibraryPath(const char* symbol) {
+  Dl_info info;
+  void* fn = dlsym(RTLD_DEFAULT, symbol);
+  if (fn == nullptr || dladdr(fn, &info) == 0) return "";
+  return info.dli_fname;
+}
+
+std::string LibcPath() { return LibraryPath("qsort"); }
+std::string LibstdcxxPath() { return "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"; }
+
+std::unique_ptr<ModuleSymbols> LoadModule(const std::string& path, bool dwarf) {
+  auto file = ElfFile::Open(path);
+  if (!file.ok()) return nullptr;
+  ModuleLoadOptions options;
+  options.dwarf = dwarf;
+  return ModuleSymbols::Load(std::move(*file), path, options);
+}
+
+// File offsets inside random function symbols of `symbols`.
+std::vector<uint64_t> RandomOffsets(const ModuleSymbols& symbols, size_t n) {
+  std::vector<uint64_t> out;
+  std::mt19937_64 rng(42);
+  const auto& table = symbols.table().symbols();
+  while (out.size() < n && !table.empty()) {
+    const SymbolTable::Symbol& s = table[rng() % table.size()];
+    uint64_t svma = s.start + (s.size > 1 ? rng() % s.size : 0);
+    for (const LoadSegment& seg : symbols.file().loads()) {
+      if (svma >= seg.vaddr && svma < seg.vaddr + seg.filesz) {
+        out.push_back(svma - seg.vaddr + seg.offset);
+      }
+    }
+  }
+  return out;
+}
+
+void BM_SymbolTableLookupWarm(benchmark::State& state) {
+  auto symbols = LoadModule(LibcPath(), false);
+  if (symbols == nullptr) return state.SkipWithError("cannot load libc");
+  std::vector<uint64_t> svmas;
+  for (uint64_t off : RandomOffsets(*symbols, 4096)) {
+    uint64_t svma;
+    if (symbols->FileOffsetToSvma(off, &svma)) svmas.push_back(svma);
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(symbols->Lookup(svmas[i++ & 4095]));
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["symbols"] = static_cast<double>(symbols->table().size());
+}
+BENCHMARK(BM_SymbolTableLookupWarm);
+
+// The whole SymbolizeUser path for addresses whose module is loaded and names are cached.
+void BM_SymbolizeUserWarm(benchmark::State& state) {
+  const bool dwarf = state.range(0) != 0;
+  std::string libc = LibcPath();
+  auto probe = LoadModule(libc, false);
+  if (probe == nullptr) return state.SkipWithError("cannot load libc");
+  std::vector<uint64_t> offsets = RandomOffsets(*probe, 4096);
+  sampler::ModuleRegistry registry;
+  sampler::ModuleInfo info;
+  info.path = libc;
+  sampler::ModuleId id = registry.Intern(info);
+  SymbolizerOptions options;
+  options.inline_frames = dwarf;
+  auto symbolizer = MakeSymbolizer(registry, options);
+  std::vector<SymbolizedFrame> frames;
+  for (uint64_t off : offsets) symbolizer->SymbolizeUser(1, id, off, 0, &frames);  // warm up
+  size_t i = 0;
+  for (auto _ : state) {
+    frames.clear();
+    symbolizer->SymbolizeUser(1, id, offsets[i++ & 4095], 0, &frames);
+    benchmark::DoNotOptimize(frames.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_SymbolizeUserWarm)->Arg(0)->Arg(1)->ArgName("dwarf");
+
+void BM_LoadLibstdcxx(benchmark::State& state) {
+  for (auto _ : state) {
+    auto symbols = LoadModule(LibstdcxxPath(), true);
+    if (symbols == nullptr) return state.SkipWithError("cannot load libstdc++");
+    state.counters["symbols"] = static_cast<double>(symbols->table().size());
+  }
+}
+BENCHMARK(BM_LoadLibstdcxx)->Unit(benchmark::kMillisecond);
+
+void BM_LoadLibcWithDebugFile(benchmark::State& state) {
+  for (auto _ : state) {
+    auto symbols = LoadModule(LibcPath(), true);
+    if (symbols == nullptr) return state.SkipWithError("cannot load libc");
+    state.counters["symbols"] = static_cast<double>(symbols->table().size());
+    state.counters["debug_file"] = symbols->debug_file().empty() ? 0 : 1;
+    state.counters["cus"] =
+        symbols->dwarf() ? static_cast<double>(symbols->dwarf()->compilation_units()) : 0;
+  }
+}
+BENCHMARK(BM_LoadLibcWithDebugFile)->Unit(benchmark::kMillisecond);
+
+// First lookup of each of 1000 distinct libc addresses including DWARF inline chains: the cost a
+// profile pays per distinct address after the target exits.
+void BM_FirstTimeSymbolizeLibc1000(benchmark::State& state) {
+  std::string libc = LibcPath();
+  auto probe = LoadModule(libc, false);
+  if (probe == nullptr) return state.SkipWithError("cannot load libc");
+  std::vector<uint64_t> offsets = RandomOffsets(*probe, 1000);
+  for (auto _ : state) {
+    sampler::ModuleRegistry registry;
+    sampler::ModuleInfo info;
+    info.path = libc;
+    sampler::ModuleId id = registry.Intern(info);
+    auto symbolizer = MakeSymbolizer(registry, SymbolizerOptions());
+    std::vector<SymbolizedFrame> frames;
+    for (uint64_t off : offsets) symbolizer->SymbolizeUser(1, id, off, 0, &frames);
+    benchmark::DoNotOptimize(frames.data());
+  }
+}
+BENCHMARK(BM_FirstTimeSymbolizeLibc1000)->Unit(benchmark::kMillisecond);
+
+void BM_LoadKallsyms(benchmark::State& state) {
+  for (auto _ : state) {
+    auto table = LoadKallsyms();
+    if (!table.ok()) return state.SkipWithError(std::string(table.status().message()).c_str());
+    state.counters["symbols"] = static_cast<double>(table->size());
+  }
+}
+BENCHMARK(BM_LoadKallsyms)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace nativeprof::symbolize

@@ -1,0 +1,72 @@
+// libFuzzer target for the symbolizer's ELF and debug-file loading: an arbitrary byte string is
+// parsed as an ELF image (headers, notes, debuglink, PT_LOADs), its symbol tables are built and
+// searched, an embedded MiniDebugInfo is decompressed (with a small output cap) and loaded the
+// same way, and its DWARF is opened and queried for inline chains and producers.
+// Seeds (corpus/elf_loader_fuzzer/): a tiny -nostdlib program (two functions) built -Os with and
+// without -g, stripped, with .gnu_debuglink, with MiniDebugInfo, with zlib-compressed DWARF, as a
+// shared object, and its --only-keep-debug file (see docs/symbolization.md).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "symbolize/debug_file_finder.h"
+#include "symbolize/dwarf_info.h"
+#include "symbolize/elf_file.h"
+#include "symbolize/symbol_table.h"
+
+namespace {
+
+using nativeprof::symbolize::DwarfFrame;
+using nativeprof::symbolize::DwarfInfo;
+using nativeprof::symbolize::ElfFile;
+using nativeprof::symbolize::SymbolTable;
+
+void Exercise(ElfFile& file, int depth) {
+  (void)file.build_id();
+  (void)file.debug_link();
+  SymbolTable table;
+  table.AddElfSymbols(file, ".symtab");
+  table.AddElfSymbols(file, ".dynsym");
+  table.Finish();
+  std::vector<uint64_t> probes;
+  for (const auto& seg : file.loads()) {
+    uint64_t svma = 0;
+    if (file.FileOffsetToSvma(seg.offset, &svma)) probes.push_back(svma);
+    probes.push_back(seg.vaddr + seg.filesz / 2);
+  }
+  for (const SymbolTable::Symbol& s : table.symbols()) {
+    if (probes.size() > 64) break;
+    probes.push_back(s.start + s.size / 2);
+  }
+  for (uint64_t p : probes) {
+    if (const SymbolTable::Symbol* s = table.Lookup(p)) (void)table.Name(*s);
+  }
+  if (auto data = file.SectionData(".debug_info"); data.ok()) (void)data->size();
+
+  if (std::unique_ptr<DwarfInfo> dwarf = DwarfInfo::Open(file)) {
+    std::string evidence;
+    dwarf->BuiltWithoutOptimization(&evidence);
+    std::vector<DwarfFrame> frames;
+    for (size_t i = 0; i < probes.size() && i < 16; ++i) {
+      dwarf->Describe(probes[i], true, false, &frames);
+    }
+  }
+  if (depth == 0) {
+    if (auto raw = file.SectionData(".gnu_debugdata"); raw.ok()) {
+      auto elf = nativeprof::symbolize::XzDecompress(*raw, 1u << 20);
+      if (elf.ok()) {
+        auto inner = ElfFile::FromBytes(std::move(*elf), "fuzz [.gnu_debugdata]");
+        if (inner.ok()) Exercise(**inner, depth + 1);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto file = ElfFile::FromBytes(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
+  if (file.ok()) Exercise(**file, 0);
+  return 0;
+}
