@@ -103,9 +103,8 @@ size_t ReadFormatSize(uint64_t read_format) {
   if (read_format & PERF_FORMAT_TOTAL_TIME_ENABLED) n += 8;
   if (read_format & PERF_FORMAT_TOTAL_TIME_RUNNING) n += 8;
   if (read_format & PERF_FORMAT_ID) n += 8;
-#ifdef PERF_FORMAT_LOST
+  // PERF_FORMAT_LOST is an enumerator, not a macro: it cannot be tested with #ifdef.
   if (read_format & PERF_FORMAT_LOST) n += 8;
-#endif
   return n;
 }
 
@@ -139,7 +138,8 @@ absl::StatusOr<ParseOutcome> ParseSample(Cursor c, const SampleFormat& f, Record
   if (st & PERF_SAMPLE_READ) {
     if (f.read_format & PERF_FORMAT_GROUP) {
       uint64_t nr = c.Read<uint64_t>();
-      size_t per = 8 + ((f.read_format & PERF_FORMAT_ID) ? 8 : 0);
+      size_t per = 8 + ((f.read_format & PERF_FORMAT_ID) ? 8 : 0) +
+                   ((f.read_format & PERF_FORMAT_LOST) ? 8 : 0);
       size_t head = ((f.read_format & PERF_FORMAT_TOTAL_TIME_ENABLED) ? 8 : 0) +
                     ((f.read_format & PERF_FORMAT_TOTAL_TIME_RUNNING) ? 8 : 0);
       if (nr > c.remaining() / per) return Truncated(PERF_RECORD_SAMPLE);
