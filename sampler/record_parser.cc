@@ -27,9 +27,12 @@ class Cursor {
     p_ += sizeof(T);
     return v;
   }
-  // `count` u64 values as a span into the record (aligned because records are).
+  // `count` u64 values as a span into the record. Kernel records keep these aligned (RAW's size
+  // includes its padding); a record that does not is corrupt, since a misaligned span of u64
+  // cannot be read safely.
   std::span<const uint64_t> ReadU64s(uint64_t count) {
-    if (count > remaining() / 8 || !Need(count * 8)) {
+    if (count > remaining() / 8 || !Need(count * 8) ||
+        reinterpret_cast<uintptr_t>(p_) % alignof(uint64_t) != 0) {
       ok_ = false;
       return {};
     }
