@@ -8,7 +8,10 @@ namespace {
 constexpr int kMaxExprStack = 16;
 
 StepError RegValue(const DwarfRegs& regs, uint64_t reg, uint64_t* out) {
-  if (reg >= kDwarfRegCount || !regs.Has(static_cast<int>(reg))) return StepError::kUnknownReg;
+  if (reg >= kDwarfRegCount) return StepError::kUnknownReg;
+  if (!regs.Has(static_cast<int>(reg))) {
+    return (regs.beyond_copy >> reg) & 1 ? StepError::kBeyondStack : StepError::kUnknownReg;
+  }
   *out = regs.value[reg];
   return StepError::kNone;
 }
@@ -162,7 +165,10 @@ StepError ApplyCfiRule(const CfiRule& rule, std::span<const CfiOp> ops, const Dw
   uint64_t cfa = 0;
   switch (rule.cfa.kind) {
     case CfaKind::kRegOffset: {
-      if (!in.Has(rule.cfa.reg)) return StepError::kUnknownReg;
+      if (!in.Has(rule.cfa.reg)) {
+        return (in.beyond_copy >> rule.cfa.reg) & 1 ? StepError::kBeyondStack
+                                                    : StepError::kUnknownReg;
+      }
       cfa = in.value[rule.cfa.reg] + rule.cfa.offset;
       break;
     }
@@ -188,15 +194,24 @@ StepError ApplyCfiRule(const CfiRule& rule, std::span<const CfiOp> ops, const Dw
       case RegKind::kSame:
         if (r == kDwarfRsp) break;
         if (in.Has(r)) next.Set(r, in.value[r]); else next.Clear(r);
+        next.beyond_copy |= in.beyond_copy & (1u << r);
         break;
       case RegKind::kOffset: {
+        const uint64_t addr = cfa + static_cast<int64_t>(rr.offset);
+        if (r != kDwarfRa && in.Has(kDwarfRsp) && addr < in.sp()) {
+          // Below this frame's sp: the epilogue already popped the slot (GCC keeps the "saved
+          // at CFA-16" rule for rbp after `leave`), so the register holds the caller's value.
+          if (in.Has(r)) next.Set(r, in.value[r]); else next.Clear(r);
+          break;
+        }
         uint64_t v;
-        if (StepError e = stack.Read(cfa + static_cast<int64_t>(rr.offset), &v);
+        if (StepError e = stack.Read(addr, &v);
             e != StepError::kNone) {
           // An unreadable callee-saved register only matters if a caller needs it; the return
           // address always does.
           if (r == kDwarfRa) return e;
           next.Clear(r);
+          if (e == StepError::kBeyondStack) next.beyond_copy |= 1u << r;
           break;
         }
         next.Set(r, v);
@@ -207,6 +222,7 @@ StepError ApplyCfiRule(const CfiRule& rule, std::span<const CfiOp> ops, const Dw
         break;
       case RegKind::kRegister:
         if (in.Has(rr.reg)) next.Set(r, in.value[rr.reg]); else next.Clear(r);
+        next.beyond_copy |= ((in.beyond_copy >> rr.reg) & 1u) << r;
         break;
       case RegKind::kExpr:
       case RegKind::kValExpr: {
@@ -220,6 +236,7 @@ StepError ApplyCfiRule(const CfiRule& rule, std::span<const CfiOp> ops, const Dw
         if (e != StepError::kNone) {
           if (r == kDwarfRa) return e;
           next.Clear(r);
+          if (e == StepError::kBeyondStack) next.beyond_copy |= 1u << r;
           break;
         }
         next.Set(r, v);

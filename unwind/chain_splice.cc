@@ -3,6 +3,8 @@
 #include <linux/perf_event.h>
 #include <sys/mman.h>
 
+#include "base/file_util.h"
+
 namespace nativeprof::unwind {
 
 std::span<const uint64_t> AppendKernelFrames(std::span<const uint64_t> callchain,
@@ -24,8 +26,16 @@ std::span<const uint64_t> AppendKernelFrames(std::span<const uint64_t> callchain
   return {};
 }
 
+size_t KernelMaxStack() {
+  static const size_t max_stack = [] {
+    auto v = ReadIntegerFile("/proc/sys/kernel/perf_event_max_stack");
+    return v.ok() && *v > 0 ? static_cast<size_t>(*v) : size_t{127};
+  }();
+  return max_stack;
+}
+
 bool SpliceKernelChain(std::span<const uint64_t> user_chain, size_t first_user_frame,
-                       const ProcessView& process, UnwoundStack* out) {
+                       const ProcessView& process, UnwoundStack* out, size_t chain_entries) {
   if (out->end != StackEnd::kTruncatedStack || process.address_space == nullptr ||
       out->frames.size() <= first_user_frame || user_chain.size() < 2) {
     return false;
@@ -44,6 +54,9 @@ bool SpliceKernelChain(std::span<const uint64_t> user_chain, size_t first_user_f
   for (size_t i = k + 1; i < user_chain.size() && out->frames.size() < kMaxFrames; ++i) {
     out->frames.push_back({user_chain[i], FrameKind::kReturnAddress, false});
   }
+  // A chain the kernel cut at perf_event_max_stack entries does not reach the outermost frame:
+  // the frames it adds are right, but the stack stays truncated.
+  if (chain_entries >= KernelMaxStack()) return false;
   out->spliced = true;
   out->end = StackEnd::kComplete;
   return true;

@@ -19,10 +19,15 @@ std::span<const uint64_t> AppendKernelFrames(std::span<const uint64_t> callchain
 
 // When `out` ends in kTruncatedStack: finds the last unwound user frame in `user_chain` (the
 // kernel's frame-pointer walk) and appends the kernel's frames above it, if every one of them
-// lies in an executable file mapping of the process. Sets out->spliced and end = kComplete then.
-// Returns whether it spliced.
+// lies in an executable file mapping of the process. Sets out->spliced and end = kComplete then,
+// unless the whole callchain (`chain_entries` entries, markers included) reached the kernel's
+// perf_event_max_stack, in which case the frames are appended but the stack stays truncated.
+// Returns whether it completed the stack.
 bool SpliceKernelChain(std::span<const uint64_t> user_chain, size_t first_user_frame,
-                       const ProcessView& process, UnwoundStack* out);
+                       const ProcessView& process, UnwoundStack* out, size_t chain_entries = 0);
+
+// /proc/sys/kernel/perf_event_max_stack (127 if unreadable), read once.
+size_t KernelMaxStack();
 
 // Counters of one unwinder, by how each stack ended.
 struct UnwindStats {

@@ -18,7 +18,9 @@ StackEnd EndFor(StepError e) {
 // One step with frame pointers: the caller's rbp at [rbp], its return address at [rbp + 8], its
 // rsp at rbp + 16. Only for frames whose module has no CFI.
 StepError FramePointerStep(const DwarfRegs& in, const StackCopy& stack, DwarfRegs* out) {
-  if (!in.Has(kDwarfRbp)) return StepError::kUnknownReg;
+  if (!in.Has(kDwarfRbp)) {
+    return (in.beyond_copy >> kDwarfRbp) & 1 ? StepError::kBeyondStack : StepError::kUnknownReg;
+  }
   const uint64_t rbp = in.value[kDwarfRbp];
   if (rbp < in.sp() || (rbp & 7) != 0) return StepError::kBadAddress;
   uint64_t saved_rbp, ra;
@@ -40,7 +42,7 @@ void DwarfUnwinder::Unwind(const sampler::SampleView& sample, const ProcessView&
   const size_t first_user = out->frames.size();
   if (sample.regs_abi == PERF_SAMPLE_REGS_ABI_64 && !sample.regs_user.empty()) {
     UnwindUser(sample, process, out);
-    if (options_.splice_kernel_chain) SpliceKernelChain(user_chain, first_user, process, out);
+    if (options_.splice_kernel_chain) SpliceKernelChain(user_chain, first_user, process, out, sample.callchain.size());
   } else if (first_user == 0) {
     // No user registers (a 32-bit task, or recorded without REGS_USER) and no kernel frames.
     out->end = StackEnd::kNoUnwindInfo;

@@ -204,7 +204,7 @@ void LibunwindUnwinder::Unwind(const sampler::SampleView& sample, const ProcessV
       break;
     }
   }
-  if (options_.splice_kernel_chain) SpliceKernelChain(user_chain, first_user, process, out);
+  if (options_.splice_kernel_chain) SpliceKernelChain(user_chain, first_user, process, out, sample.callchain.size());
   stats_.Count(*out);
 }
 

@@ -23,6 +23,9 @@ inline constexpr int kDwarfRegCount = 17;
 struct DwarfRegs {
   uint64_t value[kDwarfRegCount] = {};
   uint32_t valid = 0;  // bit n set: value[n] is known
+  // bit n set: value[n] is unknown because it was saved beyond the end of the stack copy, so a
+  // later need for it means "truncated", not "bad frame".
+  uint32_t beyond_copy = 0;
 
   bool Has(int reg) const { return (valid >> reg) & 1u; }
   void Set(int reg, uint64_t v) {

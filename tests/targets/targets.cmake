@@ -31,3 +31,7 @@ np_test_target(fp_until_signal SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_until_signal
                FLAGS ${NP_FP_FLAGS})
 np_test_target(fp_split_nopie SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_split.c
                FLAGS ${NP_FP_FLAGS} -fno-pie LINK -no-pie)
+# The DWARF workload with frame pointers: its deep recursion outgrows the stack copy, and the
+# kernel's frame-pointer chain can finish the unwind (the hybrid splice).
+np_test_target(dwarf_fp_deep SOURCES ${CMAKE_CURRENT_LIST_DIR}/nofp_workload.c
+               FLAGS -O2 -fno-omit-frame-pointer LINK nofp_shared pthread)

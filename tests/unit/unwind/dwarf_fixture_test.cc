@@ -20,7 +20,11 @@ namespace {
 using ::testing::Contains;
 
 std::unique_ptr<LoadedFixture> LoadOrDie(const std::string& name) {
-  auto f = LoadedFixture::Load(nativeprof::testing::SourcePath("tests/testdata/unwind/" + name));
+  // NP_FIXTURE_DIR points the dump (NP_DUMP=1) at another capture while investigating.
+  const char* dir = getenv("NP_FIXTURE_DIR");
+  auto f = LoadedFixture::Load(dir != nullptr ? std::string(dir)
+                                              : nativeprof::testing::SourcePath(
+                                                    "tests/testdata/unwind/" + name));
   EXPECT_TRUE(f.ok()) << f.status();
   return f.ok() ? *std::move(f) : nullptr;
 }
@@ -47,6 +51,13 @@ TEST(DwarfFixtureTest, WorkloadStacksReachTheOutermostFrame) {
     if (getenv("NP_DUMP")) {
       std::printf("%d end=%d %s\n", static_cast<int>(stack.frames.size()),
                   static_cast<int>(stack.end), all.c_str());
+      if (stack.end == StackEnd::kBadFrame) {
+        for (const Frame& f : stack.frames) {
+          const sampler::Mapping* m = fixture->address_space().Find(LookupAvma(f));
+          std::printf("  %#lx file offset %#lx\n", f.avma, m ? m->FileOffset(f.avma) : 0);
+        }
+        std::printf("  sp %#lx bp %#lx\n", s.regs[7], s.regs[6]);
+      }
     }
     ASSERT_FALSE(names.empty());
     if (stack.end == StackEnd::kComplete) {

@@ -110,6 +110,43 @@ TEST(CfiRuleTest, ReturnAddressPastTheCopyIsTruncation) {
   EXPECT_EQ(ApplyCfiRule(rule, {}, in, stack.Copy(), &out, &cfa), StepError::kUnknownReg);
 }
 
+TEST(CfiRuleTest, SlotBelowSpAfterEpilogueKeepsTheRegister) {
+  // At `ret` after `leave`, GCC's CFI says CFA = rsp + 8 but still "rbp saved at CFA - 16",
+  // which is below rsp (popped): rbp already holds the caller's value.
+  CfiRule rule;
+  rule.cfa = {CfaKind::kRegOffset, kDwarfRsp, 8};
+  rule.regs[kDwarfRa] = {RegKind::kOffset, 0, -8};
+  rule.regs[kDwarfRbp] = {RegKind::kOffset, 0, -16};
+  FakeStack stack{0x7000, {0x401234, 0}};
+  DwarfRegs in, out;
+  in.Set(kDwarfRsp, 0x7000);
+  in.Set(kDwarfRa, 0x401468);
+  in.Set(kDwarfRbp, 0x7100);
+  uint64_t cfa;
+  ASSERT_EQ(ApplyCfiRule(rule, {}, in, stack.Copy(), &out, &cfa), StepError::kNone);
+  EXPECT_EQ(out.pc(), 0x401234u);
+  ASSERT_TRUE(out.Has(kDwarfRbp));
+  EXPECT_EQ(out.value[kDwarfRbp], 0x7100u);
+}
+
+TEST(CfiRuleTest, RegisterSavedPastTheCopyMakesLaterUseATruncation) {
+  // rbp saved beyond the copy: the step succeeds, but a caller whose CFA needs rbp is truncated.
+  CfiRule rule;
+  rule.cfa = {CfaKind::kRegOffset, kDwarfRsp, 16};
+  rule.regs[kDwarfRa] = {RegKind::kOffset, 0, -8};
+  rule.regs[kDwarfRbp] = {RegKind::kOffset, 0, 64};
+  FakeStack stack{0x7000, {0, 0x401234}};
+  DwarfRegs in, out, out2;
+  in.Set(kDwarfRsp, 0x7000);
+  in.Set(kDwarfRa, 0x401000);
+  uint64_t cfa;
+  ASSERT_EQ(ApplyCfiRule(rule, {}, in, stack.Copy(), &out, &cfa), StepError::kNone);
+  EXPECT_FALSE(out.Has(kDwarfRbp));
+  CfiRule caller;
+  caller.cfa = {CfaKind::kRegOffset, kDwarfRbp, 16};
+  EXPECT_EQ(ApplyCfiRule(caller, {}, out, stack.Copy(), &out2, &cfa), StepError::kBeyondStack);
+}
+
 // The CFA expression binutils emits for PLT entries: rsp + 8, plus 8 more once the entry has
 // pushed its argument (rip & 15 >= 11).
 std::vector<CfiOp> PltCfaExpr() {

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# End to end cost of `--call-graph dwarf`, side by side with perf (issue 4's speed goals):
+#   - nativeprof record --call-graph dwarf must finish within 1 s of the target's exit,
+#   - its CPU time must be at most 1/10 of perf record --call-graph dwarf + perf script +
+#     collapsing to folded stacks for the same run,
+#   - its peak RSS must stay under 100 MB.
+# The target is tests/targets/nofp_workload (-O2 -fomit-frame-pointer), SECONDS long, 2 threads,
+# sampled at 999 Hz. A tool's own CPU = CPU of its whole process tree minus the target's CPU
+# (measured by the wrapper shell around the target in the same run).
+# Usage: bench/dwarf_e2e.sh [BUILD_DIR=build] [SECONDS=10]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+seconds=${2:-10}
+np="$build/tools/nativeprof"
+target="$build/tests/targets/nofp_workload"
+for f in "$np" "$target"; do [[ -x "$f" ]] || { echo "missing $f (build it first)" >&2; exit 1; }; done
+command -v perf >/dev/null || { echo "perf is not installed" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+python3 - "$np" "$target" "$seconds" "$work" <<'PY'
+import collections, os, subprocess, sys, time
+
+np, target, seconds, work = sys.argv[1:5]
+# The wrapper runs the target, then writes its exit time and its CPU seconds (RUSAGE_CHILDREN).
+wrapper = ["python3", "-c", (
+    "import os,resource,subprocess,sys,time\n"
+    "subprocess.run(sys.argv[2:])\n"
+    "t=time.time(); r=resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "open(sys.argv[1],'w').write(f'{t} {r.ru_utime+r.ru_stime}')\n"),
+    f"{work}/exit", target, seconds, "2", "40", "20"]
+
+def run(argv, stdout=subprocess.DEVNULL):
+    start = time.time()
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(proc.pid, 0)
+    end = time.time()
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{argv[:3]} failed: status {status}")
+    return end, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0
+
+def target_exit():
+    t, cpu = open(f"{work}/exit").read().split()
+    return float(t), float(cpu)
+
+# nativeprof
+end, cpu, rss = run([np, "record", "--call-graph", "dwarf", "-F", "999", "-o", f"{work}/np.folded", "--"] + wrapper)
+t_exit, t_cpu = target_exit()
+np_cpu, np_delay, np_rss = cpu - t_cpu, end - t_exit, rss
+
+# perf record + perf script + collapse
+end, cpu, rss = run(["perf", "record", "-q", "--call-graph", "dwarf", "-F", "999", "-o", f"{work}/perf.data", "--"] + wrapper)
+t_exit2, t_cpu2 = target_exit()
+perf_record_cpu, perf_delay, perf_rss = cpu - t_cpu2, end - t_exit2, rss
+with open(f"{work}/perf.txt", "w") as out:
+    _, script_cpu, script_rss = run(["perf", "script", "-i", f"{work}/perf.data", "-F", "comm,tid,ip,sym"], stdout=out)
+c0 = time.process_time()
+counts = collections.Counter()
+comm, frames = None, []
+for line in open(f"{work}/perf.txt", errors="replace"):
+    if not line.strip():
+        if comm is not None:
+            counts[";".join([comm] + frames[::-1])] += 1
+        comm, frames = None, []
+    elif line[0] not in " \t":
+        comm = line.split(None, 1)[0]
+    else:
+        parts = line.split()
+        frames.append(parts[1].split("+")[0] if len(parts) > 1 else "[unknown]")
+collapse_cpu = time.process_time() - c0
+perf_total = perf_record_cpu + script_cpu + collapse_cpu
+np_samples = sum(int(l.rsplit(" ", 1)[1]) for l in open(f"{work}/np.folded") if l.strip())
+
+print(f"target: nofp_workload {seconds} s, 2 threads, 999 Hz; target CPU {t_cpu:.2f} s (nativeprof run), {t_cpu2:.2f} s (perf run)")
+print(f"nativeprof record --call-graph dwarf: own CPU {np_cpu:.3f} s, finished {np_delay:.3f} s after the target's exit, peak RSS {np_rss:.1f} MB, {np_samples} samples")
+print(f"perf record --call-graph dwarf: own CPU {perf_record_cpu:.3f} s, finished {perf_delay:.3f} s after exit, RSS {perf_rss:.1f} MB")
+print(f"perf script: CPU {script_cpu:.3f} s, RSS {script_rss:.1f} MB; collapsing: CPU {collapse_cpu:.3f} s ({sum(counts.values())} samples)")
+ratio = np_cpu / perf_total if perf_total > 0 else float("nan")
+print(f"CPU ratio nativeprof / (perf record + perf script + collapse) = {np_cpu:.3f} / {perf_total:.3f} = {ratio:.3f} (goal <= 0.100)")
+print(f"finish delay after target exit: {np_delay:.3f} s (goal <= 1 s); peak RSS {np_rss:.1f} MB (goal < 100 MB)")
+ok = ratio <= 0.1 and np_delay <= 1.0 and np_rss < 100
+print("PASS" if ok else "FAIL")
+sys.exit(0 if ok else 1)
+PY
