@@ -26,7 +26,7 @@ Process& ProcessTable::GetOrCreate(int32_t pid) {
   if (inserted) {
     it->second = std::make_unique<Process>();
     it->second->pid = pid;
-    ++threads_seen_;
+    tids_seen_.insert(pid);
   }
   return *it->second;
 }
@@ -39,7 +39,11 @@ const Process* ProcessTable::Find(int32_t pid) const {
 const std::string& ProcessTable::ThreadName(const Process& process, int32_t tid) const {
   auto it = process.thread_names.find(tid);
   if (it != process.thread_names.end()) return it->second;
-  return process.name;
+  if (!process.name.empty()) return process.name;
+  // No COMM seen for this process yet (attached, or its records were lost).
+  auto [pit, inserted] = placeholder_names_.try_emplace(process.pid);
+  if (inserted) pit->second = absl::StrCat("[", process.pid, "]");
+  return pit->second;
 }
 
 void ProcessTable::ApplyMmap(const MmapView& m) {
@@ -71,6 +75,7 @@ void ProcessTable::ApplyComm(const CommView& c) {
     p.exited = false;
   }
   if (c.pid == c.tid) p.name = std::string(c.comm);
+  tids_seen_.insert(static_cast<int32_t>(c.tid));
   p.thread_names[static_cast<int32_t>(c.tid)] = std::string(c.comm);
 }
 
@@ -83,9 +88,11 @@ void ProcessTable::ApplyTask(const TaskView& t) {
   if (t.pid == t.ppid) {
     // A new thread: it starts with the name of the thread that created it.
     Process& p = GetOrCreate(static_cast<int32_t>(t.pid));
-    std::string name = ThreadName(p, static_cast<int32_t>(t.ptid));
-    p.thread_names[static_cast<int32_t>(t.tid)] = std::move(name);
-    ++threads_seen_;
+    auto creator = p.thread_names.find(static_cast<int32_t>(t.ptid));
+    std::string name = creator != p.thread_names.end() ? creator->second : p.name;
+    // Without a known name the thread keeps falling back to the process's (or "[pid]").
+    if (!name.empty()) p.thread_names[static_cast<int32_t>(t.tid)] = std::move(name);
+    tids_seen_.insert(static_cast<int32_t>(t.tid));
     return;
   }
   // A new process: fork copies the parent's address space and names.
@@ -93,7 +100,8 @@ void ProcessTable::ApplyTask(const TaskView& t) {
   Process& child = GetOrCreate(static_cast<int32_t>(t.pid));
   if (parent != nullptr && parent != &child) {
     child.address_space = parent->address_space;
-    child.name = ThreadName(*parent, static_cast<int32_t>(t.ptid));
+    auto forker = parent->thread_names.find(static_cast<int32_t>(t.ptid));
+    child.name = forker != parent->thread_names.end() ? forker->second : parent->name;
     child.thread_names.clear();
   }
   child.exited = false;

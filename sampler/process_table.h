@@ -9,6 +9,8 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "sampler/address_space.h"
 #include "sampler/module_registry.h"
 #include "sampler/records.h"
@@ -31,6 +33,9 @@ class ProcessTable {
   void ApplyComm(const CommView& comm);
   void ApplyTask(const TaskView& task);
 
+  // Notes that thread `tid` exists (for thread_count()).
+  void NoteThread(int32_t tid) { tids_seen_.insert(tid); }
+
   // The process, created empty on first mention (samples can precede every other record of an
   // attached process).
   Process& GetOrCreate(int32_t pid);
@@ -40,7 +45,8 @@ class ProcessTable {
   const std::string& ThreadName(const Process& process, int32_t tid) const;
 
   size_t process_count() const { return processes_.size(); }
-  size_t thread_count() const { return threads_seen_; }
+  // Distinct processes / threads mentioned by any record (exited ones included).
+  size_t thread_count() const { return tids_seen_.size(); }
   const absl::flat_hash_map<int32_t, std::unique_ptr<Process>>& processes() const {
     return processes_;
   }
@@ -48,7 +54,10 @@ class ProcessTable {
  private:
   ModuleRegistry* modules_;
   absl::flat_hash_map<int32_t, std::unique_ptr<Process>> processes_;
-  size_t threads_seen_ = 0;
+  // "[pid]" names handed out by ThreadName for processes without a COMM yet. Node-based so the
+  // returned references stay valid as more are added.
+  mutable absl::node_hash_map<int32_t, std::string> placeholder_names_;
+  absl::flat_hash_set<int32_t> tids_seen_;
 };
 
 }  // namespace nativeprof::sampler

@@ -80,6 +80,7 @@ nlohmann::json RecordMetadata(const RecordOptions& o, const sampler::Session& se
   j["tool"] = "nativeprof";
   j["version"] = "0.1.0";
   j["command"] = o.command;
+  if (!o.pids.empty()) j["pids"] = o.pids;
   j["event"] = session.event().name;
   j["requested_event"] = o.event.name;
   j["notes"] = session.notes();

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -16,7 +17,9 @@
 #include "base/scoped_fd.h"
 #include "output/counter_report.h"
 #include "sampler/child_process.h"
+#include "sampler/counter_attach.h"
 #include "sampler/counter_set.h"
+#include "sampler/proc_maps.h"
 #include "sampler/session.h"
 #include "symbolize/profile_builder.h"
 #include "tools/exit_codes.h"
@@ -70,6 +73,122 @@ class SignalReader {
   bool blocked_ = false;
 };
 
+void ApplyCallGraph(const RecordOptions& o, sampler::SessionOptions* so) {
+  so->sampling.event = o.event;
+  so->sampling.frequency_hz = o.frequency_hz;
+  so->sampling.callchain = true;
+  if (o.call_graph == unwind::CallGraphMode::kDwarf) {
+    so->sampling.regs_user_mask = unwind::DwarfSampleRegsMask();
+    so->sampling.stack_user_bytes = o.dwarf_stack_bytes;
+  }
+  so->ring_pages = o.ring_pages;
+}
+
+// `record -p`: samples running processes without touching them. Stops on SIGINT/SIGTERM (not
+// forwarded: the targets keep running), after --duration, or when every target has exited.
+int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader& signals) {
+  sampler::SessionOptions session_options;
+  ApplyCallGraph(o, &session_options);
+  session_options.sampling.enable_on_exec = false;
+  for (int pid : o.pids) {
+    absl::StatusOr<std::vector<pid_t>> tids = sampler::ListThreads(pid);
+    if (!tids.ok()) {
+      PrintError(absl::StrCat("no process with PID ", pid));
+      return kExitFailure;
+    }
+    session_options.targets.insert(session_options.targets.end(), tids->begin(), tids->end());
+  }
+  absl::StatusOr<std::unique_ptr<sampler::Session>> session =
+      sampler::Session::Open(session_options);
+  if (!session.ok()) {
+    if (absl::IsUnavailable(session.status())) {
+      PrintError(absl::StrCat("the process exited while attaching: ", session.status().message()));
+      return kExitFailure;
+    }
+    if (absl::IsPermissionDenied(session.status())) {
+      PrintError(absl::StrCat(session.status().message(),
+                              "; attaching to another user's process also needs CAP_PERFMON or "
+                              "ptrace rights (/proc/sys/kernel/yama/ptrace_scope)"));
+      return kExitPerfUnavailable;
+    }
+    PrintError(session.status().message());
+    return ExitCodeForStartError(session.status());
+  }
+  for (const std::string& note : (*session)->notes()) PrintError(note);
+
+  // Counters for a single attached process (the usual case); several PIDs get stacks only.
+  std::optional<sampler::AttachedCounters> counters;
+  if (o.counters && o.pids.size() == 1) {
+    absl::StatusOr<sampler::AttachedCounters> opened = sampler::AttachedCounters::Open(
+        o.counter_events.empty() ? sampler::DefaultCounterEvents() : o.counter_events, o.pids[0],
+        /*per_thread=*/false);
+    if (opened.ok()) {
+      counters.emplace(*std::move(opened));
+    } else {
+      PrintError(absl::StrCat("counters disabled: ", opened.status().message()));
+    }
+  }
+
+  unwind::StackCollector collector(&unwinder, /*keep_timeline=*/true);
+  std::vector<ScopedFd> pidfds;
+  const auto start = std::chrono::steady_clock::now();
+  if (absl::Status st = (*session)->Enable(); !st.ok()) {
+    PrintError(st.message());
+    return kExitFailure;
+  }
+  // The kernel reports only mappings made from now on; the existing ones come from /proc. Read
+  // after enabling, so nothing mapped in between is missed (a duplicate just replaces itself).
+  for (int pid : o.pids) {
+    absl::StatusOr<std::vector<sampler::ProcMapsEntry>> maps = sampler::ReadProcMaps(pid);
+    if (maps.ok()) sampler::SynthesizeProcessState(pid, *maps, collector);
+    pidfds.emplace_back(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  }
+
+  RunState state;
+  std::vector<pollfd> extra = {{signals.fd(), POLLIN, 0}};
+  for (const ScopedFd& fd : pidfds) {
+    if (fd.valid()) extra.push_back({fd.get(), POLLIN, 0});
+  }
+  const auto deadline =
+      o.duration_seconds > 0
+          ? start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(o.duration_seconds))
+          : std::chrono::steady_clock::time_point::max();
+  while (true) {
+    (*session)->Poll(std::span<pollfd>(extra), 100);
+    (*session)->Drain(collector);
+    if (extra[0].revents & POLLIN) {
+      while (signals.Read() != 0) ++state.signals_received;
+      state.interrupted = true;
+      break;
+    }
+    bool all_exited = extra.size() > 1;
+    for (size_t i = 1; i < extra.size(); ++i) {
+      if (!(extra[i].revents & POLLIN)) all_exited = false;
+    }
+    if (all_exited) break;
+    if (extra.size() == 1) {
+      // No pidfds (old kernel): check for the processes by signal 0.
+      bool any = false;
+      for (int pid : o.pids) any |= ::kill(pid, 0) == 0 || errno == EPERM;
+      if (!any) break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+  }
+  (void)(*session)->Disable();
+  (*session)->Drain(collector);
+  state.duration_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  state.exit_code = kExitOk;
+  std::vector<sampler::CounterValue> counter_values;
+  if (counters.has_value()) {
+    (void)counters->Disable();
+    absl::StatusOr<std::vector<sampler::CounterValue>> values = counters->Read();
+    if (values.ok()) counter_values = *std::move(values);
+  }
+  return FinishRecording(o, **session, collector, counter_values, state);
+}
+
 }  // namespace
 
 int RunRecording(const RecordOptions& o) {
@@ -84,11 +203,7 @@ int RunRecording(const RecordOptions& o) {
       return kExitOutput;
     }
   }
-  if (!o.pids.empty()) {
-    PrintError("attaching with -p is not available yet; run the command under nativeprof record");
-    return kExitUsage;
-  }
-  if (o.duration_seconds > 0) {
+  if (o.duration_seconds > 0 && o.pids.empty()) {
     PrintError("--duration applies to -p PID; with a command, stop it with Ctrl-C");
     return kExitUsage;
   }
@@ -106,6 +221,8 @@ int RunRecording(const RecordOptions& o) {
     return kExitFailure;
   }
 
+  if (!o.pids.empty()) return RunAttached(o, **unwinder, signals);
+
   absl::StatusOr<sampler::ChildProcess> child = sampler::ChildProcess::Spawn(o.command);
   if (!child.ok()) {
     PrintError(child.status().message());
@@ -113,15 +230,8 @@ int RunRecording(const RecordOptions& o) {
   }
 
   sampler::SessionOptions session_options;
-  session_options.sampling.event = o.event;
-  session_options.sampling.frequency_hz = o.frequency_hz;
-  session_options.sampling.callchain = true;
-  if (o.call_graph == unwind::CallGraphMode::kDwarf) {
-    session_options.sampling.regs_user_mask = unwind::DwarfSampleRegsMask();
-    session_options.sampling.stack_user_bytes = o.dwarf_stack_bytes;
-  }
+  ApplyCallGraph(o, &session_options);
   session_options.targets = {child->pid()};
-  session_options.ring_pages = o.ring_pages;
   absl::StatusOr<std::unique_ptr<sampler::Session>> session =
       sampler::Session::Open(session_options);
   if (!session.ok()) {

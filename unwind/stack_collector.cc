@@ -65,6 +65,7 @@ void StackCollector::OnSample(const sampler::SampleView& sample) {
   if (sample.time_ns > stats_.last_time_ns) stats_.last_time_ns = sample.time_ns;
 
   sampler::Process& process = processes_.GetOrCreate(static_cast<int32_t>(sample.pid));
+  processes_.NoteThread(static_cast<int32_t>(sample.tid));
   ProcessView view{process.pid, &process.address_space, &modules_};
   unwinder_->Unwind(sample, view, &scratch_stack_);
   ++stats_.ends[static_cast<size_t>(scratch_stack_.end)];

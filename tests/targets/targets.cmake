@@ -35,3 +35,16 @@ np_test_target(fp_split_nopie SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_split.c
 # kernel's frame-pointer chain can finish the unwind (the hybrid splice).
 np_test_target(dwarf_fp_deep SOURCES ${CMAKE_CURRENT_LIST_DIR}/nofp_workload.c
                FLAGS -O2 -fno-omit-frame-pointer LINK nofp_shared pthread)
+np_test_target(attach_server SOURCES ${CMAKE_CURRENT_LIST_DIR}/attach_server.c FLAGS ${NP_FP_FLAGS}
+               LINK pthread)
+# libnativeprof (issue 6): the sample benchmark of bench/ linked against the shared library, so the
+# integration tests check its output (and the library gets built before them).
+find_package(benchmark QUIET)
+if(benchmark_FOUND)
+  set(np_gbench_flags ${NP_FP_FLAGS})
+  if(benchmark_VERSION VERSION_GREATER_EQUAL 1.8.5)
+    list(APPEND np_gbench_flags -DNATIVEPROF_BENCHMARK_HAS_PROFILER_MANAGER=1)
+  endif()
+  np_test_target(gbench_profiled SOURCES ${PROJECT_SOURCE_DIR}/bench/gbench_profiled_benchmark.cc
+                 FLAGS ${np_gbench_flags} LINK nativeprof_lib benchmark::benchmark)
+endif()

@@ -1,0 +1,127 @@
+#include "sampler/proc_maps.h"
+
+#include <dirent.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "base/file_util.h"
+#include "sampler/build_id_reader.h"
+
+namespace nativeprof::sampler {
+namespace {
+
+bool ParseHex(absl::string_view s, uint64_t* out) { return absl::SimpleHexAtoi(s, out); }
+
+}  // namespace
+
+absl::StatusOr<std::vector<ProcMapsEntry>> ParseProcMaps(absl::string_view text) {
+  std::vector<ProcMapsEntry> entries;
+  int number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    ++number;
+    // start-end perms offset dev inode [path]; the path may contain spaces.
+    std::vector<absl::string_view> f =
+        absl::StrSplit(line, absl::MaxSplits(' ', 5), absl::SkipEmpty());
+    if (f.size() < 5) {
+      return absl::DataLossError(absl::StrCat("malformed maps line ", number, ": ", line));
+    }
+    ProcMapsEntry e;
+    std::pair<absl::string_view, absl::string_view> range = absl::StrSplit(f[0], '-');
+    std::pair<absl::string_view, absl::string_view> dev = absl::StrSplit(f[3], ':');
+    uint64_t major = 0, minor = 0;
+    if (!ParseHex(range.first, &e.start_avma) || !ParseHex(range.second, &e.end_avma) ||
+        !ParseHex(f[2], &e.file_offset) || !ParseHex(dev.first, &major) ||
+        !ParseHex(dev.second, &minor) || !absl::SimpleAtoi(f[4], &e.inode) || f[1].size() < 4) {
+      return absl::DataLossError(absl::StrCat("malformed maps line ", number, ": ", line));
+    }
+    e.dev_major = static_cast<uint32_t>(major);
+    e.dev_minor = static_cast<uint32_t>(minor);
+    if (f[1][0] == 'r') e.prot |= PROT_READ;
+    if (f[1][1] == 'w') e.prot |= PROT_WRITE;
+    if (f[1][2] == 'x') e.prot |= PROT_EXEC;
+    e.shared = f[1][3] == 's';
+    if (f.size() == 6) e.path = std::string(absl::StripLeadingAsciiWhitespace(f[5]));
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+absl::StatusOr<std::vector<ProcMapsEntry>> ReadProcMaps(pid_t pid) {
+  absl::StatusOr<std::string> text = ReadSmallFile(absl::StrCat("/proc/", pid, "/maps"));
+  if (!text.ok()) return text.status();
+  return ParseProcMaps(*text);
+}
+
+absl::StatusOr<std::vector<pid_t>> ListThreads(pid_t pid) {
+  std::string dir = absl::StrCat("/proc/", pid, "/task");
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return absl::NotFoundError(absl::StrCat("no process with PID ", pid));
+  std::vector<pid_t> tids;
+  while (dirent* entry = ::readdir(d)) {
+    int tid = 0;
+    if (absl::SimpleAtoi(entry->d_name, &tid) && tid > 0) tids.push_back(tid);
+  }
+  ::closedir(d);
+  std::sort(tids.begin(), tids.end());
+  if (tids.empty()) return absl::NotFoundError(absl::StrCat("no process with PID ", pid));
+  return tids;
+}
+
+void SynthesizeProcessState(pid_t pid, const std::vector<ProcMapsEntry>& entries,
+                            RecordSink& sink) {
+  absl::StatusOr<std::vector<pid_t>> tids = ListThreads(pid);
+  // The main thread first, so the process gets its name before its threads.
+  std::vector<pid_t> order = {pid};
+  if (tids.ok()) {
+    for (pid_t t : *tids) {
+      if (t != pid) order.push_back(t);
+    }
+  }
+  for (pid_t tid : order) {
+    absl::StatusOr<std::string> comm =
+        ReadSmallFile(absl::StrCat("/proc/", pid, "/task/", tid, "/comm"));
+    if (!comm.ok()) continue;
+    std::string name(absl::StripTrailingAsciiWhitespace(*comm));
+    CommView c;
+    c.pid = static_cast<uint32_t>(pid);
+    c.tid = static_cast<uint32_t>(tid);
+    c.comm = name;
+    sink.OnComm(c);
+  }
+  for (const ProcMapsEntry& e : entries) {
+    if (!(e.prot & PROT_EXEC)) continue;
+    std::vector<uint8_t> build_id;
+    if (!e.path.empty() && e.path[0] == '/') {
+      // Through map_files the mapped file is readable even if it was deleted or lives in
+      // another mount namespace.
+      build_id = ReadElfBuildId(
+          absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start_avma, e.end_avma));
+      if (build_id.empty()) build_id = ReadElfBuildId(e.path);
+    }
+    MmapView m;
+    m.pid = static_cast<uint32_t>(pid);
+    m.tid = static_cast<uint32_t>(pid);
+    m.start_avma = e.start_avma;
+    m.length = e.end_avma - e.start_avma;
+    m.file_offset = e.file_offset;
+    m.dev_major = e.dev_major;
+    m.dev_minor = e.dev_minor;
+    m.inode = e.inode;
+    m.prot = e.prot;
+    m.flags = e.shared ? MAP_SHARED : MAP_PRIVATE;
+    m.build_id = build_id;
+    m.filename = e.path.empty() ? std::string_view("//anon") : std::string_view(e.path);
+    m.executable = true;
+    sink.OnMmap(m);
+  }
+}
+
+}  // namespace nativeprof::sampler

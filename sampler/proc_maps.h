@@ -1,0 +1,48 @@
+// The starting state of a process nativeprof attaches to: /proc/PID/maps and the thread names
+// under /proc/PID/task, turned into the same MMAP2/COMM records the kernel sends for new mappings,
+// so the address-space model is complete before the first sample. Main thread.
+#ifndef NATIVEPROF_SAMPLER_PROC_MAPS_H_
+#define NATIVEPROF_SAMPLER_PROC_MAPS_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "sampler/records.h"
+
+namespace nativeprof::sampler {
+
+struct ProcMapsEntry {
+  uint64_t start_avma = 0;
+  uint64_t end_avma = 0;
+  uint32_t prot = 0;  // PROT_READ | PROT_WRITE | PROT_EXEC
+  bool shared = false;
+  uint64_t file_offset = 0;
+  uint32_t dev_major = 0;
+  uint32_t dev_minor = 0;
+  uint64_t inode = 0;
+  std::string path;  // may be empty, "[vdso]", "[heap]", or end in " (deleted)"
+};
+
+// Parses the text of a /proc/PID/maps file. Errors: kDataLoss naming the bad line.
+absl::StatusOr<std::vector<ProcMapsEntry>> ParseProcMaps(absl::string_view text);
+
+// Reads /proc/PID/maps. Errors: kNotFound (no such process), kPermissionDenied (another user's
+// process without ptrace rights), kDataLoss.
+absl::StatusOr<std::vector<ProcMapsEntry>> ReadProcMaps(pid_t pid);
+
+// The thread ids under /proc/PID/task. Errors: kNotFound when the process does not exist.
+absl::StatusOr<std::vector<pid_t>> ListThreads(pid_t pid);
+
+// Feeds `sink` one COMM per thread (from /proc/PID/task/TID/comm) and one MMAP2 per executable
+// mapping of `entries`, with the build-id read from the mapped file when it has one.
+void SynthesizeProcessState(pid_t pid, const std::vector<ProcMapsEntry>& entries,
+                            RecordSink& sink);
+
+}  // namespace nativeprof::sampler
+
+#endif  // NATIVEPROF_SAMPLER_PROC_MAPS_H_
