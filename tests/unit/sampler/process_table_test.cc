@@ -155,6 +155,19 @@ TEST_F(ProcessTableTest, ThreadNameFallsBackToProcessNameThenPid) {
   EXPECT_EQ(table_.ThreadName(unnamed, 78), "[77]");
 }
 
+TEST_F(ProcessTableTest, ChildOfAnUnnamedProcessIsNamedByItsOwnPid) {
+  table_.GetOrCreate(30);
+  table_.ApplyTask(Fork(31, 30, 31, 30));
+  table_.ApplyTask(Fork(31, 31, 32, 31));  // and a thread of it
+  const Process* child = table_.Find(31);
+  ASSERT_NE(child, nullptr);
+  EXPECT_EQ(table_.ThreadName(*child, 31), "[31]");
+  EXPECT_EQ(table_.ThreadName(*child, 32), "[31]");
+  // Once the child's COMM arrives, its threads without their own name follow it.
+  table_.ApplyComm(Comm(31, 31, "child", false));
+  EXPECT_EQ(table_.ThreadName(*child, 32), "child");
+}
+
 TEST_F(ProcessTableTest, ExitMarksOnlyTheMainThreadsExit) {
   table_.ApplyComm(Comm(1, 1, "p", true));
   TaskView exit_thread = Fork(1, 1, 2, 1);
