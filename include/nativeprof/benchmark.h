@@ -1,0 +1,302 @@
+// Google Benchmark integration of libnativeprof: profiles each benchmark of a benchmark binary
+// separately, writes <dir>/<benchmark name>.folded per benchmark ('/' and other unsafe characters
+// in names become '_'), and puts counters (IPC, cache-miss rate, page faults and context
+// switches per iteration; only those the kernel has here) into the benchmark's user counters, so
+// they appear in the normal console table, --benchmark_format=json and --benchmark_out.
+//
+// Use:
+//   static void BM_Parse(benchmark::State& state) { for (auto _ : state) Parse(); }
+//   NATIVEPROF_BENCHMARK(BM_Parse)->Arg(64);   // instead of BENCHMARK(...)
+//   NATIVEPROF_BENCHMARK_MAIN();               // instead of BENCHMARK_MAIN()
+//   $ ./my_bench --nativeprof_out=profiles     // folded files land in profiles/
+// Without --nativeprof_out (or NATIVEPROF_BENCHMARK_OUT) nothing is sampled; counters still are.
+// A body may instead open `nativeprof::benchmark::BenchmarkScope scope(state);` itself.
+//
+// How it hooks in (see docs/library.md): Google Benchmark 1.7.1 (Debian 12) has no profiler
+// hook and no State::name(), so the scope samples and counts around every call of the body and
+// a reporter that wraps the display reporter names the accumulated profile when the benchmark's
+// runs are reported. When NATIVEPROF_BENCHMARK_HAS_PROFILER_MANAGER is 1 (Google Benchmark
+// >= 1.8.5; the CMake package's nativeprof_benchmark_hook() sets it), sampling happens in
+// benchmark::RegisterProfilerManager's dedicated extra run instead, so the measured runs carry
+// only the (cheap) counters. Everything runs on the benchmark's main thread; header-only.
+#ifndef NATIVEPROF_INCLUDE_NATIVEPROF_BENCHMARK_H_
+#define NATIVEPROF_INCLUDE_NATIVEPROF_BENCHMARK_H_
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "nativeprof/profiler.h"
+
+#ifndef NATIVEPROF_BENCHMARK_HAS_PROFILER_MANAGER
+#define NATIVEPROF_BENCHMARK_HAS_PROFILER_MANAGER 0
+#endif
+
+namespace nativeprof::benchmark {
+
+// A benchmark name as a file name: '/' and characters shells or file systems dislike -> '_'.
+inline std::string SanitizeBenchmarkName(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (c == '/' || c == '\\' || u < 0x20 || u == 0x7f || std::strchr(" \"'*?<>|$&;`", c)) c = '_';
+  }
+  if (out.empty() || out[0] == '.') out.insert(out.begin(), '_');
+  return out;
+}
+
+struct HarnessOptions {
+  std::string out_dir;   // empty: no sampling, no files
+  bool counters = true;  // per-iteration counters in the user counters
+  ProfilerOptions profiler;
+};
+
+// Process-wide state of the integration. Main thread only (Google Benchmark calls bodies of
+// single-threaded benchmarks and reporters there; for ->Threads(n) only thread 0 profiles).
+class Harness {
+ public:
+  static Harness& Get() {
+    static Harness harness;
+    return harness;
+  }
+
+  // Creates the profilers. Errors: those of Profiler::Create, kInvalidArgument when out_dir
+  // cannot be created.
+  absl::Status Init(const HarnessOptions& options) {
+    options_ = options;
+    if (!options_.out_dir.empty()) {
+      if (::mkdir(options_.out_dir.c_str(), 0777) != 0 && errno != EEXIST) {
+        return absl::InvalidArgumentError("cannot create --nativeprof_out directory " +
+                                          options_.out_dir + ": " + std::strerror(errno));
+      }
+    }
+    const bool sampling = !options_.out_dir.empty();
+    const bool separate = NATIVEPROF_BENCHMARK_HAS_PROFILER_MANAGER != 0;
+    // One profiler for both jobs unless sampling moves to the profiler manager's run: two
+    // profilers running at once would each follow the other's reader thread.
+    if (sampling || options_.counters) {
+      ProfilerOptions o = options_.profiler;
+      o.sample = sampling && !separate;
+      o.count = options_.counters;
+      if (o.sample || o.count) {
+        absl::StatusOr<Profiler> p = Profiler::Create(o);
+        if (!p.ok()) return p.status();
+        scope_profiler_.emplace(*std::move(p));
+      }
+    }
+    if (sampling && separate) {
+      ProfilerOptions o = options_.profiler;
+      o.sample = true;
+      o.count = false;
+      absl::StatusOr<Profiler> p = Profiler::Create(o);
+      if (!p.ok()) return p.status();
+      manager_profiler_.emplace(*std::move(p));
+    }
+    return absl::OkStatus();
+  }
+
+  bool sampling() const { return !options_.out_dir.empty(); }
+  const HarnessOptions& options() const { return options_; }
+
+  // Around one call of a benchmark body (BenchmarkScope).
+  void BeginBody() {
+    if (!scope_profiler_.has_value()) return;
+    if (options_.counters) {
+      absl::StatusOr<CounterSnapshot> c = scope_profiler_->Counters();
+      before_ = c.ok() ? *std::move(c) : CounterSnapshot();
+    }
+    body_running_ = Report(scope_profiler_->Start());
+  }
+  void EndBody(::benchmark::State& state) {
+    if (!body_running_) return;
+    body_running_ = false;
+    if (!Report(scope_profiler_->Stop())) return;
+    if (!NATIVEPROF_BENCHMARK_HAS_PROFILER_MANAGER && sampling()) pending_ = true;
+    if (!options_.counters) return;
+    absl::StatusOr<CounterSnapshot> after = scope_profiler_->Counters();
+    if (!after.ok()) return;
+    const CounterSnapshot d = after->Minus(before_);
+    // Ratios are per run; counts are divided by the iterations (kAvgIterations). Counters the
+    // kernel cannot give are left out rather than shown as 0.
+    if (auto v = d.Ipc()) state.counters["IPC"] = *v;
+    if (auto v = d.CacheMissRate()) state.counters["cache_miss_rate"] = *v;
+    if (auto v = d.PageFaults()) {
+      state.counters["page_faults"] = ::benchmark::Counter(*v, ::benchmark::Counter::kAvgIterations);
+    }
+    if (auto v = d.ContextSwitches()) {
+      state.counters["ctx_switches"] =
+          ::benchmark::Counter(*v, ::benchmark::Counter::kAvgIterations);
+    }
+  }
+
+  // Around the profiler manager's extra run (Google Benchmark >= 1.8.5).
+  void BeginManagedRun() {
+    if (manager_profiler_.has_value()) manager_running_ = Report(manager_profiler_->Start());
+  }
+  void EndManagedRun() {
+    if (!manager_running_) return;
+    manager_running_ = false;
+    if (Report(manager_profiler_->Stop())) pending_ = true;
+  }
+
+  // A benchmark's runs are being reported: what was sampled since the last flush is its profile.
+  void Flush(const std::string& benchmark_name) {
+    if (!pending_) return;
+    pending_ = false;
+    Profiler* p = manager_profiler_.has_value() ? &*manager_profiler_ : &*scope_profiler_;
+    const std::string path = options_.out_dir + "/" + SanitizeBenchmarkName(benchmark_name) + ".folded";
+    Report(p->WriteFolded(path));
+    Report(p->Reset());
+  }
+
+ private:
+  // Diagnostics go to stderr once per distinct failure; benchmarks keep running.
+  bool Report(const absl::Status& st) {
+    if (st.ok()) return true;
+    std::string text = st.ToString();
+    if (text != last_error_) std::fprintf(stderr, "nativeprof: %s\n", text.c_str());
+    last_error_ = std::move(text);
+    return false;
+  }
+
+  HarnessOptions options_;
+  std::optional<Profiler> scope_profiler_;
+  std::optional<Profiler> manager_profiler_;
+  CounterSnapshot before_;
+  bool body_running_ = false;
+  bool manager_running_ = false;
+  bool pending_ = false;
+  std::string last_error_;
+};
+
+// Profiles one call of a benchmark body: open it first thing in the body, before the loop.
+class BenchmarkScope {
+ public:
+  explicit BenchmarkScope(::benchmark::State& state) : state_(state) {
+    if (state_.thread_index() == 0) Harness::Get().BeginBody();
+  }
+  BenchmarkScope(const BenchmarkScope&) = delete;
+  BenchmarkScope& operator=(const BenchmarkScope&) = delete;
+  ~BenchmarkScope() {
+    if (state_.thread_index() == 0) Harness::Get().EndBody(state_);
+  }
+
+ private:
+  ::benchmark::State& state_;
+};
+
+// Registers `fn` under `name` with a BenchmarkScope around every call; returns the Benchmark for
+// ->Arg(), ->Range(), ... like BENCHMARK does.
+inline ::benchmark::internal::Benchmark* Register(const char* name,
+                                                  void (*fn)(::benchmark::State&)) {
+  return ::benchmark::RegisterBenchmark(name, [fn](::benchmark::State& state) {
+    BenchmarkScope scope(state);
+    fn(state);
+  });
+}
+
+// Wraps the display reporter: flushes each benchmark's profile when its runs are reported and
+// forwards everything unchanged.
+class ProfilingReporter : public ::benchmark::BenchmarkReporter {
+ public:
+  explicit ProfilingReporter(std::unique_ptr<::benchmark::BenchmarkReporter> inner)
+      : inner_(std::move(inner)) {}
+  bool ReportContext(const Context& context) override { return inner_->ReportContext(context); }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.run_type == Run::RT_Iteration) {
+        Harness::Get().Flush(run.benchmark_name());
+        break;
+      }
+    }
+    inner_->ReportRuns(runs);
+  }
+  void Finalize() override { inner_->Finalize(); }
+
+ private:
+  std::unique_ptr<::benchmark::BenchmarkReporter> inner_;
+};
+
+#if NATIVEPROF_BENCHMARK_HAS_PROFILER_MANAGER
+class ProfilerManagerHook : public ::benchmark::ProfilerManager {
+ public:
+  void AfterSetupStart() override { Harness::Get().BeginManagedRun(); }
+  void BeforeTeardownStop() override { Harness::Get().EndManagedRun(); }
+};
+#endif
+
+// The display reporter --benchmark_format asks for (console, json or csv).
+inline std::unique_ptr<::benchmark::BenchmarkReporter> MakeDisplayReporter(const std::string& format) {
+  if (format == "json") return std::make_unique<::benchmark::JSONReporter>();
+  BENCHMARK_DISABLE_DEPRECATED_WARNING
+  if (format == "csv") return std::make_unique<::benchmark::CSVReporter>();
+  BENCHMARK_RESTORE_DEPRECATED_WARNING
+  return std::make_unique<::benchmark::ConsoleReporter>(
+      ::isatty(STDOUT_FILENO) ? ::benchmark::ConsoleReporter::OO_ColorTabular
+                              : ::benchmark::ConsoleReporter::OO_Tabular);
+}
+
+// A complete main(): takes --nativeprof_out=DIR and --nativeprof_counters=false out of argv
+// (NATIVEPROF_BENCHMARK_OUT is the default for the former), then runs Google Benchmark with the
+// profiling reporter. Returns the process exit code.
+inline int Main(int argc, char** argv) {
+  HarnessOptions options;
+  if (const char* env = std::getenv("NATIVEPROF_BENCHMARK_OUT")) options.out_dir = env;
+  std::string format = "console";
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--nativeprof_out=", 0) == 0) {
+      options.out_dir = arg.substr(std::strlen("--nativeprof_out="));
+      continue;
+    }
+    if (arg == "--nativeprof_counters=false") {
+      options.counters = false;
+      continue;
+    }
+    if (arg.rfind("--benchmark_format=", 0) == 0) format = arg.substr(std::strlen("--benchmark_format="));
+    argv[kept++] = argv[i];
+  }
+  argc = kept;
+  argv[argc] = nullptr;
+  ::benchmark::Initialize(&argc, argv);
+  if (::benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (absl::Status st = Harness::Get().Init(options); !st.ok()) {
+    std::fprintf(stderr, "nativeprof: %s\n", st.ToString().c_str());
+    return 1;
+  }
+#if NATIVEPROF_BENCHMARK_HAS_PROFILER_MANAGER
+  static ProfilerManagerHook hook;
+  if (Harness::Get().sampling()) ::benchmark::RegisterProfilerManager(&hook);
+#endif
+  ProfilingReporter reporter(MakeDisplayReporter(format));
+  ::benchmark::RunSpecifiedBenchmarks(&reporter);
+#if NATIVEPROF_BENCHMARK_HAS_PROFILER_MANAGER
+  ::benchmark::RegisterProfilerManager(nullptr);
+#endif
+  ::benchmark::Shutdown();
+  return 0;
+}
+
+}  // namespace nativeprof::benchmark
+
+// Like BENCHMARK(fn), with a BenchmarkScope around each call of fn.
+#define NATIVEPROF_BENCHMARK(fn) \
+  BENCHMARK_PRIVATE_DECLARE(fn) = ::nativeprof::benchmark::Register(#fn, fn)
+
+// Like BENCHMARK_MAIN(), with the profiling reporter and the --nativeprof_* flags.
+#define NATIVEPROF_BENCHMARK_MAIN()                                                   \
+  int main(int argc, char** argv) { return ::nativeprof::benchmark::Main(argc, argv); } \
+  int main(int, char**)
+
+#endif  // NATIVEPROF_INCLUDE_NATIVEPROF_BENCHMARK_H_

@@ -1,0 +1,283 @@
+#include "tools/library_profiler.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "base/errno_status.h"
+#include "base/status_macros.h"
+#include "output/profile_writer.h"
+#include "symbolize/profile_builder.h"
+#include "symbolize/symbolizer.h"
+#include "unwind/x86_64_regs.h"
+
+namespace nativeprof::tools {
+namespace {
+
+constexpr uint64_t kGo = 1;
+constexpr uint64_t kQuit = 2;
+
+bool SameMaps(const std::vector<sampler::ProcMapsEntry>& a,
+              const std::vector<sampler::ProcMapsEntry>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto& x = a[i];
+    const auto& y = b[i];
+    if (x.start_avma != y.start_avma || x.end_avma != y.end_avma || x.prot != y.prot ||
+        x.file_offset != y.file_offset || x.inode != y.inode || x.path != y.path) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Adds `from` into `into` (same event): counts of different threads and segments are summed.
+void Accumulate(const sampler::CounterValue& from, sampler::CounterValue& into) {
+  if (!from.supported) {
+    if (into.unsupported_reason.empty()) into.unsupported_reason = from.unsupported_reason;
+    return;
+  }
+  into.supported = true;
+  into.unsupported_reason.clear();
+  into.counted = into.counted || from.counted;
+  into.raw += from.raw;
+  into.scaled += from.scaled;
+  into.time_enabled += from.time_enabled;
+  into.time_running += from.time_running;
+}
+
+uint64_t ReadEventFd(int fd) {
+  uint64_t value = 0;
+  while (::read(fd, &value, sizeof(value)) < 0 && errno == EINTR) {
+  }
+  return value;
+}
+
+void WriteEventFd(int fd, uint64_t value) {
+  while (::write(fd, &value, sizeof(value)) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+std::vector<sampler::EventSpec> LibraryCounterEvents() {
+  std::vector<sampler::EventSpec> events;
+  for (const char* name : {"task-clock", "page-faults", "context-switches", "cpu-migrations",
+                           "cycles", "instructions", "cache-references", "cache-misses"}) {
+    absl::StatusOr<sampler::EventSpec> e = sampler::ParseEventSpec(name);
+    if (e.ok()) events.push_back(*std::move(e));
+  }
+  return events;
+}
+
+absl::StatusOr<std::unique_ptr<SelfProfiler>> SelfProfiler::Create(
+    const SelfProfilerOptions& options) {
+  if (!options.sample && !options.count) {
+    return absl::InvalidArgumentError("neither sampling nor counting is enabled");
+  }
+  if (options.sample && (options.frequency_hz == 0 || options.frequency_hz > 100000)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling frequency ", options.frequency_hz, " Hz is outside 1..100000"));
+  }
+  std::unique_ptr<SelfProfiler> p(new SelfProfiler(options));
+  if (p->options_.counter_events.empty()) p->options_.counter_events = LibraryCounterEvents();
+  NP_ASSIGN_OR_RETURN(p->unwinder_, unwind::MakeUnwinder(options.call_graph,
+                                                         unwind::DwarfBackend::kNative));
+  p->collector_ = std::make_unique<unwind::StackCollector>(p->unwinder_.get(),
+                                                           /*keep_timeline=*/false);
+  p->ready_fd_.Reset(::eventfd(0, EFD_CLOEXEC));
+  p->control_fd_.Reset(::eventfd(0, EFD_CLOEXEC));
+  if (!p->ready_fd_.valid() || !p->control_fd_.valid()) return ErrnoError("eventfd");
+  for (const sampler::EventSpec& e : p->options_.counter_events) {
+    sampler::CounterValue v;
+    v.event = e;
+    p->counter_totals_.push_back(std::move(v));
+  }
+  return p;
+}
+
+SelfProfiler::~SelfProfiler() {
+  if (running_) (void)Stop();
+}
+
+absl::Status SelfProfiler::OpenCounters(const std::vector<pid_t>& tids) {
+  sampler::CounterOptions counter_options;
+  counter_options.enable_on_exec = false;
+  counter_options.inherit = true;
+  for (pid_t tid : tids) {
+    absl::StatusOr<sampler::CounterSet> set =
+        sampler::CounterSet::Open(options_.counter_events, tid, counter_options);
+    if (set.ok()) {
+      counter_sets_.push_back(*std::move(set));
+    } else if (!absl::IsNotFound(set.status())) {
+      // A thread that exited since it was listed is not an error; anything else is.
+      return set.status();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SelfProfiler::Start() {
+  if (running_) return absl::FailedPreconditionError("the profiler is already running");
+  notes_.clear();
+  // The reader exists before any event is opened, so no inherited event ever follows it.
+  reader_ = std::thread([this] { ReaderLoop(); });
+  const pid_t reader_tid = static_cast<pid_t>(ReadEventFd(ready_fd_.get()));
+
+  auto fail = [this](absl::Status st) {
+    WriteEventFd(control_fd_.get(), kQuit);
+    reader_.join();
+    session_.reset();
+    counter_sets_.clear();
+    return st;
+  };
+
+  const pid_t self_pid = ::getpid();
+  const pid_t self_tid = ::gettid();
+  absl::StatusOr<std::vector<pid_t>> listed = sampler::ListThreads(self_pid);
+  if (!listed.ok()) return fail(listed.status());
+  // The calling thread first: it is certainly alive, and Session probes with targets[0].
+  std::vector<pid_t> tids = {self_tid};
+  for (pid_t tid : *listed) {
+    if (tid != self_tid && tid != reader_tid) tids.push_back(tid);
+  }
+
+  if (options_.sample) {
+    sampler::SessionOptions so;
+    so.sampling.event = options_.event;
+    so.sampling.frequency_hz = options_.frequency_hz;
+    so.sampling.include_kernel = options_.include_kernel;
+    so.sampling.callchain = true;
+    so.sampling.inherit = true;
+    so.sampling.enable_on_exec = false;
+    if (options_.call_graph == unwind::CallGraphMode::kDwarf) {
+      so.sampling.regs_user_mask = unwind::DwarfSampleRegsMask();
+      so.sampling.stack_user_bytes = options_.dwarf_stack_bytes;
+    }
+    so.targets = tids;
+    so.ring_pages = options_.ring_pages;
+    absl::StatusOr<std::unique_ptr<sampler::Session>> session = sampler::Session::Open(so);
+    if (!session.ok()) return fail(session.status());
+    session_ = *std::move(session);
+    notes_ = session_->notes();
+  }
+  if (options_.count) {
+    if (absl::Status st = OpenCounters(tids); !st.ok()) return fail(st);
+  }
+  if (session_ != nullptr) {
+    if (absl::Status st = session_->Enable(); !st.ok()) return fail(st);
+  }
+  running_ = true;
+  WriteEventFd(control_fd_.get(), kGo);
+  return absl::OkStatus();
+}
+
+void SelfProfiler::ReaderLoop() {
+  // Process-directed signals must go to the host's threads, never to this one.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  pthread_setname_np(pthread_self(), "nativeprof-rd");
+  WriteEventFd(ready_fd_.get(), static_cast<uint64_t>(::gettid()));
+  if (ReadEventFd(control_fd_.get()) != kGo) return;
+  if (session_ == nullptr) {
+    // Counting only: nothing to drain, just wait for Stop.
+    ReadEventFd(control_fd_.get());
+    return;
+  }
+
+  // The kernel reports only mappings made after the events were enabled: the address space and
+  // thread names as they are now come from /proc (re-sent only when they changed since the last
+  // segment, which keeps a start/stop cycle cheap).
+  const pid_t pid = ::getpid();
+  absl::StatusOr<std::vector<sampler::ProcMapsEntry>> maps = sampler::ReadProcMaps(pid);
+  absl::StatusOr<std::vector<pid_t>> threads = sampler::ListThreads(pid);
+  if (maps.ok() && threads.ok() &&
+      (!SameMaps(*maps, last_maps_) || *threads != last_threads_)) {
+    sampler::SynthesizeProcessState(pid, *maps, *collector_);
+    last_maps_ = *std::move(maps);
+    last_threads_ = *std::move(threads);
+  }
+
+  pollfd control = {control_fd_.get(), POLLIN, 0};
+  while (true) {
+    session_->Poll(std::span<pollfd>(&control, 1), 100);
+    session_->Drain(*collector_);
+    if (control.revents & POLLIN) break;
+  }
+  ReadEventFd(control_fd_.get());
+  // Stop disabled the events before waking us: this drain sees the segment's last records.
+  session_->Drain(*collector_);
+}
+
+absl::Status SelfProfiler::Stop() {
+  if (!running_) return absl::FailedPreconditionError("the profiler is not running");
+  absl::Status status;
+  if (session_ != nullptr) status = session_->Disable();
+  for (sampler::CounterSet& set : counter_sets_) {
+    if (absl::Status st = set.Disable(); !st.ok() && status.ok()) status = st;
+  }
+  WriteEventFd(control_fd_.get(), kGo);
+  reader_.join();
+  running_ = false;
+  for (const sampler::CounterSet& set : counter_sets_) {
+    absl::StatusOr<std::vector<sampler::CounterValue>> values = set.Read();
+    if (!values.ok()) {
+      if (status.ok()) status = values.status();
+      continue;
+    }
+    for (size_t i = 0; i < values->size() && i < counter_totals_.size(); ++i) {
+      Accumulate((*values)[i], counter_totals_[i]);
+    }
+  }
+  counter_sets_.clear();
+  session_.reset();
+  return status;
+}
+
+absl::Status SelfProfiler::Reset() {
+  if (running_) return absl::FailedPreconditionError("stop the profiler before resetting it");
+  collector_ = std::make_unique<unwind::StackCollector>(unwinder_.get(), /*keep_timeline=*/false);
+  last_maps_.clear();
+  last_threads_.clear();
+  for (sampler::CounterValue& v : counter_totals_) {
+    sampler::CounterValue fresh;
+    fresh.event = v.event;
+    v = std::move(fresh);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SelfProfiler::WriteFolded(const std::string& path) {
+  if (running_) return absl::FailedPreconditionError("stop the profiler before writing");
+  if (!options_.sample) return absl::FailedPreconditionError("sampling is off for this profiler");
+  symbolize::SymbolizerOptions symbolizer_options;
+  std::unique_ptr<symbolize::Symbolizer> symbolizer =
+      symbolize::MakeSymbolizer(collector_->modules(), symbolizer_options);
+  symbolize::ProfileBuildOptions build;
+  build.event = options_.event.name;
+  build.weight_unit = "samples";
+  build.sample_frequency_hz = options_.frequency_hz;
+  symbolize::Profile profile = symbolize::BuildProfile(*collector_, *symbolizer, build);
+  return output::WriteProfile(profile, path, output::OutputFormat::kFolded, {});
+}
+
+absl::StatusOr<std::vector<sampler::CounterValue>> SelfProfiler::Counters() const {
+  if (running_) return absl::FailedPreconditionError("stop the profiler before reading counters");
+  if (!options_.count) return absl::FailedPreconditionError("counting is off for this profiler");
+  return counter_totals_;
+}
+
+uint64_t SelfProfiler::samples() const { return collector_->stats().samples; }
+
+uint64_t SelfProfiler::lost() const {
+  return collector_->stats().lost_records + collector_->stats().lost_samples;
+}
+
+}  // namespace nativeprof::tools

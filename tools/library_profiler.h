@@ -1,0 +1,106 @@
+// The engine behind libnativeprof (include/nativeprof/*.h): profiles the calling process itself.
+// Start() creates a reader thread first, then opens sampling events (with inherit) on every other
+// thread of the process, so the reader never samples itself while threads created later are
+// followed. Samples accumulate across Start/Stop pairs until Reset(). The host's threads run no
+// nativeprof code while sampling (no signal handlers, no allocation): draining, unwinding and the
+// synthesized /proc/self/maps state all happen on the reader thread. Every public method is
+// called by the host under one external lock (the C API holds it); not thread-safe on its own.
+#ifndef NATIVEPROF_TOOLS_LIBRARY_PROFILER_H_
+#define NATIVEPROF_TOOLS_LIBRARY_PROFILER_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/scoped_fd.h"
+#include "sampler/counter_set.h"
+#include "sampler/counter_value.h"
+#include "sampler/event_spec.h"
+#include "sampler/proc_maps.h"
+#include "sampler/session.h"
+#include "unwind/stack_collector.h"
+#include "unwind/unwinder.h"
+
+namespace nativeprof::tools {
+
+struct SelfProfilerOptions {
+  bool sample = true;  // collect stacks
+  bool count = true;   // count `counter_events`
+  sampler::EventSpec event = sampler::CpuClockEvent();
+  uint64_t frequency_hz = 999;
+  bool include_kernel = true;  // falls back to user-only when perf_event_paranoid forbids it
+  unwind::CallGraphMode call_graph = unwind::CallGraphMode::kFramePointer;
+  uint32_t dwarf_stack_bytes = 8192;
+  size_t ring_pages = 0;  // 0: Session::DefaultRingPages
+  std::vector<sampler::EventSpec> counter_events = {};  // empty: LibraryCounterEvents()
+};
+
+// task-clock, page-faults, context-switches, cpu-migrations, cycles, instructions,
+// cache-references, cache-misses: what IPC, cache-miss rate, faults and switches need.
+std::vector<sampler::EventSpec> LibraryCounterEvents();
+
+class SelfProfiler {
+ public:
+  // Errors: kInvalidArgument (nothing to do: neither sample nor count; bad frequency);
+  // kUnimplemented for a call-graph mode this build lacks.
+  static absl::StatusOr<std::unique_ptr<SelfProfiler>> Create(const SelfProfilerOptions& options);
+  ~SelfProfiler();  // stops first if running
+
+  // Begins a segment. Errors: kFailedPrecondition if already running; those of Session::Open
+  // and CounterSet::Open (kPermissionDenied, kNotFound for an unsupported event,
+  // kResourceExhausted when out of fds), with nothing left open.
+  absl::Status Start();
+  // Ends the segment: disables the events, joins the reader after its last drain, adds the
+  // segment's counts to the totals and closes every fd. Errors: kFailedPrecondition if not running.
+  absl::Status Stop();
+  // Forgets every sample and counter total. Errors: kFailedPrecondition while running.
+  absl::Status Reset();
+
+  // Symbolizes what was collected since the last Reset and writes it as folded stacks
+  // (atomically). Errors: kFailedPrecondition while running; the writer's errno codes.
+  absl::Status WriteFolded(const std::string& path);
+
+  // Totals since the last Reset, one per counter event in order (unsupported ones with
+  // supported == false). Errors: kFailedPrecondition while running or when counting is off.
+  absl::StatusOr<std::vector<sampler::CounterValue>> Counters() const;
+
+  bool running() const { return running_; }
+  uint64_t samples() const;
+  uint64_t lost() const;
+  // Notes from the last Start (fallbacks such as "kernel stacks are not sampled: ...").
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
+  explicit SelfProfiler(const SelfProfilerOptions& options) : options_(options) {}
+  absl::Status OpenCounters(const std::vector<pid_t>& tids);
+  void ReaderLoop();
+
+  SelfProfilerOptions options_;
+  std::unique_ptr<unwind::Unwinder> unwinder_;
+  std::unique_ptr<unwind::StackCollector> collector_;
+  std::unique_ptr<sampler::Session> session_;
+  std::vector<sampler::CounterSet> counter_sets_;  // one per thread alive at Start
+  std::vector<sampler::CounterValue> counter_totals_;
+  std::vector<std::string> notes_;
+  bool running_ = false;
+
+  // The reader thread of the current segment and its two eventfds (kept for the profiler's
+  // lifetime): the reader posts its tid on ready_fd_; control_fd_ carries kGo once the events
+  // are enabled (or kQuit when Start failed), then kGo again to end the poll loop.
+  std::thread reader_;
+  ScopedFd ready_fd_;
+  ScopedFd control_fd_;
+  // The process state last synthesized into the collector; re-sent only when it changed.
+  std::vector<sampler::ProcMapsEntry> last_maps_;
+  std::vector<pid_t> last_threads_;
+};
+
+}  // namespace nativeprof::tools
+
+#endif  // NATIVEPROF_TOOLS_LIBRARY_PROFILER_H_
