@@ -14,15 +14,15 @@ absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text) {
   std::vector<int> cpus;
   for (absl::string_view part :
        absl::StrSplit(absl::StripAsciiWhitespace(text), ',', absl::SkipEmpty())) {
-    std::pair<absl::string_view, absl::string_view> range = absl::StrSplit(part, '-');
+    // Exactly "N" or "N-M": splitting into a pair would silently drop a third piece ("0-3-5")
+    // and read "0-" or "1--2" as a single CPU.
+    std::vector<absl::string_view> range = absl::StrSplit(part, '-');
     int lo = 0, hi = 0;
-    if (!absl::SimpleAtoi(range.first, &lo)) {
+    if (range.size() > 2 || !absl::SimpleAtoi(range[0], &lo) ||
+        (range.size() == 2 && !absl::SimpleAtoi(range[1], &hi))) {
       return absl::InvalidArgumentError(absl::StrCat("bad CPU list '", text, "'"));
     }
-    hi = lo;
-    if (!range.second.empty() && !absl::SimpleAtoi(range.second, &hi)) {
-      return absl::InvalidArgumentError(absl::StrCat("bad CPU list '", text, "'"));
-    }
+    if (range.size() == 1) hi = lo;
     if (lo < 0 || hi < lo || hi > 65535) {
       return absl::InvalidArgumentError(absl::StrCat("bad CPU range in '", text, "'"));
     }
