@@ -35,7 +35,10 @@ void PrintError(absl::string_view message) {
 }
 
 int ExitCodeForStartError(const absl::Status& st) {
-  if (absl::IsPermissionDenied(st) || absl::IsNotFound(st)) return kExitPerfUnavailable;
+  // Refused or unsupported events, and ring buffers over the locked-memory limit.
+  if (absl::IsPermissionDenied(st) || absl::IsNotFound(st) || absl::IsResourceExhausted(st)) {
+    return kExitPerfUnavailable;
+  }
   if (absl::IsInvalidArgument(st)) return kExitUsage;
   return kExitFailure;
 }
