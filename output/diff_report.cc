@@ -89,7 +89,7 @@ std::string RenderDiffTable(const DiffResult& diff, size_t top_n) {
 
 std::string RenderDiffSvg(const symbolize::Profile& before, const symbolize::Profile& after,
                           const std::string& title) {
-  FlameTree tree(false);
+  FlameTree tree;
   tree.AddProfile(before, 0);
   tree.AddProfile(after, 1);
   tree.Finish();

@@ -1,8 +1,8 @@
 #include "output/flame_tree.h"
 
 #include <algorithm>
+#include <numeric>
 
-#include "absl/status/status.h"
 #include "output/folded_writer.h"
 
 namespace nativeprof::output {
@@ -25,10 +25,10 @@ Palette PaletteOf(FrameKind kind) {
   return Palette::kUser;
 }
 
-FlameTree::FlameTree(bool time_ordered) : time_ordered_(time_ordered) {
+FlameTree::FlameTree() {
   FlameNode root;
   root.name = InternName("all", Palette::kRoot);
-  nodes_.push_back(std::move(root));
+  nodes_.push_back(root);
 }
 
 uint32_t FlameTree::InternName(absl::string_view name, Palette palette) {
@@ -40,34 +40,11 @@ uint32_t FlameTree::InternName(absl::string_view name, Palette palette) {
   return it->second;
 }
 
-uint32_t FlameTree::Child(uint32_t parent, uint32_t name) {
-  if (time_ordered_) {
-    const std::vector<uint32_t>& kids = nodes_[parent].children;
-    if (!kids.empty() && nodes_[kids.back()].name == name) return kids.back();
-  } else {
-    auto it = child_index_.find((static_cast<uint64_t>(parent) << 32) | name);
-    if (it != child_index_.end()) return it->second;
-  }
-  const uint32_t id = static_cast<uint32_t>(nodes_.size());
-  FlameNode node;
-  node.name = name;
-  node.parent = parent;
-  node.depth = nodes_[parent].depth + 1;
-  nodes_.push_back(std::move(node));
-  nodes_[parent].children.push_back(id);
-  if (!time_ordered_) child_index_.emplace((static_cast<uint64_t>(parent) << 32) | name, id);
-  return id;
-}
-
 void FlameTree::AddPath(const std::vector<uint32_t>& path, uint64_t count, int series) {
   if (count == 0) return;
-  uint32_t cur = 0;
-  nodes_[0].value[series] += count;
-  for (uint32_t name : path) {
-    cur = Child(cur, name);
-    nodes_[cur].value[series] += count;
-  }
-  nodes_[cur].self[series] += count;
+  paths_.push_back({static_cast<uint32_t>(path_names_.size()),
+                    static_cast<uint32_t>(path.size()), count, series});
+  path_names_.insert(path_names_.end(), path.begin(), path.end());
 }
 
 void FlameTree::AddProfile(const Profile& profile, int series) {
@@ -77,54 +54,78 @@ void FlameTree::AddProfile(const Profile& profile, int series) {
         InternName(FoldedFrameName(profile.frames[i]), PaletteOf(profile.frames[i].kind));
   }
   const uint32_t unknown = InternName("[unknown]", Palette::kUser);
+  std::vector<uint32_t> path;
   for (const ProfileStack& s : profile.stacks) {
     if (s.samples == 0) continue;
-    scratch_.clear();
-    scratch_.push_back(InternName(SanitizeFoldedName(s.thread_name), Palette::kThread));
-    for (uint32_t f : s.frames) scratch_.push_back(f < frame_names.size() ? frame_names[f] : unknown);
-    AddPath(scratch_, s.samples, series);
+    path.clear();
+    path.push_back(InternName(SanitizeFoldedName(s.thread_name), Palette::kThread));
+    for (uint32_t f : s.frames) path.push_back(f < frame_names.size() ? frame_names[f] : unknown);
+    AddPath(path, s.samples, series);
   }
 }
 
 void FlameTree::Finish() {
-  if (time_ordered_) return;
-  child_index_.clear();
-  for (FlameNode& n : nodes_) {
-    std::sort(n.children.begin(), n.children.end(), [this](uint32_t a, uint32_t b) {
-      return names_[nodes_[a].name] < names_[nodes_[b].name];
-    });
+  // Rank names bytewise once, then sort paths by rank sequence: identical paths become adjacent
+  // and children come out in name order.
+  std::vector<uint32_t> by_name(names_.size());
+  std::iota(by_name.begin(), by_name.end(), 0);
+  std::sort(by_name.begin(), by_name.end(),
+            [this](uint32_t a, uint32_t b) { return names_[a] < names_[b]; });
+  std::vector<uint32_t> rank(names_.size());
+  for (uint32_t r = 0; r < by_name.size(); ++r) rank[by_name[r]] = r;
+  const uint32_t* names = path_names_.data();
+  std::stable_sort(paths_.begin(), paths_.end(), [&](const PendingPath& a, const PendingPath& b) {
+    const uint32_t n = std::min(a.length, b.length);
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t ra = rank[names[a.offset + i]], rb = rank[names[b.offset + i]];
+      if (ra != rb) return ra < rb;
+    }
+    return a.length < b.length;
+  });
+
+  // open[d] = node at depth d on the previous path (open[0] = root).
+  std::vector<uint32_t> open = {0};
+  for (const PendingPath& p : paths_) {
+    uint32_t common = 0;
+    while (common < p.length && common + 1 < open.size() &&
+           nodes_[open[common + 1]].name == names[p.offset + common]) {
+      ++common;
+    }
+    // Paths are sorted, so the previous path's node just below the common prefix is the most
+    // recent (last) child of open[common]; if the previous path ended there, it has no children.
+    const uint32_t prev_child = common + 1 < open.size() ? open[common + 1] : 0;
+    open.resize(common + 1);
+    for (uint32_t d = common; d < p.length; ++d) {
+      const uint32_t id = static_cast<uint32_t>(nodes_.size());
+      FlameNode node;
+      node.name = names[p.offset + d];
+      node.depth = d + 1;
+      nodes_.push_back(node);
+      if (d == common && prev_child != 0) {
+        nodes_[prev_child].next_sibling = id;
+      } else {
+        nodes_[open[d]].first_child = id;
+      }
+      open.push_back(id);
+    }
+    for (uint32_t d = 0; d <= p.length; ++d) nodes_[open[d]].value[p.series] += p.count;
+    nodes_[open[p.length]].self[p.series] += p.count;
   }
+  paths_.clear();
+  paths_.shrink_to_fit();
+  path_names_.clear();
+  path_names_.shrink_to_fit();
+}
+
+std::vector<uint32_t> FlameTree::Children(uint32_t id) const {
+  std::vector<uint32_t> out;
+  for (uint32_t c = nodes_[id].first_child; c != 0; c = nodes_[c].next_sibling) out.push_back(c);
+  return out;
 }
 
 FlameTree BuildFlameGraphTree(const Profile& profile) {
-  FlameTree tree(false);
+  FlameTree tree;
   tree.AddProfile(profile, 0);
-  tree.Finish();
-  return tree;
-}
-
-absl::StatusOr<FlameTree> BuildFlameChartTree(const Profile& profile) {
-  if (profile.timeline.empty()) {
-    return absl::InvalidArgumentError(
-        "--flamechart needs samples in time order, and this profile has none (folded files "
-        "keep no timeline); record with -o FILE.svg --flamechart instead");
-  }
-  FlameTree tree(true);
-  std::vector<uint32_t> frame_names(profile.frames.size());
-  for (size_t i = 0; i < profile.frames.size(); ++i) {
-    frame_names[i] = tree.InternName(FoldedFrameName(profile.frames[i]),
-                                     PaletteOf(profile.frames[i].kind));
-  }
-  const uint32_t unknown = tree.InternName("[unknown]", Palette::kUser);
-  std::vector<uint32_t> path;
-  for (const symbolize::TimedSample& ts : profile.timeline) {
-    if (ts.stack >= profile.stacks.size()) continue;
-    const ProfileStack& s = profile.stacks[ts.stack];
-    path.clear();
-    path.push_back(tree.InternName(SanitizeFoldedName(s.thread_name), Palette::kThread));
-    for (uint32_t f : s.frames) path.push_back(f < frame_names.size() ? frame_names[f] : unknown);
-    tree.AddPath(path, 1, 0);
-  }
   tree.Finish();
   return tree;
 }

@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace nativeprof::output {
 
@@ -38,8 +39,14 @@ std::string RenderFolded(const Profile& profile) {
   names.reserve(profile.frames.size());
   for (const ProfileFrame& f : profile.frames) names.push_back(FoldedFrameName(f));
 
-  absl::flat_hash_map<std::string, uint64_t> counts;
+  // Lines live in `keys` (reserved up front, so the views in `index` stay valid); merging and
+  // sorting then never copy the line text.
+  std::vector<std::string> keys;
+  keys.reserve(profile.stacks.size());
+  std::vector<uint64_t> counts;
   counts.reserve(profile.stacks.size());
+  absl::flat_hash_map<absl::string_view, size_t> index;
+  index.reserve(profile.stacks.size());
   std::string key;
   for (const ProfileStack& s : profile.stacks) {
     if (s.samples == 0) continue;
@@ -48,16 +55,24 @@ std::string RenderFolded(const Profile& profile) {
       key.push_back(';');
       key.append(idx < names.size() ? names[idx] : std::string("[unknown]"));
     }
-    counts[key] += s.samples;
+    auto it = index.find(key);
+    if (it != index.end()) {
+      counts[it->second] += s.samples;
+      continue;
+    }
+    keys.push_back(std::move(key));
+    counts.push_back(s.samples);
+    index.emplace(keys.back(), keys.size() - 1);
   }
 
-  std::vector<std::pair<std::string, uint64_t>> lines(counts.begin(), counts.end());
-  std::sort(lines.begin(), lines.end());
+  std::vector<size_t> order(keys.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
   size_t total = 0;
-  for (const auto& [k, v] : lines) total += k.size() + 22;
+  for (const std::string& k : keys) total += k.size() + 22;
   std::string out;
   out.reserve(total);
-  for (const auto& [k, v] : lines) absl::StrAppend(&out, k, " ", v, "\n");
+  for (size_t i : order) absl::StrAppend(&out, keys[i], " ", counts[i], "\n");
   return out;
 }
 

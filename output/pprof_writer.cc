@@ -253,6 +253,6 @@ std::string EncodePprof(const Profile& profile) {
   return result;
 }
 
-std::string RenderPprof(const Profile& profile) { return GzipCompress(EncodePprof(profile), 6); }
+std::string RenderPprof(const Profile& profile) { return GzipCompress(EncodePprof(profile), 1); }
 
 }  // namespace nativeprof::output

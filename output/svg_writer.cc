@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "output/folded_writer.h"
 #include "output/json_util.h"
 #include "output/svg_script.h"
 
@@ -22,12 +23,6 @@ constexpr int kHeader = 80;       // title, subtitle, buttons, search box
 constexpr int kFooter = 34;       // details line
 constexpr double kFontSize = 12;
 constexpr double kCharWidth = kFontSize * 0.59;  // average Verdana glyph width at that size
-
-struct Placed {
-  uint32_t node;
-  double x;
-  double w;
-};
 
 uint64_t Fnv1a(absl::string_view s) {
   uint64_t h = 1469598103934665603ull;
@@ -93,71 +88,44 @@ std::string FlameColor(absl::string_view name, Palette palette) {
   return Rgb(205 + 50 * v3, 230 * v1, 55 * v2);
 }
 
-std::string RenderFlameSvg(const FlameTree& tree, const FlameSvgOptions& options,
-                           FlameSvgStats* stats) {
-  const std::vector<FlameNode>& nodes = tree.nodes();
+namespace {
+
+// One frame to draw, in samples along the x axis.
+struct FlameRect {
+  uint32_t name;
+  uint32_t depth;
+  uint64_t start;
+  uint64_t value[2];  // per series; the drawn series decides the width
+};
+
+// Emits the SVG for laid-out frames; `rects` must start with the root.
+std::string EmitSvg(const std::vector<std::string>& names, const std::vector<Palette>& palettes,
+                    const std::vector<FlameRect>& rects, uint64_t total, uint64_t total_before,
+                    size_t pruned, const FlameSvgOptions& options) {
   const int series = options.differential ? 1 : 0;
-  const uint64_t total = tree.root().value[series];
-  const uint64_t total_before = tree.root().value[0];
   const double full = options.width - 2.0 * kPad;
   const double scale = total > 0 ? full / static_cast<double>(total) : 0;
-
-  // Subtree sizes (children always have larger indexes than their parent).
-  std::vector<uint32_t> subtree(nodes.size(), 1);
-  for (size_t i = nodes.size(); i-- > 1;) subtree[nodes[i].parent] += subtree[i];
-
-  // Layout, depth-first in child order (pre-order: the root is drawn first).
-  std::vector<Placed> placed;
-  size_t pruned = 0;
   uint32_t max_depth = 0;
-  if (total > 0) {
-    std::vector<std::pair<uint32_t, double>> todo = {{0, 0.0}};
-    while (!todo.empty()) {
-      auto [id, x] = todo.back();
-      todo.pop_back();
-      const FlameNode& n = nodes[id];
-      const double w = static_cast<double>(n.value[series]) * scale;
-      if (n.value[series] == 0) continue;
-      if (w < options.min_width_px) {
-        pruned += subtree[id];
-        continue;
-      }
-      placed.push_back({id, kPad + x, w});
-      max_depth = std::max(max_depth, n.depth);
-      // Push children in reverse so the first child is laid out (and emitted) first.
-      double cx = x;
-      std::vector<std::pair<uint32_t, double>> kids;
-      kids.reserve(n.children.size());
-      for (uint32_t c : n.children) {
-        kids.push_back({c, cx});
-        cx += static_cast<double>(nodes[c].value[series]) * scale;
-      }
-      for (size_t k = kids.size(); k-- > 0;) todo.push_back(kids[k]);
-    }
-  }
-  if (stats != nullptr) {
-    stats->frames_drawn = placed.size();
-    stats->frames_pruned = pruned;
-  }
+  for (const FlameRect& r : rects) max_depth = std::max(max_depth, r.depth);
 
-  // Differential colour scale: the largest change among drawn frames is full intensity.
+  // Differential colour scale: the largest change among drawn frames (the root excluded, it is
+  // always 100%) is full intensity.
   std::vector<double> delta;
   double max_abs = 0;
   if (options.differential) {
-    delta.resize(nodes.size(), 0);
-    for (const Placed& p : placed) {
-      const FlameNode& n = nodes[p.node];
-      const double after = total > 0 ? static_cast<double>(n.value[1]) / total : 0;
+    delta.reserve(rects.size());
+    for (const FlameRect& r : rects) {
+      const double after = total > 0 ? static_cast<double>(r.value[1]) / total : 0;
       const double before =
-          total_before > 0 ? static_cast<double>(n.value[0]) / total_before : 0;
-      delta[p.node] = after - before;
-      if (p.node != 0) max_abs = std::max(max_abs, std::fabs(delta[p.node]));
+          total_before > 0 ? static_cast<double>(r.value[0]) / total_before : 0;
+      delta.push_back(after - before);
+      if (r.depth != 0) max_abs = std::max(max_abs, std::fabs(after - before));
     }
   }
 
   const int height = kHeader + static_cast<int>(max_depth + 1) * kFrameHeight + kFooter;
   std::string out;
-  out.reserve(placed.size() * 200 + 16384);
+  out.reserve(rects.size() * 200 + 16384);
   absl::StrAppendFormat(&out,
                         "<?xml version=\"1.0\" standalone=\"no\"?>\n"
                         "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
@@ -200,29 +168,30 @@ std::string RenderFlameSvg(const FlameTree& tree, const FlameSvgOptions& options
                         height - 12);
 
   out.append("<g id=\"frames\">\n");
-  for (const Placed& p : placed) {
-    const FlameNode& n = nodes[p.node];
-    const std::string& name = tree.names()[n.name];
-    const double y = height - kFooter - static_cast<double>(n.depth + 1) * kFrameHeight;
-    const uint64_t v = n.value[series];
+  for (size_t i = 0; i < rects.size(); ++i) {
+    const FlameRect& r = rects[i];
+    const std::string& name = names[r.name];
+    const double x = kPad + static_cast<double>(r.start) * scale;
+    const double w = static_cast<double>(r.value[series]) * scale;
+    const double y = height - kFooter - static_cast<double>(r.depth + 1) * kFrameHeight;
+    const uint64_t v = r.value[series];
     out.append("<g><title>");
     AppendXmlEscaped(&out, name);
     absl::StrAppendFormat(&out, " (%s samples, %.2f%%", WithCommas(v),
                           total > 0 ? 100.0 * static_cast<double>(v) / total : 0.0);
     if (options.differential) {
       const double before =
-          total_before > 0 ? 100.0 * static_cast<double>(n.value[0]) / total_before : 0;
+          total_before > 0 ? 100.0 * static_cast<double>(r.value[0]) / total_before : 0;
       absl::StrAppendFormat(&out, "; before %s samples, %.2f%%; change %+.2f%%",
-                            WithCommas(n.value[0]), before, 100.0 * delta[p.node]);
+                            WithCommas(r.value[0]), before, 100.0 * delta[i]);
     }
-    const std::string fill =
-        options.differential ? DiffColor(delta[p.node], max_abs)
-                             : FlameColor(name, tree.palettes()[n.name]);
+    const std::string fill = options.differential ? DiffColor(delta[i], max_abs)
+                                                  : FlameColor(name, palettes[r.name]);
     absl::StrAppendFormat(&out,
                           ")</title><rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" "
                           "fill=\"%s\" rx=\"2\"/><text x=\"%.2f\" y=\"%.0f\">",
-                          p.x, y, p.w, kFrameHeight - 1, fill, p.x + 3, y + 11.5);
-    AppendXmlEscaped(&out, FitLabel(name, p.w));
+                          x, y, w, kFrameHeight - 1, fill, x + 3, y + 11.5);
+    AppendXmlEscaped(&out, FitLabel(name, w));
     out.append("</text></g>\n");
   }
   out.append("</g>\n<script type=\"text/ecmascript\"><![CDATA[\n");
@@ -235,6 +204,113 @@ std::string RenderFlameSvg(const FlameTree& tree, const FlameSvgOptions& options
   return out;
 }
 
+// Flame chart layout straight from the timeline, without building a tree: consecutive samples
+// that share a path prefix extend the open frames; a frame is emitted when it closes. Memory is
+// bounded by the stack depth plus the frames drawn, whatever the number of samples.
+std::string RenderFlameChart(const symbolize::Profile& profile, const FlameSvgOptions& options,
+                             FlameSvgStats* stats) {
+  FlameTree names;  // only for interning names and palettes
+  std::vector<uint32_t> frame_names(profile.frames.size());
+  for (size_t i = 0; i < profile.frames.size(); ++i) {
+    frame_names[i] = names.InternName(FoldedFrameName(profile.frames[i]),
+                                      PaletteOf(profile.frames[i].kind));
+  }
+  const uint32_t unknown = names.InternName("[unknown]", Palette::kUser);
+  const uint64_t total = profile.timeline.size();
+  const double scale = total > 0 ? (options.width - 2.0 * kPad) / static_cast<double>(total) : 0;
+  const uint64_t min_samples =
+      scale > 0 ? static_cast<uint64_t>(std::ceil(options.min_width_px / scale)) : 0;
+
+  std::vector<FlameRect> rects = {{names.root().name, 0, 0, {total, 0}}};
+  size_t pruned = 0;
+  std::vector<FlameRect> open;  // open[d] = frame at depth d + 1
+  auto close_to = [&](size_t depth) {
+    while (open.size() > depth) {
+      if (open.back().value[0] >= min_samples) {
+        rects.push_back(open.back());
+      } else {
+        ++pruned;
+      }
+      open.pop_back();
+    }
+  };
+  std::vector<uint32_t> path;
+  uint64_t x = 0;
+  for (const symbolize::TimedSample& ts : profile.timeline) {
+    if (ts.stack >= profile.stacks.size()) continue;
+    const symbolize::ProfileStack& s = profile.stacks[ts.stack];
+    path.clear();
+    path.push_back(names.InternName(SanitizeFoldedName(s.thread_name), Palette::kThread));
+    for (uint32_t f : s.frames) path.push_back(f < frame_names.size() ? frame_names[f] : unknown);
+    size_t common = 0;
+    while (common < path.size() && common < open.size() && open[common].name == path[common]) {
+      ++common;
+    }
+    close_to(common);
+    for (size_t d = common; d < path.size(); ++d) {
+      open.push_back({path[d], static_cast<uint32_t>(d + 1), x, {0, 0}});
+    }
+    for (FlameRect& r : open) ++r.value[0];
+    ++x;
+  }
+  close_to(0);
+  if (stats != nullptr) {
+    stats->frames_drawn = rects.size();
+    stats->frames_pruned = pruned;
+  }
+  return EmitSvg(names.names(), names.palettes(), rects, total, 0, pruned, options);
+}
+
+}  // namespace
+
+std::string RenderFlameSvg(const FlameTree& tree, const FlameSvgOptions& options,
+                           FlameSvgStats* stats) {
+  const std::vector<FlameNode>& nodes = tree.nodes();
+  const int series = options.differential ? 1 : 0;
+  const uint64_t total = tree.root().value[series];
+  const double scale = total > 0 ? (options.width - 2.0 * kPad) / static_cast<double>(total) : 0;
+
+  // Subtree sizes, for counting what pruning leaves out (children have larger indexes).
+  std::vector<uint32_t> subtree(nodes.size(), 1);
+  std::vector<uint32_t> parent(nodes.size(), 0);
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    for (uint32_t c = nodes[i].first_child; c != 0; c = nodes[c].next_sibling) parent[c] = i;
+  }
+  for (size_t i = nodes.size(); i-- > 1;) subtree[parent[i]] += subtree[i];
+
+  // Depth-first layout in child order; the root comes first.
+  std::vector<FlameRect> rects;
+  size_t pruned = 0;
+  if (total > 0) {
+    std::vector<std::pair<uint32_t, uint64_t>> todo = {{0, 0}};
+    std::vector<std::pair<uint32_t, uint64_t>> kids;
+    while (!todo.empty()) {
+      auto [id, x] = todo.back();
+      todo.pop_back();
+      const FlameNode& n = nodes[id];
+      if (n.value[series] == 0) continue;
+      if (static_cast<double>(n.value[series]) * scale < options.min_width_px) {
+        pruned += subtree[id];
+        continue;
+      }
+      rects.push_back({n.name, n.depth, x, {n.value[0], n.value[1]}});
+      kids.clear();
+      uint64_t cx = x;
+      for (uint32_t c = n.first_child; c != 0; c = nodes[c].next_sibling) {
+        kids.push_back({c, cx});
+        cx += nodes[c].value[series];
+      }
+      todo.insert(todo.end(), kids.rbegin(), kids.rend());
+    }
+  }
+  if (stats != nullptr) {
+    stats->frames_drawn = rects.size();
+    stats->frames_pruned = pruned;
+  }
+  return EmitSvg(tree.names(), tree.palettes(), rects, total, tree.root().value[0], pruned,
+                 options);
+}
+
 absl::StatusOr<std::string> RenderProfileSvg(const symbolize::Profile& profile,
                                              const std::string& title, bool flamechart,
                                              int width, double min_width_px,
@@ -245,10 +321,14 @@ absl::StatusOr<std::string> RenderProfileSvg(const symbolize::Profile& profile,
   options.title = !title.empty() ? title : (flamechart ? "Flame Chart" : "Flame Graph");
   if (!profile.event.empty()) options.subtitle = absl::StrCat("event ", profile.event);
   if (flamechart) {
-    NP_ASSIGN_OR_RETURN(FlameTree tree, BuildFlameChartTree(profile));
+    if (profile.timeline.empty()) {
+      return absl::InvalidArgumentError(
+          "--flamechart needs samples in time order, and this profile has none (folded files "
+          "keep no timeline); record with -o FILE.svg --flamechart instead");
+    }
     absl::StrAppend(&options.subtitle, options.subtitle.empty() ? "" : ", ",
                     "x axis = time order");
-    return RenderFlameSvg(tree, options, stats);
+    return RenderFlameChart(profile, options, stats);
   }
   return RenderFlameSvg(BuildFlameGraphTree(profile), options, stats);
 }

@@ -83,12 +83,12 @@ void AppendTreeNode(std::string* out, const FlameTree& tree, uint32_t id, int le
                         Pct(n.self[0], total), std::string(2 * level, ' '),
                         tree.names()[n.name]);
   if (level >= max_level) {
-    if (!n.children.empty()) {
+    if (n.first_child != 0) {
       absl::StrAppendFormat(out, "%17s  %s...\n", "", std::string(2 * level + 2, ' '));
     }
     return;
   }
-  std::vector<uint32_t> kids = n.children;  // sorted by name; make it by value, stable
+  std::vector<uint32_t> kids = tree.Children(id);  // by name; make it by value, stable
   std::stable_sort(kids.begin(), kids.end(), [&](uint32_t a, uint32_t b) {
     return tree.nodes()[a].value[0] > tree.nodes()[b].value[0];
   });
@@ -118,7 +118,7 @@ std::string RenderCallTree(const symbolize::Profile& profile, int depth, double 
   std::string out = absl::StrFormat("Call tree (%s samples; total%%, self%%)\n",
                                     WithThousands(total));
   absl::StrAppendFormat(&out, "%8s %8s  %s\n", "total", "self", "thread / function");
-  std::vector<uint32_t> threads = tree.root().children;
+  std::vector<uint32_t> threads = tree.Children(0);
   std::stable_sort(threads.begin(), threads.end(), [&](uint32_t a, uint32_t b) {
     return tree.nodes()[a].value[0] > tree.nodes()[b].value[0];
   });

@@ -116,12 +116,15 @@ TEST(FlameTreeTest, MergesByPathAndSortsChildrenByName) {
   NP_ASSERT_OK_AND_ASSIGN(Profile p, ParseFolded("t;z 1\nt;a;x 2\nt;a 3\n"));
   const FlameTree tree = BuildFlameGraphTree(p);
   ASSERT_EQ(tree.root().value[0], 6u);
-  const FlameNode& t = tree.nodes()[tree.root().children[0]];
-  ASSERT_EQ(t.children.size(), 2u);
-  EXPECT_EQ(tree.names()[tree.nodes()[t.children[0]].name], "a");
-  EXPECT_EQ(tree.nodes()[t.children[0]].value[0], 5u);
-  EXPECT_EQ(tree.nodes()[t.children[0]].self[0], 3u);
-  EXPECT_EQ(tree.names()[tree.nodes()[t.children[1]].name], "z");
+  const std::vector<uint32_t> threads = tree.Children(0);
+  ASSERT_EQ(threads.size(), 1u);
+  const std::vector<uint32_t> kids = tree.Children(threads[0]);
+  ASSERT_EQ(kids.size(), 2u);
+  EXPECT_EQ(tree.names()[tree.nodes()[kids[0]].name], "a");
+  EXPECT_EQ(tree.nodes()[kids[0]].value[0], 5u);
+  EXPECT_EQ(tree.nodes()[kids[0]].self[0], 3u);
+  EXPECT_EQ(tree.names()[tree.nodes()[kids[1]].name], "z");
+  EXPECT_EQ(tree.Children(kids[0]).size(), 1u);
 }
 
 }  // namespace
