@@ -1,0 +1,72 @@
+// `record --call-graph dwarf[,SIZE]` on recursion deeper than the stack copy: stacks cut short are
+// counted as truncated in the metadata, a bigger SIZE removes them, and with frame pointers the
+// kernel's chain finishes them (the hybrid splice).
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/test_support.h"
+
+namespace nativeprof {
+namespace {
+
+using testing::MakeTempDir;
+using testing::NativeprofBinary;
+using testing::ReadFileOrEmpty;
+using testing::RunCommand;
+using testing::TargetPath;
+
+struct UnwindFigures {
+  double samples = 0, complete = 0, truncated = 0, spliced = 0;
+};
+
+UnwindFigures Record(const std::string& call_graph, const std::vector<std::string>& target) {
+  const std::string out = MakeTempDir() + "/out.folded";
+  std::vector<std::string> argv = {NativeprofBinary(), "record", "--call-graph", call_graph,
+                                   "-F", "999", "-o", out, "--"};
+  argv.insert(argv.end(), target.begin(), target.end());
+  testing::CommandResult r = RunCommand(argv);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json meta = nlohmann::json::parse(ReadFileOrEmpty(out + ".json"), nullptr, false);
+  UnwindFigures f;
+  if (meta.is_discarded() || !meta.contains("unwind")) {
+    ADD_FAILURE() << "no unwind figures in " << out << ".json; stderr: " << r.err;
+    return f;
+  }
+  const nlohmann::json& u = meta["unwind"];
+  f.samples = meta.value("samples", 0.0);
+  f.complete = u["ends"].value("complete", 0.0);
+  f.truncated = u["ends"].value("truncated-stack-copy", 0.0);
+  f.spliced = u.value("spliced", 0.0);
+  std::printf("%s: %.0f samples, %.0f complete, %.0f truncated, %.0f spliced\n",
+              call_graph.c_str(), f.samples, f.complete, f.truncated, f.spliced);
+  return f;
+}
+
+// DeepRecurse(200) frames take ~128 bytes each: ~25 KiB of stack, beyond the default 8 KiB copy.
+TEST(DwarfTruncationTest, DeepRecursionIsCountedAndABiggerCopyFixesIt) {
+  NP_SKIP_IF_NO_PERF();
+  const std::vector<std::string> target = {TargetPath("nofp_workload"), "1", "1", "40", "200"};
+  UnwindFigures small = Record("dwarf", target);
+  ASSERT_GT(small.samples, 100);
+  EXPECT_GT(small.truncated / small.samples, 0.05);
+  UnwindFigures big = Record("dwarf,32768", target);
+  ASSERT_GT(big.samples, 100);
+  EXPECT_LT(big.truncated / big.samples, 0.01);
+  EXPECT_GE(big.complete / big.samples, 0.99);
+}
+
+// With frame pointers, recursion of depth 100 (~13 KiB) outgrows the copy but not the kernel's
+// 127-entry chain: the splice finishes those stacks.
+TEST(DwarfTruncationTest, KernelChainFinishesTruncatedStacks) {
+  NP_SKIP_IF_NO_PERF();
+  UnwindFigures f = Record("dwarf", {TargetPath("dwarf_fp_deep"), "1", "1", "40", "100"});
+  ASSERT_GT(f.samples, 100);
+  EXPECT_GT(f.spliced / f.samples, 0.05);
+  EXPECT_GE(f.complete / f.samples, 0.99);
+}
+
+}  // namespace
+}  // namespace nativeprof
