@@ -41,8 +41,8 @@ size_t MatchingOpen(absl::string_view s, size_t close) {
 
 // Removes one trailing qualifier of a function type (` const`, ` &&`, ` noexcept(...)`, ...).
 bool StripOneQualifier(absl::string_view* s) {
-  static constexpr absl::string_view kWords[] = {" const", " volatile", " restrict", " &&", " &",
-                                                 " noexcept", " transaction_safe"};
+  static constexpr absl::string_view kWords[] = {" const", " volatile", " restrict",        " &&",
+                                                 " &",     " noexcept", " transaction_safe"};
   for (absl::string_view w : kWords) {
     if (absl::EndsWith(*s, w)) {
       s->remove_suffix(w.size());

@@ -29,7 +29,8 @@ std::optional<Demangled> DemangleAny(absl::string_view name, bool full_names,
   bool rust_first = rust.scheme == rust_internal::RustScheme::kV0 ||
                     (rust.scheme == rust_internal::RustScheme::kLegacy &&
                      rust_internal::LooksLikeRustLegacy(rust.symbol));
-  if (rust_first) return Demangled{Language::kRust, rust_internal::PrintRustSymbol(rust, !full_names)};
+  if (rust_first)
+    return Demangled{Language::kRust, rust_internal::PrintRustSymbol(rust, !full_names)};
   if (absl::StartsWith(name, "_Z") || absl::StartsWith(name, "_GLOBAL_")) {
     if (std::optional<std::string> cxx = cxx_internal::DemangleCxx(name, drop_return_type)) {
       return Demangled{Language::kCxx, *std::move(cxx)};

@@ -1,12 +1,13 @@
 // Top level of Rust demangling, as rustc-demangle's `demangle()` and its Display: strip a ThinLTO
 // `.llvm.<hex>` suffix, try legacy then v0, keep trailing `.`-separated words that look like a
 // symbol (LLVM IR branch labels such as `.exit.i.i`), reject anything else.
+#include "symbolize/rust_demangle.h"
+
 #include <optional>
 #include <string>
 
 #include "absl/strings/string_view.h"
 #include "symbolize/demangle.h"
-#include "symbolize/rust_demangle.h"
 
 namespace nativeprof::symbolize {
 namespace rust_internal {

@@ -37,9 +37,10 @@ std::string PrintRustSymbol(const RustSymbol& symbol, bool alternate);
 // escapes or `..`.
 bool LooksLikeRustLegacy(absl::string_view symbol);
 
-// Legacy scheme. `symbol` has had any `.llvm.<hex>` suffix removed. On success returns true,
-// sets `*rest` to the text after the closing `E` and appends the demangled path to `*out`
-// (alternate: without the trailing `h<hex>` hash element).
+// Legacy scheme. `symbol` has had any `.llvm.<hex>` suffix removed. ParseLegacy returns true for
+// a well-formed `_ZN...E` name and sets `*rest` to the text after the closing `E`; PrintLegacy
+// (only for names ParseLegacy accepted) appends the demangled path to `*out` (alternate: without
+// a trailing `h<hex>` hash element).
 bool ParseLegacy(absl::string_view symbol, absl::string_view* rest);
 void PrintLegacy(absl::string_view symbol, bool alternate, std::string* out);
 

@@ -11,9 +11,7 @@ namespace nativeprof::symbolize::rust_internal {
 namespace {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsHexDigit(char c) {
-  return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+bool IsHexDigit(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 // Strips the platform prefix (`_ZN`, `ZN` from dbghelp, `__ZN` on macOS). Empty on no match.
 absl::string_view LegacyInner(absl::string_view s) {

@@ -6,42 +6,25 @@
 // Bounds on hostile input: every recursion and every backreference followed increments a depth
 // counter capped at kMaxDepth, backreferences may only point strictly backwards, and output stops
 // at kMaxOutputBytes (which also bounds the work of backreference DAGs that expand exponentially).
+#include "symbolize/rust_demangle_v0.h"
+
 #include <cstdint>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "symbolize/rust_demangle.h"
-#include "symbolize/rust_demangle_v0.h"
 
 namespace nativeprof::symbolize::rust_internal {
 namespace v0 {
 
 const char* BasicType(uint8_t tag) {
-  switch (tag) {
-    case 'b': return "bool";
-    case 'c': return "char";
-    case 'e': return "str";
-    case 'u': return "()";
-    case 'a': return "i8";
-    case 's': return "i16";
-    case 'l': return "i32";
-    case 'x': return "i64";
-    case 'n': return "i128";
-    case 'i': return "isize";
-    case 'h': return "u8";
-    case 't': return "u16";
-    case 'm': return "u32";
-    case 'y': return "u64";
-    case 'o': return "u128";
-    case 'j': return "usize";
-    case 'f': return "f32";
-    case 'd': return "f64";
-    case 'z': return "!";
-    case 'p': return "_";
-    case 'v': return "...";
-    default: return nullptr;
-  }
+  // Indexed by tag - 'a'; nullptr for letters that are not basic types.
+  static constexpr const char* kTypes[26] = {
+      "i8",    "bool",  "char", "f64", "str",   "f32",  nullptr, "u8",    "isize",
+      "usize", nullptr, "i32",  "u32", "i128",  "u128", "_",     nullptr, nullptr,
+      "i16",   "u16",   "()",   "...", nullptr, "i64",  "u64",   "!"};
+  return tag >= 'a' && tag <= 'z' ? kTypes[tag - 'a'] : nullptr;
 }
 
 bool Printer::PrintBackref(bool (Printer::*f)(bool), bool arg) {

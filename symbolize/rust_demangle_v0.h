@@ -193,8 +193,8 @@ class Printer {
   // A parse failure: print the marker, remember the error, stop this production.
   bool Failed() {
     ParseError e = parser_.error;
-    bool r = Print(e == ParseError::kRecursedTooDeep ? "{recursion limit reached}"
-                                                     : "{invalid syntax}");
+    bool r =
+        Print(e == ParseError::kRecursedTooDeep ? "{recursion limit reached}" : "{invalid syntax}");
     error_ = e;
     return r;
   }
@@ -224,7 +224,7 @@ class Printer {
   bool PrintConstStrLiteral();
   bool PrintConstField(bool unused);
   bool PrintPat();
-  // Runs `f` with printing disabled (the impl path of `M`/`X` paths is not shown).
+  // Parses a path with printing disabled (the impl path of `M`/`X` paths is not shown).
   bool SkipPath() {
     std::string* saved = out_;
     out_ = nullptr;
@@ -243,18 +243,19 @@ class Printer {
   bool size_exhausted_ = false;
 };
 
-// Parses one item into `var` or returns: "?" when an earlier error stopped parsing, the error
-// marker when this item fails.
-#define NP_V0_PARSE(call)           \
-  do {                           \
-    if (!Ok()) return Print("?"); \
+// Inside Printer methods: runs one parser step (a Parser method call), or returns from the
+// method: printing "?" when an earlier error already stopped parsing, or the error marker when
+// this step fails (rustc-demangle's `parse!`).
+#define NP_V0_PARSE(call)               \
+  do {                                  \
+    if (!Ok()) return Print("?");       \
     if (!parser_.call) return Failed(); \
   } while (0)
-#define NP_V0_TRY(expr)          \
-  do {                        \
+// Propagates an output-limit stop (a false return) to the caller.
+#define NP_V0_TRY(expr)        \
+  do {                         \
     if (!(expr)) return false; \
   } while (0)
-
 
 }  // namespace nativeprof::symbolize::rust_internal::v0
 

@@ -44,9 +44,9 @@ TEST(DemangleCliTest, DemanglesArgumentsOnePerLine) {
 }
 
 TEST(DemangleCliTest, FullNamesKeepsRustHashesAndDisambiguators) {
-  auto r = RunCommand({NativeprofBinary(), "demangle", "--full-names",
-                       "_RNvCshGpAVYOtgW1_5hello4rust",
-                       "_ZN5alloc3vec12Vec$LT$T$GT$4push17h0123456789abcdefE"});
+  auto r =
+      RunCommand({NativeprofBinary(), "demangle", "--full-names", "_RNvCshGpAVYOtgW1_5hello4rust",
+                  "_ZN5alloc3vec12Vec$LT$T$GT$4push17h0123456789abcdefE"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "hello[cdfa367c26312547]::rust\nalloc::vec::Vec<T>::push::h0123456789abcdef\n");
 }
@@ -57,9 +57,9 @@ TEST(DemangleCliTest, StdinWordsAreDemangledInPlace) {
       "_RNvC1a4main;_Z3foov.cold 17\n"
       "plain text, no symbols\n"
       "last line without newline _Z1fv";
-  auto r = RunCommand({"/bin/sh", "-c",
-                       absl::StrCat("printf '%s' ", ShellQuote(input), " | ", NativeprofBinary(),
-                                    " demangle")});
+  auto r = RunCommand(
+      {"/bin/sh", "-c",
+       absl::StrCat("printf '%s' ", ShellQuote(input), " | ", NativeprofBinary(), " demangle")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
             "  #3 0x0000555 in Foo::operator()() (x.cc:3)\n"

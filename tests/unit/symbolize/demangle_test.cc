@@ -151,11 +151,13 @@ TEST(DemangleAdversarialTest, V0BackrefExplosionStopsAtOutputLimit) {
 TEST(DemangleAdversarialTest, DeepNestingHitsRecursionLimitNotTheStack) {
   for (const std::string& mangled :
        {"_R" + std::string(100000, 'T') + std::string(100000, 'E'),
-        "_RIC0" + std::string(100000, 'R') + "pE", "_R" + [] {
-          std::string s;
-          for (int i = 0; i < 50000; ++i) s += "Nv";
-          return s + "C1a";
-        }(),
+        "_RIC0" + std::string(100000, 'R') + "pE",
+        "_R" +
+            [] {
+              std::string s;
+              for (int i = 0; i < 50000; ++i) s += "Nv";
+              return s + "C1a";
+            }(),
         "_Z1f" + std::string(200000, 'P') + "v",
         "_Z1f" + std::string(50000, 'I') + "i" + std::string(50000, 'E') + "v"}) {
     EXPECT_EQ(DemangleSymbol(mangled, {}), mangled) << mangled.substr(0, 20);
@@ -164,8 +166,8 @@ TEST(DemangleAdversarialTest, DeepNestingHitsRecursionLimitNotTheStack) {
 }
 
 TEST(DemangleAdversarialTest, BackrefsMustPointBackwards) {
-  EXPECT_EQ(DemangleRust("_RB_", false), std::nullopt);     // points at itself
-  EXPECT_EQ(DemangleRust("_RB5_", false), std::nullopt);    // forward
+  EXPECT_EQ(DemangleRust("_RB_", false), std::nullopt);         // points at itself
+  EXPECT_EQ(DemangleRust("_RB5_", false), std::nullopt);        // forward
   EXPECT_EQ(DemangleRust("_RNvB1_3foo", false), std::nullopt);  // points at its own tag
   // A backward reference to something that is not a path is only found while printing, and
   // shown inline, as rustc-demangle does.
@@ -174,10 +176,10 @@ TEST(DemangleAdversarialTest, BackrefsMustPointBackwards) {
 }
 
 TEST(DemangleAdversarialTest, HugeLengthsAndNumbersAreRejected) {
-  for (const char* mangled : {"_RNvC1a99999999999999999999999999foo", "_RNvC2ab18446744073709551618xy",
-                              "_RNvC1au999999999999999999999", "_ZN99999999999999999999999fooE",
-                              "_RIC7integerKozzzzzzzzzzzzzzzzzzzz_E",
-                              "_RNvCszzzzzzzzzzzzzzzzzzzz_1a4main"}) {
+  for (const char* mangled :
+       {"_RNvC1a99999999999999999999999999foo", "_RNvC2ab18446744073709551618xy",
+        "_RNvC1au999999999999999999999", "_ZN99999999999999999999999fooE",
+        "_RIC7integerKozzzzzzzzzzzzzzzzzzzz_E", "_RNvCszzzzzzzzzzzzzzzzzzzz_1a4main"}) {
     EXPECT_EQ(DemangleSymbol(mangled, {}), mangled);
   }
 }
@@ -187,8 +189,10 @@ TEST(DemangleAdversarialTest, CxxSubstitutionExplosionIsCapped) {
   // print gigabytes; nativeprof gives the name back unchanged past 1 MB.
   std::string mangled = "_Z1f1A1BIS_S_E";
   for (int j = 2; j < 40; ++j) {
-    std::string s = "S" + std::string(1, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"[(j - 1) % 36]) + "_";
-    if (j - 1 >= 36) s = "S1" + std::string(1, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"[(j - 1) - 36]) + "_";
+    std::string s =
+        "S" + std::string(1, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"[(j - 1) % 36]) + "_";
+    if (j - 1 >= 36)
+      s = "S1" + std::string(1, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"[(j - 1) - 36]) + "_";
     mangled += "S0_I" + s + s + "E";
   }
   EXPECT_EQ(DemangleForDisplay(mangled, {}), mangled);

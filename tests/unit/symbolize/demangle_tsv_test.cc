@@ -97,8 +97,7 @@ TEST_P(RustTsvTest, CombinedDemanglersAgree) {
               exact, rows.size());
 }
 
-INSTANTIATE_TEST_SUITE_P(Vectors, RustTsvTest,
-                         ::testing::Values("rust_v0.tsv", "rust_legacy.tsv"),
+INSTANTIATE_TEST_SUITE_P(Vectors, RustTsvTest, ::testing::Values("rust_v0.tsv", "rust_legacy.tsv"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param).find("v0") != std::string::npos
                                       ? "V0"
