@@ -89,6 +89,11 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
       err = ApplyCfiRule(*rule, elf->ops(), regs, stack, &next, &cfa);
       signal_frame = rule->signal_frame;
       stats_.expr_frames += !rule->fast;
+    } else if (regs.Has(kDwarfRbp) && regs.value[kDwarfRbp] == 0) {
+      // No CFI and rbp = 0: the psABI's mark of the outermost frame (the kernel starts a process
+      // with rbp = 0 and the loader's entry code, which has no CFI, keeps it).
+      out->end = StackEnd::kComplete;
+      return;
     } else if (options_.frame_pointer_fallback) {
       err = FramePointerStep(regs, stack, &next);
       ++stats_.fp_fallback_frames;

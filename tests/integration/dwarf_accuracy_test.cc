@@ -112,8 +112,9 @@ struct Shares {
 };
 
 Shares Compute(const std::vector<Stack>& stacks) {
+  // _dl_start_user: samples in the dynamic loader's entry code, before the program's _start.
   static const std::set<std::string> kRoots = {"_start", "clone3", "clone", "start_thread",
-                                               "__clone3", "__clone"};
+                                               "__clone3", "__clone", "_dl_start_user"};
   Shares s;
   for (const Stack& st : stacks) {
     if (st.frames.empty()) continue;
@@ -144,7 +145,7 @@ void CompareWithPerf(const std::vector<std::string>& target, const std::vector<s
   testing::CommandResult np = RunCommand(argv);
   ASSERT_EQ(np.exit_code, 0) << np.err;
   Shares ours = Compute(ParseFolded(ReadFileOrEmpty(folded)));
-  ASSERT_GT(ours.total_count, 200) << np.err;
+  ASSERT_GT(ours.total_count, 80) << np.err;
   const double rooted = ours.rooted / ours.total_count;
   std::printf("nativeprof (%s): %.0f samples, %.2f%% unwound to the outermost frame\n",
               unwinder.c_str(), ours.total_count, 100 * rooted);
@@ -162,7 +163,7 @@ void CompareWithPerf(const std::vector<std::string>& target, const std::vector<s
       RunCommand({"perf", "script", "--no-inline", "-i", data, "-F", "comm,tid,ip,sym"});
   ASSERT_EQ(ps.exit_code, 0) << ps.err;
   Shares theirs = Compute(ParsePerfScript(ps.out));
-  ASSERT_GT(theirs.total_count, 200);
+  ASSERT_GT(theirs.total_count, 80);
   std::printf("perf: %.0f samples, %.2f%% unwound to the outermost frame\n", theirs.total_count,
               100 * theirs.rooted / theirs.total_count);
   std::printf("%-22s %8s %8s %8s %8s\n", "function", "self", "perf", "total", "perf");

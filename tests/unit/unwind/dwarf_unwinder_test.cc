@@ -298,6 +298,16 @@ TEST_F(UnwinderNoCfiTest, FallsBackToFramePointers) {
   EXPECT_GE(unwinder.stats().fp_fallback_frames, 1u);
 }
 
+TEST_F(UnwinderNoCfiTest, NoCfiAndZeroRbpIsTheOutermostFrame) {
+  // The loader's entry code has no CFI and runs with rbp = 0, as the kernel started the process.
+  stack_.words = {0x401200, 0, 0, 0};
+  DwarfUnwinder unwinder;
+  UnwoundStack out;
+  unwinder.Unwind(Sample(0x401000, 0x7ffd0000, 0), View(), &out);
+  ASSERT_EQ(out.frames.size(), 1u);
+  EXPECT_EQ(out.end, StackEnd::kComplete);
+}
+
 TEST_F(UnwinderNoCfiTest, StopsCleanlyInJitCode) {
   stack_.words = {0, 0, 0, 0};
   DwarfUnwinder unwinder;
