@@ -195,14 +195,12 @@ class BenchmarkScope {
   ::benchmark::State& state_;
 };
 
-// Registers `fn` under `name` with a BenchmarkScope around every call; returns the Benchmark for
-// ->Arg(), ->Range(), ... like BENCHMARK does.
-inline ::benchmark::internal::Benchmark* Register(const char* name,
-                                                  void (*fn)(::benchmark::State&)) {
-  return ::benchmark::RegisterBenchmark(name, [fn](::benchmark::State& state) {
-    BenchmarkScope scope(state);
-    fn(state);
-  });
+// The body Google Benchmark runs for NATIVEPROF_BENCHMARK(Fn): Fn with a BenchmarkScope around
+// it. A function template rather than a lambda, so profiles show a short, readable frame.
+template <void (*Fn)(::benchmark::State&)>
+void ProfiledBody(::benchmark::State& state) {
+  BenchmarkScope scope(state);
+  Fn(state);
 }
 
 // Wraps the display reporter: flushes each benchmark's profile when its runs are reported and
@@ -235,15 +233,24 @@ class ProfilerManagerHook : public ::benchmark::ProfilerManager {
 };
 #endif
 
-// The display reporter --benchmark_format asks for (console, json or csv).
-inline std::unique_ptr<::benchmark::BenchmarkReporter> MakeDisplayReporter(const std::string& format) {
+// The display reporter Google Benchmark itself would build from --benchmark_format (console,
+// json, csv), --benchmark_color and --benchmark_counters_tabular.
+inline std::unique_ptr<::benchmark::BenchmarkReporter> MakeDisplayReporter(const std::string& format,
+                                                                           const std::string& color,
+                                                                           bool tabular) {
   if (format == "json") return std::make_unique<::benchmark::JSONReporter>();
   BENCHMARK_DISABLE_DEPRECATED_WARNING
   if (format == "csv") return std::make_unique<::benchmark::CSVReporter>();
   BENCHMARK_RESTORE_DEPRECATED_WARNING
+  const char* term = std::getenv("TERM");
+  const bool use_color =
+      color == "true" || color == "yes" ||
+      (color == "auto" && ::isatty(STDOUT_FILENO) && term != nullptr && std::strcmp(term, "dumb") != 0);
+  int options = ::benchmark::ConsoleReporter::OO_None;
+  if (use_color) options |= ::benchmark::ConsoleReporter::OO_Color;
+  if (tabular) options |= ::benchmark::ConsoleReporter::OO_Tabular;
   return std::make_unique<::benchmark::ConsoleReporter>(
-      ::isatty(STDOUT_FILENO) ? ::benchmark::ConsoleReporter::OO_ColorTabular
-                              : ::benchmark::ConsoleReporter::OO_Tabular);
+      static_cast<::benchmark::ConsoleReporter::OutputOptions>(options));
 }
 
 // A complete main(): takes --nativeprof_out=DIR and --nativeprof_counters=false out of argv
@@ -253,6 +260,8 @@ inline int Main(int argc, char** argv) {
   HarnessOptions options;
   if (const char* env = std::getenv("NATIVEPROF_BENCHMARK_OUT")) options.out_dir = env;
   std::string format = "console";
+  std::string color = "auto";
+  bool tabular = false;
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -264,7 +273,12 @@ inline int Main(int argc, char** argv) {
       options.counters = false;
       continue;
     }
-    if (arg.rfind("--benchmark_format=", 0) == 0) format = arg.substr(std::strlen("--benchmark_format="));
+    // Read (not consumed): Google Benchmark parses these too.
+    if (arg.rfind("--benchmark_format=", 0) == 0) format = arg.substr(arg.find('=') + 1);
+    if (arg.rfind("--benchmark_color=", 0) == 0) color = arg.substr(arg.find('=') + 1);
+    if (arg == "--benchmark_counters_tabular" || arg == "--benchmark_counters_tabular=true") {
+      tabular = true;
+    }
     argv[kept++] = argv[i];
   }
   argc = kept;
@@ -279,7 +293,7 @@ inline int Main(int argc, char** argv) {
   static ProfilerManagerHook hook;
   if (Harness::Get().sampling()) ::benchmark::RegisterProfilerManager(&hook);
 #endif
-  ProfilingReporter reporter(MakeDisplayReporter(format));
+  ProfilingReporter reporter(MakeDisplayReporter(format, color, tabular));
   ::benchmark::RunSpecifiedBenchmarks(&reporter);
 #if NATIVEPROF_BENCHMARK_HAS_PROFILER_MANAGER
   ::benchmark::RegisterProfilerManager(nullptr);
@@ -292,7 +306,8 @@ inline int Main(int argc, char** argv) {
 
 // Like BENCHMARK(fn), with a BenchmarkScope around each call of fn.
 #define NATIVEPROF_BENCHMARK(fn) \
-  BENCHMARK_PRIVATE_DECLARE(fn) = ::nativeprof::benchmark::Register(#fn, fn)
+  BENCHMARK_PRIVATE_DECLARE(fn) =           \
+      ::benchmark::RegisterBenchmark(#fn, &::nativeprof::benchmark::ProfiledBody<fn>)
 
 // Like BENCHMARK_MAIN(), with the profiling reporter and the --nativeprof_* flags.
 #define NATIVEPROF_BENCHMARK_MAIN()                                                   \

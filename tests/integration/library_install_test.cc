@@ -59,7 +59,9 @@ TEST(LibraryInstallTest, InstalledPackageBuildsAndRunsTheExamples) {
   ASSERT_EQ(cpp.exit_code, 0) << cpp.err;
   EXPECT_THAT(ReadFileOrEmpty(tmp + "/cpp.folded"), HasSubstr("SpinInExampleCpp"));
 
-  if (std::filesystem::exists(build + "/benchmark_example")) {
+  // Google Benchmark is a build dependency of nativeprof, so the benchmark example is built too.
+  ASSERT_TRUE(std::filesystem::exists(build + "/benchmark_example"));
+  {
     testing::CommandResult bm =
         RunCommand({build + "/benchmark_example", "--nativeprof_out=" + tmp + "/bm",
                     "--benchmark_min_time=0.1"});

@@ -263,7 +263,9 @@ TEST(LibraryCppApiTest, ScopedProfileWritesTheRegion) {
   NP_ASSERT_OK_AND_ASSIGN(CounterSnapshot counters, profiler.Counters());
   EXPECT_TRUE(counters.PageFaults().has_value());
   // Unsupported inputs give no value rather than 0.
-  if (!counters.Get("cycles").has_value()) EXPECT_FALSE(counters.Ipc().has_value());
+  if (!counters.Get("cycles").has_value()) {
+    EXPECT_FALSE(counters.Ipc().has_value());
+  }
   EXPECT_TRUE(absl::IsFailedPrecondition(profiler.Stop()));
 
   Profiler moved = std::move(profiler);
