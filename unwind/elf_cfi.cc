@@ -196,12 +196,15 @@ void ElfCfi::OpenDebugFrame() {
   }
 }
 
-bool ElfCfi::Compile(Dwarf_CFI* cfi, uint64_t vaddr, CfiRule* rule) {
+bool ElfCfi::Compile(Dwarf_CFI* cfi, uint64_t vaddr, CfiRule* rule, uint64_t* start_out,
+                     uint64_t* end_out) {
   Dwarf_Frame* frame = nullptr;
   if (dwarf_cfi_addrframe(cfi, vaddr, &frame) != 0 || frame == nullptr) return false;
   bool signal = false;
   Dwarf_Addr start, end;
   const int ra = dwarf_frame_info(frame, &start, &end, &signal);
+  *start_out = start;
+  *end_out = end;
   *rule = CfiRule();
   rule->signal_frame = signal;
   bool fast = true;
@@ -283,16 +286,24 @@ const CfiRule* ElfCfi::Find(uint64_t file_offset) {
   int32_t index = -1;
   uint64_t vaddr;
   if (FileOffsetToVaddr(file_offset, &vaddr)) {
-    CfiRule rule;
-    bool found = eh_cfi_ != nullptr && Compile(eh_cfi_, vaddr, &rule);
-    if (!found) {
-      if (!debug_tried_) OpenDebugFrame();
-      found = debug_cfi_ != nullptr && Compile(debug_cfi_, vaddr, &rule);
-    }
-    if (found) {
-      index = static_cast<int32_t>(rules_.size());
-      rules_.push_back(rule);
-      ++(rule.fast ? stats_.fast_rules : stats_.expr_rules);
+    auto range = by_range_.upper_bound(vaddr);
+    if (range != by_range_.begin() && vaddr < std::prev(range)->second.first) {
+      index = std::prev(range)->second.second;
+      ++stats_.range_hits;
+    } else {
+      CfiRule rule;
+      uint64_t start = 0, end = 0;
+      bool found = eh_cfi_ != nullptr && Compile(eh_cfi_, vaddr, &rule, &start, &end);
+      if (!found) {
+        if (!debug_tried_) OpenDebugFrame();
+        found = debug_cfi_ != nullptr && Compile(debug_cfi_, vaddr, &rule, &start, &end);
+      }
+      if (found) {
+        index = static_cast<int32_t>(rules_.size());
+        rules_.push_back(rule);
+        ++(rule.fast ? stats_.fast_rules : stats_.expr_rules);
+        if (start <= vaddr && vaddr < end) by_range_[start] = {end, index};
+      }
     }
   }
   if (index < 0) ++stats_.no_cfi;

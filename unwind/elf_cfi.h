@@ -7,6 +7,7 @@
 #define NATIVEPROF_UNWIND_ELF_CFI_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -26,7 +27,8 @@ namespace nativeprof::unwind {
 // Lookup statistics, for benchmarks and debugging.
 struct CfiCacheStats {
   uint64_t hits = 0;
-  uint64_t misses = 0;  // libdw lookups
+  uint64_t misses = 0;  // not in the per-offset cache
+  uint64_t range_hits = 0;  // misses served by an already compiled row (no libdw call)
   uint64_t fast_rules = 0;
   uint64_t expr_rules = 0;
   uint64_t no_cfi = 0;
@@ -72,7 +74,8 @@ class ElfCfi {
   };
   ElfCfi() = default;
   absl::Status Init();
-  bool Compile(Dwarf_CFI_s* cfi, uint64_t vaddr, CfiRule* rule);
+  // Compiles the CFI row covering `vaddr`; [*start, *end) is the address range the row covers.
+  bool Compile(Dwarf_CFI_s* cfi, uint64_t vaddr, CfiRule* rule, uint64_t* start, uint64_t* end);
   void OpenDebugFrame();
 
   std::string path_;
@@ -96,6 +99,9 @@ class ElfCfi {
   std::vector<CfiRule> rules_;
   std::vector<CfiOp> ops_;
   absl::flat_hash_map<uint64_t, int32_t> by_offset_;  // file offset -> rules_ index, -1: none
+  // CFI rows already compiled, by the vaddr range they cover: a new PC inside a known row reuses
+  // it without asking libdw.
+  std::map<uint64_t, std::pair<uint64_t, int32_t>> by_range_;  // start -> (end, rules_ index)
   CfiCacheStats stats_;
 };
 

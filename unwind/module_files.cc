@@ -105,6 +105,7 @@ CfiCacheStats ModuleFiles::TotalStats() const {
     if (m == nullptr) continue;
     total.hits += m->stats().hits;
     total.misses += m->stats().misses;
+    total.range_hits += m->stats().range_hits;
     total.fast_rules += m->stats().fast_rules;
     total.expr_rules += m->stats().expr_rules;
     total.no_cfi += m->stats().no_cfi;
