@@ -145,6 +145,8 @@ std::string StripCxxArguments(absl::string_view demangled) {
 std::optional<std::string> FormatCloneSuffixes(absl::string_view name) {
   size_t dot = name.find('.');
   if (dot == absl::string_view::npos || dot == 0 || !IsIdentStart(name[0])) return std::nullopt;
+  // GCC's static-initialiser functions carry a file name: `_GLOBAL__sub_I_main.cc`.
+  if (absl::StartsWith(name, "_GLOBAL_")) return std::nullopt;
   for (size_t i = 1; i < dot; ++i) {
     if (!IsIdentChar(name[i])) return std::nullopt;
   }

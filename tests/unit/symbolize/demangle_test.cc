@@ -76,6 +76,7 @@ TEST(DemangleSymbolTest, CloneSuffixes) {
   EXPECT_EQ(Profile("foo."), "foo.");
   EXPECT_EQ(Profile(".hidden"), ".hidden");
   EXPECT_EQ(Profile("memcpy@@GLIBC_2.14"), "memcpy@@GLIBC_2.14");
+  EXPECT_EQ(Profile("_GLOBAL__sub_I_main.cc"), "_GLOBAL__sub_I_main.cc");
   // c++filt leaves C names alone, and so does the c++filt-compatible entry point.
   EXPECT_EQ(DemangleForDisplay("foo.cold", {}), "foo.cold");
 }
