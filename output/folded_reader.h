@@ -15,7 +15,8 @@ namespace nativeprof::output {
 
 // Parses folded text. Blank lines are skipped; the count is split off at the last space or tab
 // and must be a non-negative integer; identical stacks on several lines are summed. The result has
-// weight == samples, weight_unit "samples", an empty event, no timeline, and stacks in first-seen order.
+// weight == samples, weight_unit "samples", an empty event, no timeline, and stacks in first-seen
+// order.
 // Errors: kInvalidArgument "line N: <problem>".
 absl::StatusOr<symbolize::Profile> ParseFolded(absl::string_view text);
 

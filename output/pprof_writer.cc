@@ -64,7 +64,9 @@ struct MappingInfo {
   bool has_inline = false;
 };
 
-bool WeightsAreTime(const Profile& p) { return p.weight_unit != "samples" && !p.weight_unit.empty(); }
+bool WeightsAreTime(const Profile& p) {
+  return p.weight_unit != "samples" && !p.weight_unit.empty();
+}
 
 }  // namespace
 
@@ -85,7 +87,9 @@ std::string EncodePprof(const Profile& profile) {
     return sub.Take();
   };
   out.Bytes(pb::kProfileSampleType, value_type_msg("samples", "count"));
-  if (two_values) out.Bytes(pb::kProfileSampleType, value_type_msg(value_type, profile.weight_unit));
+  if (two_values) {
+    out.Bytes(pb::kProfileSampleType, value_type_msg(value_type, profile.weight_unit));
+  }
 
   // Mappings: one per distinct (module, build id).
   absl::flat_hash_map<std::string, uint64_t> mapping_ids;
@@ -245,9 +249,10 @@ std::string EncodePprof(const Profile& profile) {
     // pprof shows the last sample type by default already; naming it keeps that explicit.
     tail.Int64(pb::kProfileDefaultSampleType, strings.Intern(value_type));
   }
-  tail.Int64(pb::kProfileComment,
-             strings.Intern(profile.event.empty() ? std::string("nativeprof")
-                                                  : absl::StrCat("nativeprof, event ", profile.event)));
+  const std::string comment = profile.event.empty()
+                                  ? std::string("nativeprof")
+                                  : absl::StrCat("nativeprof, event ", profile.event);
+  tail.Int64(pb::kProfileComment, strings.Intern(comment));
   for (const std::string& s : strings.strings()) tail.Bytes(pb::kProfileStringTable, s);
   result += tail.Take();
   return result;

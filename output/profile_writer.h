@@ -30,7 +30,7 @@ const char* OutputFormatName(OutputFormat format);
 
 struct WriteOptions {
   std::string title;        // SVG title; empty -> "Flame Graph" (or "Flame Chart")
-  bool flamechart = false;  // SVG: samples in time order (needs Profile::timeline) instead of merged
+  bool flamechart = false;  // SVG: samples in time order (needs Profile::timeline), not merged
   int svg_width = 1200;     // SVG: image width in pixels; frames narrower than
                             // svg_min_width_px are pruned
   double svg_min_width_px = 0.1;

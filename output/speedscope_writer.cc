@@ -98,7 +98,8 @@ std::string RenderSpeedscope(const Profile& profile, const std::string& name) {
     if (!t.samples.empty()) order.push_back(&t);
   }
   std::stable_sort(order.begin(), order.end(), [](const Thread* a, const Thread* b) {
-    return std::tie(b->total, a->pid, a->tid, a->name) < std::tie(a->total, b->pid, b->tid, b->name);
+    return std::tie(b->total, a->pid, a->tid, a->name) <
+           std::tie(a->total, b->pid, b->tid, b->name);
   });
 
   std::string out;

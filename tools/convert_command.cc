@@ -68,7 +68,9 @@ int RunConvertCommand(int argc, char** argv) {
         break;
       case kFormat: {
         absl::StatusOr<output::OutputFormat> f = output::ParseOutputFormat(optarg);
-        if (!f.ok()) return Usage(std::string(f.status().message()), "see 'nativeprof convert --help'");
+        if (!f.ok()) {
+          return Usage(std::string(f.status().message()), "see 'nativeprof convert --help'");
+        }
         pending_format = optarg;
         break;
       }
@@ -97,7 +99,9 @@ int RunConvertCommand(int argc, char** argv) {
     }
   }
   const int positional = argc - optind;
-  if (positional < 1) return Usage("convert needs an input file", "usage: nativeprof convert IN OUT");
+  if (positional < 1) {
+    return Usage("convert needs an input file", "usage: nativeprof convert IN OUT");
+  }
   if (positional > 2) {
     return Usage(absl::StrCat("unexpected argument '", argv[optind + 2], "'"),
                  "usage: nativeprof convert IN [OUT] [-o FILE]...");

@@ -88,7 +88,8 @@ int RunDiffCommand(int argc, char** argv) {
     }
   }
   if (argc - optind != 2) {
-    return Usage("diff needs two folded files", "usage: nativeprof diff BEFORE AFTER [-o diff.svg]");
+    return Usage("diff needs two folded files",
+                 "usage: nativeprof diff BEFORE AFTER [-o diff.svg]");
   }
   if (!svg_path.empty()) {
     absl::Status writable = CheckOutputWritable(svg_path);
