@@ -10,7 +10,10 @@ namespace {
 
 __attribute__((noinline)) uint64_t Spin(uint64_t n) {
   uint64_t x = 1;
-  for (uint64_t i = 0; i < n; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
+  for (uint64_t i = 0; i < n; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    asm volatile("" : "+r"(x));  // no closed form, no hoisting
+  }
   return x;
 }
 
@@ -41,7 +44,11 @@ void BM_StartStop(benchmark::State& state) {
 BENCHMARK(BM_StartStop)->Args({1, 1})->Args({1, 0})->Args({0, 1})->UseRealTime();
 
 void BM_SpinUnprofiled(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(Spin(1 << 20));
+  for (auto _ : state) {
+    uint64_t n = 1 << 20;
+    benchmark::DoNotOptimize(n);
+    benchmark::DoNotOptimize(Spin(n));
+  }
 }
 BENCHMARK(BM_SpinUnprofiled)->UseRealTime();
 
@@ -52,7 +59,11 @@ void BM_SpinSampled(benchmark::State& state) {
     np_profiler_destroy(p);
     return;
   }
-  for (auto _ : state) benchmark::DoNotOptimize(Spin(1 << 20));
+  for (auto _ : state) {
+    uint64_t n = 1 << 20;
+    benchmark::DoNotOptimize(n);
+    benchmark::DoNotOptimize(Spin(n));
+  }
   np_profiler_stop(p);
   uint64_t samples = 0;
   np_profiler_samples(p, &samples, nullptr);

@@ -43,6 +43,7 @@ install(FILES ${PROJECT_BINARY_DIR}/nativeprofConfig.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/nativeprof COMPONENT library)
 # The .pc file finds its prefix relative to itself, so `cmake --install --prefix X` works.
 file(RELATIVE_PATH NATIVEPROF_PC_TO_PREFIX "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
+string(REGEX REPLACE "/$" "" NATIVEPROF_PC_TO_PREFIX "${NATIVEPROF_PC_TO_PREFIX}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/nativeprof.pc.in ${PROJECT_BINARY_DIR}/nativeprof.pc
   @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/nativeprof.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig

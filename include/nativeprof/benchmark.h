@@ -211,12 +211,9 @@ class ProfilingReporter : public ::benchmark::BenchmarkReporter {
       : inner_(std::move(inner)) {}
   bool ReportContext(const Context& context) override { return inner_->ReportContext(context); }
   void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Iteration) {
-        Harness::Get().Flush(run.benchmark_name());
-        break;
-      }
-    }
+    // run_name, not benchmark_name(): with --benchmark_report_aggregates_only only the
+    // aggregates ("BM_X_mean") are reported, and the file is named after the benchmark.
+    if (!runs.empty()) Harness::Get().Flush(runs.front().run_name.str());
     inner_->ReportRuns(runs);
   }
   void Finalize() override { inner_->Finalize(); }

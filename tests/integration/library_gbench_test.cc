@@ -64,6 +64,19 @@ TEST(LibraryGbenchTest, WithoutOutputDirOnlyCountersAndNoFiles) {
   EXPECT_THAT(r.out, HasSubstr("BM_ParseA"));
 }
 
+TEST(LibraryGbenchTest, AggregatesOnlyStillWritesOneFilePerBenchmark) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string dir = MakeTempDir() + "/profiles";
+  testing::CommandResult r = RunCommand(
+      {TargetPath("gbench_profiled"), "--nativeprof_out=" + dir, "--benchmark_repetitions=2",
+       "--benchmark_report_aggregates_only=true", "--benchmark_min_time=0.05"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("BM_ParseA_mean"));
+  EXPECT_THAT(ReadFileOrEmpty(dir + "/BM_ParseA.folded"), HasSubstr("ParseDigitsA"));
+  EXPECT_THAT(ReadFileOrEmpty(dir + "/BM_HashB_4096.folded"), HasSubstr("HashBytesB"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/BM_ParseA_mean.folded"));
+}
+
 TEST(LibraryGbenchTest, UnknownFlagsStillRejected) {
   testing::CommandResult r = RunCommand({TargetPath("gbench_profiled"), "--no_such_flag"});
   EXPECT_NE(r.exit_code, 0);
