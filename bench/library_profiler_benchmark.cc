@@ -2,6 +2,8 @@
 // perf_event_open per thread and CPU, ring mmaps, counter fds, /proc/self/maps check) and the
 // slowdown of a CPU-bound loop while sampling at 999 Hz, against the same loop unprofiled.
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 #include "benchmark/benchmark.h"
 #include "nativeprof/nativeprof.h"
@@ -71,5 +73,32 @@ void BM_SpinSampled(benchmark::State& state) {
   np_profiler_destroy(p);
 }
 BENCHMARK(BM_SpinSampled)->UseRealTime();
+
+}  // namespace
+
+namespace {
+
+// Symbolizing and writing a small profile (a few distinct stacks in this binary, libc and the
+// kernel): what np_profiler_write_folded costs after a region, e.g. once per benchmark.
+void BM_WriteFolded(benchmark::State& state) {
+  np_profiler* p = MakeProfiler(1, 0);
+  if (p == nullptr || np_profiler_start(p) != NP_OK) {
+    state.SkipWithError(np_last_error());
+    np_profiler_destroy(p);
+    return;
+  }
+  benchmark::DoNotOptimize(Spin(1 << 26));
+  np_profiler_stop(p);
+  const std::string path = "/tmp/nativeprof_bench_write.folded";
+  for (auto _ : state) {
+    if (np_profiler_write_folded(p, path.c_str()) != NP_OK) {
+      state.SkipWithError(np_last_error());
+      break;
+    }
+  }
+  std::remove(path.c_str());
+  np_profiler_destroy(p);
+}
+BENCHMARK(BM_WriteFolded)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
