@@ -129,3 +129,40 @@ TEST(FlameTreeTest, MergesByPathAndSortsChildrenByName) {
 
 }  // namespace
 }  // namespace nativeprof::output
+
+namespace nativeprof::output {
+namespace {
+
+// The size goal: 100,000 distinct stacks and 1,000,000 samples stay far under 20 MB.
+TEST(SvgWriterTest, HundredThousandStacksStayUnderTwentyMegabytes) {
+  Profile p;
+  for (int i = 0; i < 5000; ++i) {
+    p.frames.push_back({absl::StrCat("namespace_", i % 13, "::Class", i % 101, "::method_", i,
+                                     "(int, double)"),
+                        FrameKind::kUser, "", "", 0, "", 0});
+  }
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < 100000; ++i) {
+    symbolize::ProfileStack s;
+    s.thread_name = absl::StrCat("worker-", i % 4);
+    uint32_t node = i % 4;
+    for (int d = 0; d < 12 + static_cast<int>(i % 20); ++d) {
+      node = (node * 31 + (d < 5 ? i % 3 : (i >> (d % 16)) % 40)) % 5000;
+      s.frames.push_back(node);
+    }
+    s.frames.push_back(i % 5000);
+    s.samples = i < 1000 ? 505 : 5;
+    total += s.samples;
+    p.stacks.push_back(std::move(s));
+  }
+  ASSERT_EQ(total, 1000000u);
+  FlameSvgStats stats;
+  NP_ASSERT_OK_AND_ASSIGN(std::string svg, RenderProfileSvg(p, "", false, 1200, 0.1, &stats));
+  EXPECT_LT(svg.size(), 20u * 1000 * 1000);
+  EXPECT_GT(stats.frames_pruned, 0u);
+  EXPECT_GT(stats.frames_drawn, 1000u);
+  EXPECT_THAT(svg, HasSubstr(absl::StrCat(" frames narrower than 0.1 px pruned")));
+}
+
+}  // namespace
+}  // namespace nativeprof::output
