@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -22,6 +23,10 @@ namespace {
 
 constexpr uint64_t kGo = 1;
 constexpr uint64_t kQuit = 2;
+
+// One running profiler per process: a second one would sample the first one's reader thread
+// (created from a sampled thread, so inherited) and double every sample's cost.
+std::atomic<bool> g_running{false};
 
 bool SameMaps(const std::vector<sampler::ProcMapsEntry>& a,
               const std::vector<sampler::ProcMapsEntry>& b) {
@@ -125,6 +130,10 @@ absl::Status SelfProfiler::OpenCounters(const std::vector<pid_t>& tids) {
 
 absl::Status SelfProfiler::Start() {
   if (running_) return absl::FailedPreconditionError("the profiler is already running");
+  if (g_running.exchange(true)) {
+    return absl::FailedPreconditionError(
+        "another nativeprof profiler is running in this process; stop it first");
+  }
   notes_.clear();
   // The reader exists before any event is opened, so no inherited event ever follows it.
   reader_ = std::thread([this] { ReaderLoop(); });
@@ -135,6 +144,7 @@ absl::Status SelfProfiler::Start() {
     reader_.join();
     session_.reset();
     counter_sets_.clear();
+    g_running = false;
     return st;
   };
 
@@ -238,6 +248,7 @@ absl::Status SelfProfiler::Stop() {
   }
   counter_sets_.clear();
   session_.reset();
+  g_running = false;
   return status;
 }
 

@@ -52,7 +52,8 @@ class SelfProfiler {
   static absl::StatusOr<std::unique_ptr<SelfProfiler>> Create(const SelfProfilerOptions& options);
   ~SelfProfiler();  // stops first if running
 
-  // Begins a segment. Errors: kFailedPrecondition if already running; those of Session::Open
+  // Begins a segment. Errors: kFailedPrecondition if this or another SelfProfiler of the process
+  // is running; those of Session::Open
   // and CounterSet::Open (kPermissionDenied, kNotFound for an unsupported event,
   // kResourceExhausted when out of fds), with nothing left open.
   absl::Status Start();

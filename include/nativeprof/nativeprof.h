@@ -66,7 +66,8 @@ NP_API void np_options_init(np_options* options);
 /* Creates a profiler (nothing is opened yet). options may be NULL for the defaults. */
 NP_API np_status np_profiler_create(const np_options* options, np_profiler** out);
 
-/* Starts sampling/counting every thread of the process. NP_ERROR_BAD_STATE if running. */
+/* Starts sampling/counting every thread of the process. NP_ERROR_BAD_STATE if this profiler or
+ * another one of the process is running (one at a time: each would sample the other). */
 NP_API np_status np_profiler_start(np_profiler* profiler);
 
 /* Stops, drains the last samples and closes every perf fd. NP_ERROR_BAD_STATE if not running. */

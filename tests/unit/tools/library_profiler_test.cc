@@ -125,6 +125,42 @@ TEST(LibraryCApiTest, EnforcesStartStopStates) {
   np_profiler_destroy(p);
 }
 
+TEST(LibraryCApiTest, OneRunningProfilerPerProcess) {
+  NP_SKIP_IF_NO_PERF();
+  np_profiler* a = MustCreate(nullptr);
+  np_profiler* b = MustCreate(nullptr);
+  ASSERT_EQ(np_profiler_start(a), NP_OK) << np_last_error();
+  EXPECT_EQ(np_profiler_start(b), NP_ERROR_BAD_STATE);
+  EXPECT_THAT(np_last_error(), ::testing::HasSubstr("another nativeprof profiler"));
+  ASSERT_EQ(np_profiler_stop(a), NP_OK);
+  EXPECT_EQ(np_profiler_start(b), NP_OK) << np_last_error();
+  EXPECT_EQ(np_profiler_stop(b), NP_OK);
+  np_profiler_destroy(a);
+  np_profiler_destroy(b);
+}
+
+TEST(LibraryCApiTest, DwarfUnwindingNamesTheBurningFunction) {
+  NP_SKIP_IF_NO_PERF();
+  np_options o;
+  np_options_init(&o);
+  o.dwarf = 1;
+  o.count = 0;
+  np_profiler* p = MustCreate(&o);
+  ASSERT_NE(p, nullptr);
+  std::atomic<bool> stop{false};
+  ASSERT_EQ(np_profiler_start(p), NP_OK) << np_last_error();
+  std::thread t(BurnAfterStartThread, &stop);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  stop = true;
+  t.join();
+  ASSERT_EQ(np_profiler_stop(p), NP_OK) << np_last_error();
+  const std::string path = MakeTempDir() + "/dwarf.folded";
+  ASSERT_EQ(np_profiler_write_folded(p, path.c_str()), NP_OK) << np_last_error();
+  const std::string folded = ReadFileOrEmpty(path);
+  EXPECT_THAT(folded, ::testing::HasSubstr("BurnAfterStartThread"));
+  np_profiler_destroy(p);
+}
+
 TEST(LibraryCApiTest, ThousandStartStopCyclesLeakNothing) {
   NP_SKIP_IF_NO_PERF();
   const size_t fds_before_create = CountEntries("/proc/self/fd");
@@ -150,11 +186,13 @@ TEST(LibraryCApiTest, ThousandStartStopCyclesLeakNothing) {
   EXPECT_EQ(CountEntries("/proc/self/task"), tasks);
   // Counter totals and a handful of samples are all that may grow; 8 MB is far above that and
   // far below what 1,000 leaked rings (>= 33 pages each) would cost.
-  EXPECT_LT(RssKb() - rss, 8 * 1024);
+  const int64_t rss_growth_kb = RssKb() - rss;
+  EXPECT_LT(rss_growth_kb, 8 * 1024);
   np_profiler_destroy(p);
   EXPECT_EQ(CountEntries("/proc/self/fd"), fds_before_create);
   EXPECT_EQ(CountEntries("/proc/self/task"), tasks_before_create);
-  std::printf("1000 start/stop cycles: %.3f s (%.1f us per cycle)\n", seconds, seconds * 1e3);
+  std::printf("1000 start/stop cycles: %.3f s (%.1f us per cycle), RSS %+lld kB\n", seconds,
+              seconds * 1e3, static_cast<long long>(rss_growth_kb));
 }
 
 TEST(LibraryCApiTest, RegionProfileNamesTheBurningFunctionsOfEveryThread) {
