@@ -13,7 +13,11 @@ target_include_directories(nativeprof_lib PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 target_link_options(nativeprof_lib PRIVATE
-  -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/nativeprof.map -Wl,--no-undefined)
+  -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/nativeprof.map)
+if(NOT NATIVEPROF_BUILD_FUZZERS)
+  # Sanitizer runtimes leave undefined symbols in shared libraries by design.
+  target_link_options(nativeprof_lib PRIVATE -Wl,--no-undefined)
+endif()
 set_target_properties(nativeprof_lib PROPERTIES
   OUTPUT_NAME nativeprof
   EXPORT_NAME nativeprof

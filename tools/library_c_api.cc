@@ -108,7 +108,8 @@ np_status np_profiler_create(const np_options* options, np_profiler** out) {
     so.sample = o.sample != 0;
     so.count = o.count != 0;
     if (o.event != nullptr) {
-      absl::StatusOr<nativeprof::sampler::EventSpec> e = nativeprof::sampler::ParseEventSpec(o.event);
+      absl::StatusOr<nativeprof::sampler::EventSpec> e =
+          nativeprof::sampler::ParseEventSpec(o.event);
       if (!e.ok()) return FromStatus(e.status());
       so.event = *std::move(e);
     }

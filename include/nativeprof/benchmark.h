@@ -73,6 +73,7 @@ class Harness {
   // Creates the profilers. Errors: those of Profiler::Create, kInvalidArgument when out_dir
   // cannot be created.
   absl::Status Init(const HarnessOptions& options) {
+    initialized_ = true;
     options_ = options;
     if (!options_.out_dir.empty()) {
       if (::mkdir(options_.out_dir.c_str(), 0777) != 0 && errno != EEXIST) {
@@ -110,6 +111,9 @@ class Harness {
 
   // Around one call of a benchmark body (BenchmarkScope).
   void BeginBody() {
+    // Under a plain BENCHMARK_MAIN() nobody called Init: counters still work, files cannot (no
+    // reporter names them).
+    if (!initialized_) Report(Init(HarnessOptions()));
     if (!scope_profiler_.has_value()) return;
     if (options_.counters) {
       absl::StatusOr<CounterSnapshot> c = scope_profiler_->Counters();
@@ -131,7 +135,8 @@ class Harness {
     if (auto v = d.Ipc()) state.counters["IPC"] = *v;
     if (auto v = d.CacheMissRate()) state.counters["cache_miss_rate"] = *v;
     if (auto v = d.PageFaults()) {
-      state.counters["page_faults"] = ::benchmark::Counter(*v, ::benchmark::Counter::kAvgIterations);
+      state.counters["page_faults"] =
+          ::benchmark::Counter(*v, ::benchmark::Counter::kAvgIterations);
     }
     if (auto v = d.ContextSwitches()) {
       state.counters["ctx_switches"] =
@@ -154,7 +159,8 @@ class Harness {
     if (!pending_) return;
     pending_ = false;
     Profiler* p = manager_profiler_.has_value() ? &*manager_profiler_ : &*scope_profiler_;
-    const std::string path = options_.out_dir + "/" + SanitizeBenchmarkName(benchmark_name) + ".folded";
+    const std::string path =
+        options_.out_dir + "/" + SanitizeBenchmarkName(benchmark_name) + ".folded";
     Report(p->WriteFolded(path));
     Report(p->Reset());
   }
@@ -169,6 +175,7 @@ class Harness {
     return false;
   }
 
+  bool initialized_ = false;
   HarnessOptions options_;
   std::optional<Profiler> scope_profiler_;
   std::optional<Profiler> manager_profiler_;
@@ -232,9 +239,8 @@ class ProfilerManagerHook : public ::benchmark::ProfilerManager {
 
 // The display reporter Google Benchmark itself would build from --benchmark_format (console,
 // json, csv), --benchmark_color and --benchmark_counters_tabular.
-inline std::unique_ptr<::benchmark::BenchmarkReporter> MakeDisplayReporter(const std::string& format,
-                                                                           const std::string& color,
-                                                                           bool tabular) {
+inline std::unique_ptr<::benchmark::BenchmarkReporter> MakeDisplayReporter(
+    const std::string& format, const std::string& color, bool tabular) {
   if (format == "json") return std::make_unique<::benchmark::JSONReporter>();
   BENCHMARK_DISABLE_DEPRECATED_WARNING
   if (format == "csv") return std::make_unique<::benchmark::CSVReporter>();
@@ -242,7 +248,8 @@ inline std::unique_ptr<::benchmark::BenchmarkReporter> MakeDisplayReporter(const
   const char* term = std::getenv("TERM");
   const bool use_color =
       color == "true" || color == "yes" ||
-      (color == "auto" && ::isatty(STDOUT_FILENO) && term != nullptr && std::strcmp(term, "dumb") != 0);
+      (color == "auto" && ::isatty(STDOUT_FILENO) && term != nullptr &&
+       std::strcmp(term, "dumb") != 0);
   int options = ::benchmark::ConsoleReporter::OO_None;
   if (use_color) options |= ::benchmark::ConsoleReporter::OO_Color;
   if (tabular) options |= ::benchmark::ConsoleReporter::OO_Tabular;

@@ -141,7 +141,9 @@ class Profiler {
       return internal::ToStatus(s);
     }
     CounterSnapshot snapshot;
-    for (const np_counter& c : raw) snapshot.readings.push_back({c.name, c.value, c.supported != 0});
+    for (const np_counter& c : raw) {
+      snapshot.readings.push_back({c.name, c.value, c.supported != 0});
+    }
     return snapshot;
   }
   // Samples since the last Reset. Errors: kFailedPrecondition while running.

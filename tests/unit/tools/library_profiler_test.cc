@@ -253,7 +253,8 @@ TEST(LibraryCApiTest, CountsPageFaultsAndContextSwitchesOfTheRegion) {
   ASSERT_EQ(np_profiler_start(p), NP_OK) << np_last_error();
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t pages = 2000;
-  void* mem = mmap(nullptr, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* mem =
+      mmap(nullptr, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(mem, MAP_FAILED);
   for (size_t i = 0; i < pages; ++i) static_cast<volatile char*>(mem)[i * page] = 1;
   for (int i = 0; i < 20; ++i) usleep(1000);
