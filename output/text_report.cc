@@ -140,9 +140,12 @@ void AppendCounter(std::string* out, const std::string& name, const nlohmann::js
   if (v.is_object()) {
     for (const char* key : {"value", "count", "mean"}) {
       if (v.contains(key)) {
-        value = JsonScalar(v[key]);
+        value = v[key].is_null() ? std::string("<not counted>") : JsonScalar(v[key]);
         break;
       }
+    }
+    if (v.contains("supported") && v["supported"].is_boolean() && !v["supported"].get<bool>()) {
+      value = "<not supported>";
     }
     if (v.contains("unit") && v["unit"].is_string()) unit = v["unit"].get<std::string>();
     if (value.empty()) value = v.dump();
@@ -152,29 +155,40 @@ void AppendCounter(std::string* out, const std::string& name, const nlohmann::js
   absl::StrAppendFormat(out, "  %-28s %18s %s\n", name, value, unit);
 }
 
+std::string NameOf(const nlohmann::json& c) {
+  for (const char* key : {"name", "event"}) {
+    if (c.is_object() && c.contains(key) && c[key].is_string()) return c[key].get<std::string>();
+  }
+  return "?";
+}
+
 }  // namespace
 
 std::string RenderCounters(const nlohmann::json& metadata) {
   if (!metadata.is_object() || !metadata.contains("counters")) return "";
-  const nlohmann::json& counters = metadata["counters"];
+  const nlohmann::json* counters = &metadata["counters"];
+  const nlohmann::json* metrics = nullptr;
+  // `record` writes {"counters": {"elapsed_seconds": s, "counters": [...], "metrics": [...]}}.
+  if (counters->is_object() && counters->contains("counters") &&
+      (*counters)["counters"].is_array()) {
+    if (counters->contains("metrics") && (*counters)["metrics"].is_array()) {
+      metrics = &(*counters)["metrics"];
+    }
+    counters = &(*counters)["counters"];
+  }
   std::string out = "Counters\n";
-  if (counters.is_object()) {
-    for (auto it = counters.begin(); it != counters.end(); ++it) {
+  if (counters->is_object()) {
+    for (auto it = counters->begin(); it != counters->end(); ++it) {
       AppendCounter(&out, it.key(), it.value());
     }
-  } else if (counters.is_array()) {
-    for (const nlohmann::json& c : counters) {
-      std::string name = "?";
-      for (const char* key : {"name", "event"}) {
-        if (c.is_object() && c.contains(key) && c[key].is_string()) {
-          name = c[key].get<std::string>();
-          break;
-        }
-      }
-      AppendCounter(&out, name, c);
-    }
+  } else if (counters->is_array()) {
+    for (const nlohmann::json& c : *counters) AppendCounter(&out, NameOf(c), c);
   } else {
     return "";
+  }
+  if (metrics != nullptr && !metrics->empty()) {
+    out.append("Derived metrics\n");
+    for (const nlohmann::json& m : *metrics) AppendCounter(&out, NameOf(m), m);
   }
   return out;
 }

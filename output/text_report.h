@@ -22,9 +22,11 @@ std::string RenderTopFunctions(const symbolize::Profile& profile, size_t top_n);
 // summarised in one "... N more" line.
 std::string RenderCallTree(const symbolize::Profile& profile, int depth, double min_percent);
 
-// The "counters" object of a metadata JSON, one line per counter: name, value and unit when
-// present. Accepts {"name": number}, {"name": {"value": v, "unit": u}} and
-// [{"name": n, "value": v, "unit": u}]. Empty string when there is no "counters" member.
+// The "counters" member of a metadata JSON, one line per counter: name, value and unit when
+// present. Accepts what `record` writes ({"counters": [{"event", "value", "unit", ...}],
+// "metrics": [...]}, metrics printed after the counters), {"name": number},
+// {"name": {"value": v, "unit": u}} and [{"name": n, "value": v, "unit": u}]. A null value prints
+// as "<not counted>". Empty string when there is no "counters" member.
 std::string RenderCounters(const nlohmann::json& metadata);
 
 // 12345 -> "12,345".

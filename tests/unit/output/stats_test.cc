@@ -123,6 +123,18 @@ TEST(ReportTest, CountersInAllShapes) {
       R"({"counters": [{"name": "context-switches", "value": 7}]})");
   EXPECT_THAT(RenderCounters(arr), HasSubstr("context-switches"));
   EXPECT_EQ(RenderCounters(nlohmann::json::parse(R"({"x": 1})")), "");
+  // The shape `record` writes beside a profile.
+  const nlohmann::json rec = nlohmann::json::parse(R"({"counters": {"elapsed_seconds": 1.0,
+      "counters": [{"event": "task-clock", "unit": "msec", "supported": true, "value": 584.5},
+                   {"event": "cycles", "unit": "", "supported": false, "value": null}],
+      "metrics": [{"name": "cpus_utilized", "event": "task-clock", "value": 0.5845,
+                   "unit": "CPUs utilized"}]}})");
+  const std::string rec_text = RenderCounters(rec);
+  EXPECT_THAT(rec_text, HasSubstr("task-clock"));
+  EXPECT_THAT(rec_text, HasSubstr("584.5 msec"));
+  EXPECT_THAT(rec_text, HasSubstr("<not supported>"));
+  EXPECT_THAT(rec_text, HasSubstr("0.5845 CPUs utilized"));
+  EXPECT_THAT(rec_text, ::testing::Not(HasSubstr("elapsed_seconds")));
 }
 
 // A profile whose function counts are the expected counts n * share plus bounded noise: up to one
