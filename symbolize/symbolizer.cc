@@ -302,8 +302,10 @@ void ElfSymbolizer::SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_
     }
     if (symbols == nullptr) return Unnamed(state, state->display, file_offset, out);
   } else if (IsPseudoPath(info.path)) {
-    // Anonymous executable memory: JIT code if the runtime wrote a perf map.
-    SymbolizeUnmapped(pid, avma, out);
+    // Anonymous executable memory: JIT code if the runtime wrote a perf map. The kernel reports
+    // an anonymous mapping's page offset as its start address, so its "file offset" is the avma
+    // itself, which serves when the caller has no avma.
+    SymbolizeUnmapped(pid, avma != 0 ? avma : file_offset, out);
     return;
   } else {
     ++addresses_;

@@ -43,3 +43,5 @@ if(NP_RUSTC)
     add_dependencies(np_test_targets sym_rust_${mangling})
   endforeach()
 endif()
+
+np_test_target(sym_jit SOURCES ${CMAKE_CURRENT_LIST_DIR}/sym_jit.c FLAGS -O1 -fno-omit-frame-pointer)
