@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "base/errno_status.h"
@@ -136,7 +137,13 @@ absl::Status SelfProfiler::Start() {
   }
   notes_.clear();
   // The reader exists before any event is opened, so no inherited event ever follows it.
-  reader_ = std::thread([this] { ReaderLoop(); });
+  try {
+    reader_ = std::thread([this] { ReaderLoop(); });
+  } catch (const std::system_error& e) {
+    g_running = false;
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot create nativeprof's reader thread: ", e.what()));
+  }
   const pid_t reader_tid = static_cast<pid_t>(ReadEventFd(ready_fd_.get()));
 
   auto fail = [this](absl::Status st) {
