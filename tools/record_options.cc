@@ -73,8 +73,8 @@ Runs COMMAND (or attaches to PIDs) and samples the stacks of every thread and ch
   -o, --output FILE       output file (repeatable; default nativeprof.folded); the format comes from
                           --format or the extension: .svg, .pb.gz, .speedscope.json, else folded
       --format FMT        folded | svg | pprof | speedscope (applies to the next -o, or to all)
-      --call-graph MODE   fp (kernel frame-pointer walk) or dwarf[,SIZE] (DWARF CFI over a copy of
-                          SIZE bytes of user stack; default 8192)
+      --call-graph MODE   dwarf[,SIZE] (default: DWARF CFI over a copy of SIZE bytes of user
+                          stack, default 8192) or fp (the kernel's frame-pointer walk; -g)
       --unwinder NAME     DWARF backend: native (default) or libunwind
       --no-inline         do not expand inlined functions
       --lines             add file:line to leaf frames

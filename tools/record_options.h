@@ -25,7 +25,8 @@ struct RecordOptions {
   sampler::EventSpec event;            // default cycles (falls back to cpu-clock)
   size_t ring_pages = 0;               // 0 = fit perf_event_mlock_kb
   std::vector<RecordOutput> outputs;   // default nativeprof.folded
-  unwind::CallGraphMode call_graph = unwind::CallGraphMode::kFramePointer;
+  // DWARF by default: most optimized code has no frame pointers (fp stays for when asked).
+  unwind::CallGraphMode call_graph = unwind::CallGraphMode::kDwarf;
   bool call_graph_explicit = false;    // the user chose --call-graph
   uint32_t dwarf_stack_bytes = 8192;
   unwind::DwarfBackend dwarf_backend = unwind::DwarfBackend::kNative;

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -85,6 +86,12 @@ void ApplyCallGraph(const RecordOptions& o, sampler::SessionOptions* so) {
     so->sampling.stack_user_bytes = o.dwarf_stack_bytes;
   }
   so->ring_pages = o.ring_pages;
+  // Stack copies make DWARF samples ~8 KiB each: a ring that fits perf_event_mlock_kb holds only
+  // a few milliseconds of them. With CAP_IPC_LOCK (root) the limit does not apply, so give each
+  // CPU 512 KiB, as perf effectively does for -g dwarf.
+  if (o.ring_pages == 0 && o.call_graph == unwind::CallGraphMode::kDwarf && ::geteuid() == 0) {
+    so->ring_pages = std::max<size_t>(128, sampler::Session::DefaultRingPages(1));
+  }
 }
 
 // `record -p`: samples running processes without touching them. Stops on SIGINT/SIGTERM (not

@@ -40,6 +40,10 @@ Recorded Record(const std::vector<std::string>& record_args, const std::vector<s
   std::string dir = MakeTempDir();
   r.folded_path = dir + "/out.folded";
   std::vector<std::string> argv = {NativeprofBinary(), "record", "-o", r.folded_path};
+  // These tests are about frame-pointer stacks unless they ask otherwise (DWARF has its own).
+  if (std::find(record_args.begin(), record_args.end(), "--call-graph") == record_args.end()) {
+    argv.insert(argv.end(), {"--call-graph", "fp"});
+  }
   argv.insert(argv.end(), record_args.begin(), record_args.end());
   argv.push_back("--");
   argv.insert(argv.end(), cmd.begin(), cmd.end());
@@ -65,6 +69,28 @@ TEST(RecordTest, MeasuresThreeToOneSplitBetweenTwoFunctions) {
   EXPECT_GT(r.profile.WithSequence({"main", "run_chunks", "heavy_function"}), heavy * 0.95);
   // Nearly every sample lands in the two workload functions.
   EXPECT_GT((heavy + light) / static_cast<double>(r.profile.total()), 0.9);
+}
+
+TEST(RecordTest, DefaultsToDwarfCallGraphs) {
+  NP_SKIP_IF_NO_PERF();
+  Recorded r = Record({"--call-graph", "dwarf"}, {TargetPath("fp_split"), "600"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_TRUE(r.metadata.is_object());
+  EXPECT_EQ(r.metadata["call_graph"], "dwarf");
+  // And with no --call-graph at all, the default is recorded as dwarf too.
+  std::string folded = MakeTempDir() + "/default.folded";
+  CommandResult d = RunCommand({NativeprofBinary(), "record", "-o", folded, "--",
+                                TargetPath("fp_split"), "300"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  nlohmann::json meta = nlohmann::json::parse(ReadFileOrEmpty(folded + ".json"), nullptr, false);
+  EXPECT_EQ(meta["call_graph"], "dwarf");
+  // DWARF unwinds reach the process entry, above main.
+  FoldedProfile p = FoldedProfile::Parse(ReadFileOrEmpty(folded));
+  EXPECT_GT(p.WithSequence({"_start", "__libc_start_main"}), p.total() * 9 / 10) << d.err;
+  const double heavy = static_cast<double>(r.profile.Self("heavy_function"));
+  const double light = static_cast<double>(r.profile.Self("light_function"));
+  ASSERT_GT(heavy + light, 200);
+  EXPECT_NEAR(heavy / (heavy + light), 0.75, 0.1);
 }
 
 TEST(RecordTest, SymbolizesNonPieExecutable) {
