@@ -18,15 +18,7 @@ using symbolize::ProfileStack;
 
 std::string SanitizeFoldedName(absl::string_view name) {
   if (name.empty()) return "[unknown]";
-  std::string out(name);
-  for (char& c : out) {
-    if (c == ';') {
-      c = ':';
-    } else if (c == '\n' || c == '\r') {
-      c = ' ';
-    }
-  }
-  return out;
+  return symbolize::EscapeFoldedFrame(name);
 }
 
 std::string FoldedFrameName(const ProfileFrame& frame) {
