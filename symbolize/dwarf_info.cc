@@ -65,16 +65,14 @@ bool ProducerLacksOptimization(absl::string_view producer) {
   bool gcc = absl::StartsWith(producer, "GNU ");
   bool clang = absl::StrContains(producer, "clang") && !absl::StrContains(producer, "rustc");
   if (!gcc && !clang) return false;
-  if (absl::StrContains(producer, " -O0")) return true;
-  if (clang) return false;  // clang does not record flags unless -grecord-gcc-switches
-  // GCC records its switches; an optimized build has one of -O, -O1..3, -Os, -Og, -Oz, -Ofast.
-  if (!absl::StrContains(producer, " -")) return false;
-  size_t pos = 0;
-  while ((pos = producer.find(" -O", pos)) != absl::string_view::npos) {
-    pos += 3;
-    if (pos >= producer.size() || producer[pos] != '0') return false;
+  // The last -O flag wins, as on the compiler's command line.
+  size_t last = producer.rfind(" -O");
+  if (last != absl::string_view::npos) {
+    return last + 3 < producer.size() && producer[last + 3] == '0';
   }
-  return true;
+  // GCC records its switches (-grecord-gcc-switches is the default), so no -O at all means -O0;
+  // clang records none unless asked, so its silence proves nothing.
+  return gcc && absl::StrContains(producer, " -");
 }
 
 // Depth-first walk of a unit's DIEs; returns true when an inlined call exists.

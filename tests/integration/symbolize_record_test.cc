@@ -1,0 +1,129 @@
+// End to end: `nativeprof record` on the sym_* programs names every frame - C and C++ functions of
+// a PIE and its shared library, inlined frames (_[i]) unless --no-inline, a stripped binary through
+// its debug file and through MiniDebugInfo, libc internals through libc6-dbg, Rust generics and
+// closures (legacy and v0 mangling), JIT code through /tmp/perf-PID.map.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/folded_testing.h"
+#include "tests/testing/test_support.h"
+
+namespace nativeprof::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class SymbolizeRecordTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    NP_SKIP_IF_NO_PERF();
+    dir_ = MakeTempDir();
+  }
+
+  // Records `argv` and returns the folded profile; `extra` are record options.
+  FoldedProfile Record(const std::vector<std::string>& argv,
+                       const std::vector<std::string>& extra = {}) {
+    std::string folded = dir_ + "/out.folded";
+    std::vector<std::string> cmd = {NativeprofBinary(), "record", "-F", "999", "-o", folded};
+    cmd.insert(cmd.end(), extra.begin(), extra.end());
+    cmd.push_back("--");
+    cmd.insert(cmd.end(), argv.begin(), argv.end());
+    last_ = RunCommand(cmd);
+    EXPECT_EQ(last_.exit_code, 0) << last_.err;
+    text_ = ReadFileOrEmpty(folded);
+    return FoldedProfile::Parse(text_);
+  }
+
+  bool AnyFrame(const FoldedProfile& p, const std::string& needle) const {
+    for (const FoldedLine& l : p.lines()) {
+      for (const std::string& f : l.frames) {
+        if (absl::StrContains(f, needle)) return true;
+      }
+    }
+    return false;
+  }
+
+  std::string dir_;
+  std::string text_;
+  CommandResult last_;
+};
+
+TEST_F(SymbolizeRecordTest, NamesProgramLibraryAndInlinedFrames) {
+  FoldedProfile p = Record({TargetPath("sym_prog_shared"), "spin", "1"});
+  ASSERT_GT(p.total(), 100u) << last_.err;
+  EXPECT_GT(p.Total("symtest::Worker<int>::Run"), 0u) << text_;
+  EXPECT_GT(p.Total("sym_c_function"), 0u) << text_;
+  EXPECT_GT(p.Total("symlib::Hidden"), 0u) << text_;  // hidden symbol of the shared library
+  EXPECT_GT(p.Total("symtest::InlinedHelper_[i]"), 0u) << text_;
+  EXPECT_GT(p.WithSequence({"symtest::InlineCaller", "symtest::InlinedHelper_[i]"}), 0u) << text_;
+  // __libc_start_call_main is a local symbol: only libc6-dbg's debug file names it.
+  if (std::filesystem::exists("/usr/lib/debug/.build-id")) {
+    EXPECT_GT(p.Total("__libc_start_call_main"), 0u) << text_;
+  }
+  EXPECT_FALSE(AnyFrame(p, "[sym_prog_shared]")) << text_;
+}
+
+TEST_F(SymbolizeRecordTest, NoInlineDropsInlinedFrames) {
+  FoldedProfile p = Record({TargetPath("sym_prog"), "spin", "0.5"}, {"--no-inline"});
+  ASSERT_GT(p.total(), 50u) << last_.err;
+  EXPECT_FALSE(AnyFrame(p, "_[i]")) << text_;
+  EXPECT_GT(p.Total("symtest::InlineCaller"), 0u) << text_;
+}
+
+TEST_F(SymbolizeRecordTest, StrippedBinaryNamedThroughDebuglinkAndMiniDebugInfo) {
+  for (const char* program : {"sym_prog_stripped", "sym_prog_minidebug"}) {
+    SCOPED_TRACE(program);
+    FoldedProfile p = Record({TargetPath(program), "spin", "0.5"});
+    ASSERT_GT(p.total(), 50u) << last_.err;
+    EXPECT_GT(p.Total("symtest::Worker<int>::Run"), 0u) << text_;
+    EXPECT_GT(p.Total("sym_c_function"), 0u) << text_;
+  }
+}
+
+TEST_F(SymbolizeRecordTest, RustGenericsAndClosures) {
+  for (const char* mangling : {"legacy", "v0"}) {
+    std::string program = TargetPath(std::string("sym_rust_") + mangling);
+    if (!std::filesystem::exists(program)) {
+      GTEST_SKIP() << "rustc not found at configure time (looked in PATH and ~/.cargo/bin)";
+    }
+    SCOPED_TRACE(mangling);
+    FoldedProfile p = Record({program, "0.5"});
+    ASSERT_GT(p.total(), 50u) << last_.err;
+    if (std::string(mangling) == "legacy") {
+      EXPECT_TRUE(AnyFrame(p, "sym_rust::Matrix<T>::sum")) << text_;
+      EXPECT_TRUE(AnyFrame(p, "sym_rust::main::{{closure}}")) << text_;
+    } else {
+      EXPECT_TRUE(AnyFrame(p, "<sym_rust::Matrix<f32>>::sum")) << text_;
+      EXPECT_TRUE(AnyFrame(p, "sym_rust::main::{closure#")) << text_;
+    }
+    EXPECT_FALSE(AnyFrame(p, "_ZN8sym_rust")) << text_;
+    EXPECT_FALSE(AnyFrame(p, "_RNv")) << text_;
+  }
+}
+
+TEST_F(SymbolizeRecordTest, JitFramesFromPerfMap) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "sym_jit generates x86-64 code";
+#endif
+  FoldedProfile p = Record({TargetPath("sym_jit"), "0.5"});
+  int pid = 0;
+  size_t at = last_.out.find("pid ");
+  if (at != std::string::npos) {
+    ASSERT_TRUE(absl::SimpleAtoi(last_.out.substr(at + 4, last_.out.find('\n', at) - at - 4), &pid));
+    std::remove(("/tmp/perf-" + std::to_string(pid) + ".map").c_str());
+  }
+  ASSERT_GT(pid, 0) << last_.out;
+  ASSERT_GT(p.total(), 20u) << last_.err;
+  EXPECT_GT(p.SelfShare("jit_spin_loop_[j]"), 0.5) << text_;
+}
+
+}  // namespace
+}  // namespace nativeprof::testing
