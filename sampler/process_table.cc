@@ -46,10 +46,10 @@ const std::string& ProcessTable::ThreadName(const Process& process, int32_t tid)
   return pit->second;
 }
 
-void ProcessTable::ApplyMmap(const MmapView& m) {
+ModuleId ProcessTable::ApplyMmap(const MmapView& m) {
   // Data mappings cannot hold sampled code; anonymous executable memory (JIT) is kept so its
   // addresses resolve to "no module" rather than to a stale file mapping.
-  if (!m.executable && !(m.prot & PROT_EXEC)) return;
+  if (!m.executable && !(m.prot & PROT_EXEC)) return kNoModule;
   Process& p = GetOrCreate(static_cast<int32_t>(m.pid));
   ModuleInfo info;
   info.path = std::string(m.filename);
@@ -64,6 +64,7 @@ void ProcessTable::ApplyMmap(const MmapView& m) {
   mapping.prot = m.prot;
   mapping.module = modules_->Intern(info);
   p.address_space.Map(mapping);
+  return mapping.module;
 }
 
 void ProcessTable::ApplyComm(const CommView& c) {

@@ -29,7 +29,8 @@ class ProcessTable {
  public:
   explicit ProcessTable(ModuleRegistry* modules) : modules_(modules) {}
 
-  void ApplyMmap(const MmapView& mmap);
+  // Returns the module the mapping was interned as, or kNoModule when it was ignored (data).
+  ModuleId ApplyMmap(const MmapView& mmap);
   void ApplyComm(const CommView& comm);
   void ApplyTask(const TaskView& task);
 

@@ -128,11 +128,25 @@ nlohmann::json RecordMetadata(const RecordOptions& o, const sampler::Session& se
   return j;
 }
 
-int FinishRecording(const RecordOptions& o, const sampler::Session& session,
-                    const unwind::StackCollector& collector,
-                    const std::vector<sampler::CounterValue>& counters, const RunState& state) {
+std::unique_ptr<symbolize::Symbolizer> MakeRecordingSymbolizer(const RecordOptions& o,
+                                                               unwind::StackCollector& collector) {
   std::unique_ptr<symbolize::Symbolizer> symbolizer =
       symbolize::MakeSymbolizer(collector.modules(), o.symbolizer);
+  symbolize::Symbolizer* s = symbolizer.get();
+  collector.set_mapping_observer([s](const sampler::MmapView& m, sampler::ModuleId module) {
+    const auto pid = static_cast<int32_t>(m.pid);
+    if (m.filename == "[vdso]") {
+      s->NoteVdso(pid, m.start_avma, m.start_avma + m.length);
+    } else if (!m.filename.empty() && m.filename[0] == '/') {
+      s->NoteMapping(pid, module, m.start_avma, m.start_avma + m.length);
+    }
+  });
+  return symbolizer;
+}
+
+int FinishRecording(const RecordOptions& o, const sampler::Session& session,
+                    const unwind::StackCollector& collector, symbolize::Symbolizer& symbolizer,
+                    const std::vector<sampler::CounterValue>& counters, const RunState& state) {
   symbolize::ProfileBuildOptions build;
   build.event = session.event().name;
   build.weight_unit = (session.event().name == "cpu-clock" || session.event().name == "task-clock")
@@ -141,8 +155,8 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   build.sample_frequency_hz = o.frequency_hz;
   build.duration_ns = static_cast<uint64_t>(state.duration_seconds * 1e9);
   build.timeline = true;
-  symbolize::Profile profile = symbolize::BuildProfile(collector, *symbolizer, build);
-  const symbolize::SymbolizationStats symbols = symbolizer->Stats();
+  symbolize::Profile profile = symbolize::BuildProfile(collector, symbolizer, build);
+  const symbolize::SymbolizationStats symbols = symbolizer.Stats();
 
   int exit_code = state.exit_code;
   for (const RecordOutput& out : o.outputs) {

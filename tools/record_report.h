@@ -4,6 +4,7 @@
 #ifndef NATIVEPROF_TOOLS_RECORD_REPORT_H_
 #define NATIVEPROF_TOOLS_RECORD_REPORT_H_
 
+#include <memory>
 #include <vector>
 
 #include "nlohmann/json.hpp"
@@ -24,10 +25,15 @@ struct RunState {
   bool stopped_waiting = false;  // second SIGINT: stopped before the target exited
 };
 
+// Makes the symbolizer for a recording and connects it to the collector's mapping records, so
+// files deleted or replaced during the run and the vdso are read while the process is alive.
+std::unique_ptr<symbolize::Symbolizer> MakeRecordingSymbolizer(const RecordOptions& options,
+                                                               unwind::StackCollector& collector);
+
 // Writes everything and returns the exit code: the target's (state.exit_code), or kExitOutput
 // when an output could not be written (the others are still written).
 int FinishRecording(const RecordOptions& options, const sampler::Session& session,
-                    const unwind::StackCollector& collector,
+                    const unwind::StackCollector& collector, symbolize::Symbolizer& symbolizer,
                     const std::vector<sampler::CounterValue>& counters, const RunState& state);
 
 // The metadata document written to "<output>.json".

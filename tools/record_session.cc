@@ -140,6 +140,7 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   }
 
   unwind::StackCollector collector(&unwinder, /*keep_timeline=*/true);
+  std::unique_ptr<symbolize::Symbolizer> symbolizer = MakeRecordingSymbolizer(o, collector);
   std::vector<ScopedFd> pidfds;
   const auto start = std::chrono::steady_clock::now();
   if (absl::Status st = (*session)->Enable(); !st.ok()) {
@@ -196,7 +197,7 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
     absl::StatusOr<std::vector<sampler::CounterValue>> values = counters->Read();
     if (values.ok()) counter_values = *std::move(values);
   }
-  return FinishRecording(o, **session, collector, counter_values, state);
+  return FinishRecording(o, **session, collector, *symbolizer, counter_values, state);
 }
 
 }  // namespace
@@ -267,6 +268,7 @@ int RunRecording(const RecordOptions& o) {
   }
 
   unwind::StackCollector collector(unwinder->get(), /*keep_timeline=*/true);
+  std::unique_ptr<symbolize::Symbolizer> symbolizer = MakeRecordingSymbolizer(o, collector);
   const auto start = std::chrono::steady_clock::now();
   if (absl::Status st = child->Release(); !st.ok()) {
     PrintError(st.message());
@@ -315,7 +317,7 @@ int RunRecording(const RecordOptions& o) {
     }
   }
 
-  return FinishRecording(o, **session, collector, counter_values, state);
+  return FinishRecording(o, **session, collector, *symbolizer, counter_values, state);
 }
 
 }  // namespace nativeprof::tools

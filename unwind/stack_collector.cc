@@ -116,7 +116,10 @@ void StackCollector::OnSample(const sampler::SampleView& sample) {
   if (keep_timeline_) timeline_.emplace_back(sample.time_ns, index);
 }
 
-void StackCollector::OnMmap(const sampler::MmapView& mmap) { processes_.ApplyMmap(mmap); }
+void StackCollector::OnMmap(const sampler::MmapView& mmap) {
+  const sampler::ModuleId module = processes_.ApplyMmap(mmap);
+  if (module != sampler::kNoModule && mapping_observer_) mapping_observer_(mmap, module);
+}
 void StackCollector::OnComm(const sampler::CommView& comm) { processes_.ApplyComm(comm); }
 void StackCollector::OnTask(const sampler::TaskView& task) { processes_.ApplyTask(task); }
 

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +66,12 @@ class StackCollector final : public sampler::RecordSink {
   // `unwinder` must outlive the collector. `keep_timeline` records (time, stack) per sample.
   StackCollector(Unwinder* unwinder, bool keep_timeline);
 
+  // Called for every code mapping as it is applied, with the module it was interned as, so later
+  // stages can act while the process is alive (hold the file open through
+  // /proc/PID/map_files, read the vdso). Runs on the drain thread; must not block.
+  using MappingObserver = std::function<void(const sampler::MmapView&, sampler::ModuleId)>;
+  void set_mapping_observer(MappingObserver observer) { mapping_observer_ = std::move(observer); }
+
   void OnSample(const sampler::SampleView& sample) override;
   void OnMmap(const sampler::MmapView& mmap) override;
   void OnComm(const sampler::CommView& comm) override;
@@ -116,6 +123,7 @@ class StackCollector final : public sampler::RecordSink {
   absl::flat_hash_map<std::string, uint32_t> thread_name_index_;
   std::vector<std::pair<uint64_t, uint32_t>> timeline_;
   CollectorStats stats_;
+  MappingObserver mapping_observer_;
 };
 
 }  // namespace nativeprof::unwind

@@ -93,6 +93,22 @@ TEST(RecordTest, DefaultsToDwarfCallGraphs) {
   EXPECT_NEAR(heavy / (heavy + light), 0.75, 0.1);
 }
 
+TEST(RecordTest, NamesABinaryDeletedWhileItRuns) {
+  NP_SKIP_IF_NO_PERF();
+  std::string dir = MakeTempDir();
+  std::string copy = dir + "/doomed_split";
+  ASSERT_EQ(RunCommand({"cp", TargetPath("fp_split"), copy}).exit_code, 0);
+  // The copy deletes itself (through the shell) while it runs, long before symbolization.
+  Recorded r = Record({}, {"/bin/sh", "-c", "(sleep 0.3; rm -f " + copy + ") & exec " + copy +
+                                                " 1200"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_NE(access(copy.c_str(), F_OK), 0) << "the binary should be gone by now";
+  const double heavy = static_cast<double>(r.profile.Self("heavy_function"));
+  const double light = static_cast<double>(r.profile.Self("light_function"));
+  EXPECT_GT(heavy + light, 200) << r.run.err;
+  EXPECT_NEAR(heavy / std::max(1.0, heavy + light), 0.75, 0.1);
+}
+
 TEST(RecordTest, SymbolizesNonPieExecutable) {
   NP_SKIP_IF_NO_PERF();
   Recorded r = Record({}, {TargetPath("fp_split_nopie"), "600"});
