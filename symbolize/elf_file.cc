@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/errno_status.h"
 #include "base/status_macros.h"
+#include "symbolize/zstd_sections.h"
 
 namespace nativeprof::symbolize {
 namespace {
@@ -78,7 +79,30 @@ absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::FromFd(ScopedFd fd, std::strin
         absl::StrCat(file->name_, ": libelf: ", elf_errmsg(-1)));
   }
   NP_RETURN_IF_ERROR(file->Init());
+  if (file->HasZstdSection()) {
+    // libelf/libdw 0.188 cannot decompress zstd sections: read the file and rewrite it in memory
+    // with those sections decompressed (symbolize/zstd_sections.h).
+    std::string bytes(file->size_, '\0');
+    ssize_t got = ::pread(file->fd_.get(), bytes.data(), bytes.size(), 0);
+    if (got == static_cast<ssize_t>(bytes.size())) {
+      absl::StatusOr<std::string> plain = DecompressZstdSections(bytes, kMaxZstdSectionBytes);
+      if (plain.ok()) return FromBytes(*std::move(plain), std::move(file->name_));
+    }
+  }
   return file;
+}
+
+bool ElfFile::HasZstdSection() const {
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf_, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr || !(shdr.sh_flags & SHF_COMPRESSED)) continue;
+    GElf_Chdr chdr;
+    if (gelf_getchdr(scn, &chdr) != nullptr && chdr.ch_type == 2 /* ELFCOMPRESS_ZSTD */) {
+      return true;
+    }
+  }
+  return false;
 }
 
 absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::FromBytes(std::string bytes, std::string name) {
@@ -87,6 +111,13 @@ absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::FromBytes(std::string bytes, s
   file->name_ = std::move(name);
   file->bytes_ = std::move(bytes);
   file->size_ = file->bytes_.size();
+  if (HasZstdSections(file->bytes_)) {
+    absl::StatusOr<std::string> plain = DecompressZstdSections(file->bytes_, kMaxZstdSectionBytes);
+    if (plain.ok()) {
+      file->bytes_ = *std::move(plain);
+      file->size_ = file->bytes_.size();
+    }
+  }
   file->elf_ = elf_memory(file->bytes_.data(), file->bytes_.size());
   if (file->elf_ == nullptr) {
     return absl::InvalidArgumentError(

@@ -81,6 +81,10 @@ class ElfFile {
  private:
   ElfFile() = default;
   absl::Status Init();
+  bool HasZstdSection() const;
+
+  // Larger decompressed sections are left alone (and unreadable), bounding memory on bad input.
+  static constexpr uint64_t kMaxZstdSectionBytes = uint64_t{1} << 30;
 
   std::string name_;
   ScopedFd fd_;
