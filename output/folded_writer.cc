@@ -23,7 +23,13 @@ std::string SanitizeFoldedName(absl::string_view name) {
 }
 
 std::string FoldedFrameName(const ProfileFrame& frame) {
-  return absl::StrCat(SanitizeFoldedName(frame.function), symbolize::FrameKindSuffix(frame.kind));
+  // With --lines the leaf frame carries its source position: "function (file:line)".
+  std::string position;
+  if (!frame.file.empty() && frame.line > 0) {
+    position = absl::StrCat(" (", SanitizeFoldedName(frame.file), ":", frame.line, ")");
+  }
+  return absl::StrCat(SanitizeFoldedName(frame.function), position,
+                      symbolize::FrameKindSuffix(frame.kind));
 }
 
 std::string RenderFolded(const Profile& profile) {

@@ -29,11 +29,12 @@ struct AddressKey {
   uint64_t address;
   sampler::ModuleId module;
   int32_t pid;  // only for unmapped addresses: JIT maps are per process
+  bool leaf;    // leaf frames keep their source line
 
   friend bool operator==(const AddressKey&, const AddressKey&) = default;
   template <typename H>
   friend H AbslHashValue(H h, const AddressKey& k) {
-    return H::combine(std::move(h), k.address, k.module, k.pid);
+    return H::combine(std::move(h), k.address, k.module, k.pid, k.leaf);
   }
 };
 
@@ -56,8 +57,10 @@ class Builder {
       : collector_(collector), symbolizer_(symbolizer), profile_(profile) {}
 
   // Profile frame indexes for one collected frame, OUTERMOST first (root-first order).
-  const std::vector<uint32_t>& FramesFor(const unwind::CollectedFrame& f, int32_t pid) {
-    AddressKey key{f.address, f.module, f.module == sampler::kNoModule ? pid : 0};
+  // `leaf` is true for the sampled instruction: only there does a source line say where the time
+  // went (--lines adds file:line to leaf frames), so every other position drops it.
+  const std::vector<uint32_t>& FramesFor(const unwind::CollectedFrame& f, int32_t pid, bool leaf) {
+    AddressKey key{f.address, f.module, f.module == sampler::kNoModule ? pid : 0, leaf};
     auto it = by_address_.find(key);
     if (it != by_address_.end()) return it->second;
     scratch_.clear();
@@ -67,6 +70,12 @@ class Builder {
       symbolizer_.SymbolizeUnmapped(pid, f.address, &scratch_);
     } else {
       symbolizer_.SymbolizeUser(pid, f.module, f.address, /*avma=*/0, &scratch_);
+    }
+    for (size_t i = 0; i < scratch_.size(); ++i) {
+      if (!leaf || i != 0) {
+        scratch_[i].file.clear();
+        scratch_[i].line = 0;
+      }
     }
     std::vector<uint32_t> indexes;
     // The symbolizer returns innermost first; stacks are stored root first.
@@ -131,7 +140,8 @@ Profile BuildProfile(const unwind::StackCollector& collector, Symbolizer& symbol
     StackKey key{cs.pid, cs.tid, cs.thread_name, {}};
     // Collected stacks are leaf first; walk from the root.
     for (uint32_t k = cs.frame_count; k-- > 0;) {
-      const std::vector<uint32_t>& expanded = builder.FramesFor(all_frames[cs.first_frame + k], cs.pid);
+      const std::vector<uint32_t>& expanded =
+          builder.FramesFor(all_frames[cs.first_frame + k], cs.pid, /*leaf=*/k == 0);
       key.frames.insert(key.frames.end(), expanded.begin(), expanded.end());
     }
     auto [it, inserted] = merged.try_emplace(key, static_cast<uint32_t>(profile.stacks.size()));

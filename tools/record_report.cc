@@ -24,8 +24,26 @@ const char* CallGraphName(const RecordOptions& o) {
 }
 
 // Warnings for anything that made the profile less complete than it looks.
+// Share of sampled frames (each stack's frames weighted by its samples) that got a name;
+// "[libfoo.so]" and "[unknown]" are the unnamed ones (and "module+0x..." with --addresses).
+double NamedFrameShare(const symbolize::Profile& profile) {
+  uint64_t total = 0, named = 0;
+  std::vector<bool> frame_named(profile.frames.size());
+  for (size_t i = 0; i < profile.frames.size(); ++i) {
+    const std::string& f = profile.frames[i].function;
+    frame_named[i] = !f.empty() && f[0] != '[' && f.find("+0x") == std::string::npos;
+  }
+  for (const symbolize::ProfileStack& s : profile.stacks) {
+    for (uint32_t f : s.frames) {
+      total += s.samples;
+      if (frame_named[f]) named += s.samples;
+    }
+  }
+  return total == 0 ? 1.0 : static_cast<double>(named) / static_cast<double>(total);
+}
+
 void PrintQualityWarnings(const RecordOptions& o, const unwind::StackCollector& collector,
-                          const symbolize::SymbolizationStats& symbols) {
+                          const symbolize::SymbolizationStats& symbols, double named_share) {
   const unwind::CollectorStats& s = collector.stats();
   const uint64_t lost = s.lost_records + s.lost_samples;
   if (lost > 0) {
@@ -55,9 +73,8 @@ void PrintQualityWarnings(const RecordOptions& o, const unwind::StackCollector& 
                            unwind::StackEndName(end)));
   }
   if (symbols.addresses > 0 && symbols.named < symbols.addresses) {
-    PrintLine(absl::StrFormat("%.1f%% of distinct addresses named",
-                              100.0 * static_cast<double>(symbols.named) /
-                                  static_cast<double>(symbols.addresses)));
+    PrintLine(absl::StrFormat("%.1f%% of sampled frames named (%d of %d distinct addresses)",
+                              100.0 * named_share, symbols.named, symbols.addresses));
     int shown = 0;
     for (const auto& miss : symbols.worst_modules) {
       if (shown++ == 3) break;
@@ -166,7 +183,9 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
       exit_code = kExitOutput;
     }
   }
+  const double named_share = NamedFrameShare(profile);
   nlohmann::json metadata = RecordMetadata(o, session, collector, symbols, counters, state);
+  metadata["symbolization"]["named_frame_share"] = named_share;
   if (absl::Status st = WriteFileAtomically(o.MetadataPath(), metadata.dump(2) + "\n"); !st.ok()) {
     PrintLine(absl::StrCat("cannot write ", o.MetadataPath(), ": ", st.message()));
     exit_code = kExitOutput;
@@ -175,7 +194,7 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   if (!counters.empty()) {
     std::fputs(output::FormatCounterTable(counters, state.duration_seconds).c_str(), stderr);
   }
-  PrintQualityWarnings(o, collector, symbols);
+  PrintQualityWarnings(o, collector, symbols, named_share);
   const unwind::CollectorStats& s = collector.stats();
   PrintLine(absl::StrFormat("%d samples, %d lost, %.2f s, %s, %s -> %s", s.samples,
                             s.lost_records + s.lost_samples, state.duration_seconds,

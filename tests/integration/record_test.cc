@@ -109,6 +109,24 @@ TEST(RecordTest, NamesABinaryDeletedWhileItRuns) {
   EXPECT_NEAR(heavy / std::max(1.0, heavy + light), 0.75, 0.1);
 }
 
+TEST(RecordTest, LinesAddSourcePositionsToLeafFramesOnly) {
+  NP_SKIP_IF_NO_PERF();
+  Recorded r = Record({"--lines"}, {TargetPath("fp_split"), "400"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  uint64_t with_position = 0;
+  for (const FoldedLine& l : r.profile.lines()) {
+    const std::string& leaf = l.frames.back();
+    if (leaf.rfind("heavy_function (", 0) == 0) {
+      EXPECT_THAT(leaf, ::testing::MatchesRegex(R"(heavy_function \(.*fp_split\.c:[0-9]+\))"));
+      with_position += l.count;
+    }
+    for (size_t i = 1; i + 1 < l.frames.size(); ++i) {
+      EXPECT_THAT(l.frames[i], ::testing::Not(HasSubstr(".c:"))) << "only leaf frames get lines";
+    }
+  }
+  EXPECT_GT(with_position, 50u) << r.run.err;
+}
+
 TEST(RecordTest, SymbolizesNonPieExecutable) {
   NP_SKIP_IF_NO_PERF();
   Recorded r = Record({}, {TargetPath("fp_split_nopie"), "600"});
