@@ -19,8 +19,9 @@ command -v perf >/dev/null || { echo "perf is not installed" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-python3 - "$np" "$target" "$seconds" "$work" <<'PY'
+PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")" python3 - "$np" "$target" "$seconds" "$work" <<'PY'
 import collections, os, subprocess, sys, time
+from perf_collapse import collapse_perf_script
 
 np, target, seconds, work = sys.argv[1:5]
 # The wrapper runs the target, then writes its exit time and its CPU seconds (RUSAGE_CHILDREN).
@@ -55,20 +56,7 @@ t_exit2, t_cpu2 = target_exit()
 perf_record_cpu, perf_delay, perf_rss = cpu - t_cpu2, end - t_exit2, rss
 with open(f"{work}/perf.txt", "w") as out:
     _, script_cpu, script_rss = run(["perf", "script", "-i", f"{work}/perf.data", "-F", "comm,tid,ip,sym"], stdout=out)
-c0 = time.process_time()
-counts = collections.Counter()
-comm, frames = None, []
-for line in open(f"{work}/perf.txt", errors="replace"):
-    if not line.strip():
-        if comm is not None:
-            counts[";".join([comm] + frames[::-1])] += 1
-        comm, frames = None, []
-    elif line[0] not in " \t":
-        comm = line.split(None, 1)[0]
-    else:
-        parts = line.split()
-        frames.append(parts[1].split("+")[0] if len(parts) > 1 else "[unknown]")
-collapse_cpu = time.process_time() - c0
+counts, collapse_cpu = collapse_perf_script(f"{work}/perf.txt")
 perf_total = perf_record_cpu + script_cpu + collapse_cpu
 np_samples = sum(int(l.rsplit(" ", 1)[1]) for l in open(f"{work}/np.folded") if l.strip())
 

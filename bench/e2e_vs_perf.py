@@ -10,13 +10,15 @@ Usage: bench/e2e_vs_perf.py --nativeprof BUILD/tools/nativeprof --workload BUILD
                             [--args 4000] [--freq 999] [--repeat 3] [--call-graph fp|dwarf]
 """
 import argparse
-import collections
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from perf_collapse import collapse_perf_script  # noqa: E402
 
 
 def run(argv, stdout=subprocess.DEVNULL):
@@ -28,27 +30,6 @@ def run(argv, stdout=subprocess.DEVNULL):
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{argv[0]} failed with status {status}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
-
-
-def collapse_perf_script(path):
-    """stackcollapse-perf.pl's job: perf script text -> folded stacks. Returns (lines, CPU s)."""
-    cpu0 = time.process_time()
-    counts = collections.Counter()
-    comm, frames = None, []
-    with open(path, errors="replace") as f:
-        for line in f:
-            if not line.strip():
-                if comm is not None:
-                    counts[";".join([comm] + frames[::-1])] += 1
-                comm, frames = None, []
-            elif line[0] not in " \t":
-                comm = line.split(None, 1)[0]
-            else:
-                parts = line.split()
-                frames.append(parts[1].split("+")[0] if len(parts) > 1 else "[unknown]")
-    if comm is not None:
-        counts[";".join([comm] + frames[::-1])] += 1
-    return len(counts), time.process_time() - cpu0
 
 
 def main():
