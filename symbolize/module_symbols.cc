@@ -68,6 +68,7 @@ std::unique_ptr<ModuleSymbols> ModuleSymbols::Load(std::unique_ptr<ElfFile> file
   if (m->table_.AddElfSymbols(elf, ".dynsym") > 0 && m->source_ == NameSource::kNone) {
     m->source_ = NameSource::kDynsym;
   }
+  m->table_.AddPltSymbols(elf);
   m->table_.Finish();
 
   if (options.dwarf) {

@@ -3,6 +3,10 @@
 #include <gelf.h>
 
 #include <algorithm>
+#include <cstring>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 
 namespace nativeprof::symbolize {
 namespace {
@@ -78,6 +82,110 @@ size_t SymbolTable::AddElfSymbols(const ElfFile& file, absl::string_view section
     int bind = GELF_ST_BIND(sym.st_info);
     Binding binding = bind == STB_GLOBAL ? kGlobal : (bind == STB_WEAK ? kWeak : kLocal);
     Add(sym.st_value, sym.st_size, n, binding, section_end);
+    ++added;
+  }
+  return added;
+}
+
+size_t SymbolTable::AddPltSymbols(const ElfFile& file) {
+  Elf* elf = file.elf();
+  GElf_Ehdr ehdr;
+  if (gelf_getehdr(elf, &ehdr) == nullptr || ehdr.e_machine != EM_X86_64) return 0;
+  GElf_Shdr rela_shdr;
+  Elf_Scn* rela = file.FindSection(".rela.plt", &rela_shdr);
+  if (rela == nullptr || rela_shdr.sh_type != SHT_RELA || rela_shdr.sh_entsize == 0) return 0;
+  // With IBT (-z ibtplt / CET) the callable stubs are in .plt.sec, one per relocation and no
+  // header; otherwise in .plt after the 16-byte PLT0 header.
+  GElf_Shdr plt_shdr;
+  uint64_t first = 0;
+  if (file.FindSection(".plt.sec", &plt_shdr) != nullptr) {
+    first = plt_shdr.sh_addr;
+  } else if (file.FindSection(".plt", &plt_shdr) != nullptr) {
+    first = plt_shdr.sh_addr + 16;
+  } else {
+    return 0;
+  }
+  const uint64_t entry = 16;
+  const uint64_t plt_end = plt_shdr.sh_addr + plt_shdr.sh_size;
+  Elf_Scn* dynsym = elf_getscn(elf, rela_shdr.sh_link);
+  GElf_Shdr dynsym_shdr;
+  if (dynsym == nullptr || gelf_getshdr(dynsym, &dynsym_shdr) == nullptr) return 0;
+  Elf_Data* rela_data = elf_getdata(rela, nullptr);
+  Elf_Data* sym_data = elf_getdata(dynsym, nullptr);
+  if (rela_data == nullptr || sym_data == nullptr) return 0;
+
+  size_t added = 0;
+  const size_t count = rela_shdr.sh_size / rela_shdr.sh_entsize;
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t start = first + i * entry;
+    if (start + entry > plt_end) break;
+    GElf_Rela r;
+    if (gelf_getrela(rela_data, static_cast<int>(i), &r) == nullptr) break;
+    GElf_Sym sym;
+    if (GELF_R_SYM(r.r_info) == 0 ||
+        gelf_getsym(sym_data, static_cast<int>(GELF_R_SYM(r.r_info)), &sym) == nullptr) {
+      continue;  // IRELATIVE and friends name no symbol
+    }
+    const char* name = elf_strptr(elf, dynsym_shdr.sh_link, sym.st_name);
+    if (name == nullptr || name[0] == '\0') continue;
+    absl::string_view n(name);
+    n = n.substr(0, n.find('@'));
+    Add(start, entry, absl::StrCat(n, "@plt"), kLocal, plt_end);
+    ++added;
+  }
+  return added + AddPltGotSymbols(file);
+}
+
+size_t SymbolTable::AddPltGotSymbols(const ElfFile& file) {
+  // .plt.got stubs jump through a GOT slot that a GLOB_DAT relocation in .rela.dyn names:
+  // "[endbr64] jmp *disp(%rip)". Decode the jump to find the slot, as objdump does.
+  Elf* elf = file.elf();
+  GElf_Shdr got_shdr, rela_shdr;
+  Elf_Scn* got = file.FindSection(".plt.got", &got_shdr);
+  Elf_Scn* rela = file.FindSection(".rela.dyn", &rela_shdr);
+  if (got == nullptr || rela == nullptr || got_shdr.sh_type != SHT_PROGBITS ||
+      rela_shdr.sh_type != SHT_RELA || rela_shdr.sh_entsize == 0) {
+    return 0;
+  }
+  Elf_Data* code = elf_getdata(got, nullptr);
+  Elf_Data* rela_data = elf_getdata(rela, nullptr);
+  Elf_Scn* dynsym = elf_getscn(elf, rela_shdr.sh_link);
+  GElf_Shdr dynsym_shdr;
+  if (code == nullptr || code->d_buf == nullptr || rela_data == nullptr || dynsym == nullptr ||
+      gelf_getshdr(dynsym, &dynsym_shdr) == nullptr) {
+    return 0;
+  }
+  Elf_Data* sym_data = elf_getdata(dynsym, nullptr);
+  if (sym_data == nullptr) return 0;
+  absl::flat_hash_map<uint64_t, std::string> slot_names;  // GOT slot svma -> symbol name
+  const size_t relocs = rela_shdr.sh_size / rela_shdr.sh_entsize;
+  for (size_t i = 0; i < relocs && i < (1u << 20); ++i) {
+    GElf_Rela r;
+    GElf_Sym sym;
+    if (gelf_getrela(rela_data, static_cast<int>(i), &r) == nullptr) break;
+    if (GELF_R_TYPE(r.r_info) != R_X86_64_GLOB_DAT || GELF_R_SYM(r.r_info) == 0 ||
+        gelf_getsym(sym_data, static_cast<int>(GELF_R_SYM(r.r_info)), &sym) == nullptr) {
+      continue;
+    }
+    const char* name = elf_strptr(elf, dynsym_shdr.sh_link, sym.st_name);
+    if (name != nullptr && name[0] != '\0') slot_names.emplace(r.r_offset, name);
+  }
+  const auto* bytes = static_cast<const uint8_t*>(code->d_buf);
+  const uint64_t entry = got_shdr.sh_entsize == 16 ? 16 : 8;
+  const uint64_t end = got_shdr.sh_addr + got_shdr.sh_size;
+  size_t added = 0;
+  for (uint64_t off = 0; off + entry <= code->d_size; off += entry) {
+    uint64_t jmp = off;
+    if (bytes[jmp] == 0xf3 && off + 4 + 6 <= code->d_size) jmp += 4;  // endbr64
+    if (jmp + 6 > code->d_size || bytes[jmp] != 0xff || bytes[jmp + 1] != 0x25) continue;
+    int32_t disp;
+    std::memcpy(&disp, bytes + jmp + 2, sizeof(disp));
+    const uint64_t slot = got_shdr.sh_addr + jmp + 6 + static_cast<int64_t>(disp);
+    auto it = slot_names.find(slot);
+    if (it == slot_names.end()) continue;
+    absl::string_view n(it->second);
+    n = n.substr(0, n.find('@'));
+    Add(got_shdr.sh_addr + off, entry, absl::StrCat(n, "@plt"), kLocal, end);
     ++added;
   }
   return added;

@@ -34,6 +34,9 @@ class SymbolTable {
   // Adds the function symbols of `section` (".symtab" or ".dynsym") of `elf`. Returns how many were
   // added (0 when the section is absent or malformed).
   size_t AddElfSymbols(const ElfFile& elf, absl::string_view section);
+  // Adds "name@plt" for each x86-64 PLT stub, from .rela.plt and .dynsym (stubs have no symbols
+  // of their own; perf names them the same way). Returns how many were added.
+  size_t AddPltSymbols(const ElfFile& elf);
   // Sorts, merges aliases (one name per start address) and bounds size-0 symbols by the next
   // symbol. Call once after the last Add; lookups before Finish() find nothing.
   void Finish();
@@ -54,6 +57,9 @@ class SymbolTable {
   static uint8_t AliasRank(absl::string_view name, Binding binding);
 
  private:
+  // The .plt.got part of AddPltSymbols.
+  size_t AddPltGotSymbols(const ElfFile& elf);
+
   struct Pending {
     Symbol symbol;
     uint64_t section_end;
