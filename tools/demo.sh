@@ -20,7 +20,8 @@ echo "== nativeprof record -F 999 -- nativeprof-demo-workload 3"
   -- "$build/tools/nativeprof-demo-workload" 3
 echo
 echo "== five hottest stacks (samples, then stack root;...;leaf)"
-awk '{n=$NF; $NF=""; printf "%8d  %s\n", n, $0}' "$out/demo.folded" | sort -rn | head -5 |
-  cut -c1-220
+# Sorted into a file first: `sort | head` would end sort with SIGPIPE, which pipefail reports.
+awk '{n=$NF; $NF=""; printf "%8d  %s\n", n, $0}' "$out/demo.folded" | sort -rn >"$out/demo.hottest.txt"
+head -5 "$out/demo.hottest.txt" | cut -c1-220
 echo
 echo "outputs: $out/demo.folded (folded stacks), $out/demo.svg (flame graph), $out/demo.folded.json (metadata + counters)"
