@@ -3,23 +3,10 @@
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace nativeprof::sampler {
-namespace {
-
-std::string HexBuildId(std::span<const uint8_t> id) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(id.size() * 2);
-  for (uint8_t b : id) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
-}
-
-}  // namespace
 
 Process& ProcessTable::GetOrCreate(int32_t pid) {
   auto [it, inserted] = processes_.try_emplace(pid);
@@ -53,7 +40,8 @@ ModuleId ProcessTable::ApplyMmap(const MmapView& m) {
   Process& p = GetOrCreate(static_cast<int32_t>(m.pid));
   ModuleInfo info;
   info.path = std::string(m.filename);
-  info.build_id = HexBuildId(m.build_id);
+  info.build_id = absl::BytesToHexString(absl::string_view(
+      reinterpret_cast<const char*>(m.build_id.data()), m.build_id.size()));
   info.dev = makedev(m.dev_major, m.dev_minor);
   info.inode = m.inode;
   info.first_pid = static_cast<int32_t>(m.pid);
