@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "sampler/counter_set.h"
 #include "sampler/perf_event.h"
 
 namespace nativeprof::tools {
@@ -58,6 +59,10 @@ absl::Status ParseCallGraph(absl::string_view value, RecordOptions* o) {
 }
 
 }  // namespace
+
+std::vector<sampler::EventSpec> RecordOptions::CounterEvents() const {
+  return counter_events.empty() ? sampler::DefaultCounterEvents() : counter_events;
+}
 
 const char* RecordUsage() {
   return R"(usage: nativeprof record [options] -- COMMAND [ARGS...]

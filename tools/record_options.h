@@ -33,11 +33,13 @@ struct RecordOptions {
   symbolize::SymbolizerOptions symbolizer;
   output::WriteOptions write;
   bool counters = true;                // counting events beside the sampling event
-  std::vector<sampler::EventSpec> counter_events;  // empty = the default set
+  std::vector<sampler::EventSpec> counter_events;  // empty = the default set (CounterEvents())
   std::vector<int> pids;               // -p: attach instead of running a command
   double duration_seconds = 0;         // --duration; 0 = until the target exits / Ctrl-C
   int verbosity = 0;
   std::vector<std::string> command;    // after --
+  // The counting events to open: --counters, or perf stat's default set.
+  std::vector<sampler::EventSpec> CounterEvents() const;
   // The metadata JSON goes beside the first output: "<path>.json".
   std::string MetadataPath() const { return outputs.front().path + ".json"; }
 };

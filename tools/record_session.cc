@@ -129,9 +129,8 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   // Counters for a single attached process (the usual case); several PIDs get stacks only.
   std::optional<sampler::AttachedCounters> counters;
   if (o.counters && o.pids.size() == 1) {
-    absl::StatusOr<sampler::AttachedCounters> opened = sampler::AttachedCounters::Open(
-        o.counter_events.empty() ? sampler::DefaultCounterEvents() : o.counter_events, o.pids[0],
-        /*per_thread=*/false);
+    absl::StatusOr<sampler::AttachedCounters> opened =
+        sampler::AttachedCounters::Open(o.CounterEvents(), o.pids[0], /*per_thread=*/false);
     if (opened.ok()) {
       counters.emplace(*std::move(opened));
     } else {
@@ -253,13 +252,11 @@ int RunRecording(const RecordOptions& o) {
 
   std::optional<sampler::CounterSet> counters;
   if (o.counters) {
-    std::vector<sampler::EventSpec> events =
-        o.counter_events.empty() ? sampler::DefaultCounterEvents() : o.counter_events;
     sampler::CounterOptions counter_options;
     counter_options.enable_on_exec = true;
     counter_options.inherit = true;
     absl::StatusOr<sampler::CounterSet> opened =
-        sampler::CounterSet::Open(events, child->pid(), counter_options);
+        sampler::CounterSet::Open(o.CounterEvents(), child->pid(), counter_options);
     if (opened.ok()) {
       counters.emplace(*std::move(opened));
     } else {
