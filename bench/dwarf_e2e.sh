@@ -6,7 +6,7 @@
 #   - its peak RSS must stay under 100 MB.
 # The target is tests/targets/nofp_workload (-O2 -fomit-frame-pointer), SECONDS long, 2 threads,
 # sampled at 999 Hz. A tool's own CPU = CPU of its whole process tree minus the target's CPU
-# (measured by the wrapper shell around the target in the same run).
+# (measured by bench/exit_stamp around the target in the same run).
 # Usage: bench/dwarf_e2e.sh [BUILD_DIR=build] [SECONDS=10]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -14,23 +14,19 @@ build=$(cd "${1:-$root/build}" && pwd)
 seconds=${2:-10}
 np="$build/tools/nativeprof"
 target="$build/tests/targets/nofp_workload"
-for f in "$np" "$target"; do [[ -x "$f" ]] || { echo "missing $f (build it first)" >&2; exit 1; }; done
+stamp="$build/bench/exit_stamp"
+for f in "$np" "$target" "$stamp"; do [[ -x "$f" ]] || { echo "missing $f (build it first)" >&2; exit 1; }; done
 command -v perf >/dev/null || { echo "perf is not installed" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")" python3 - "$np" "$target" "$seconds" "$work" <<'PY'
+PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")" python3 - "$np" "$target" "$stamp" "$seconds" "$work" <<'PY'
 import collections, os, subprocess, sys, time
 from perf_collapse import collapse_perf_script
 
-np, target, seconds, work = sys.argv[1:5]
-# The wrapper runs the target, then writes its exit time and its CPU seconds (RUSAGE_CHILDREN).
-wrapper = ["python3", "-c", (
-    "import os,resource,subprocess,sys,time\n"
-    "subprocess.run(sys.argv[2:])\n"
-    "t=time.time(); r=resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-    "open(sys.argv[1],'w').write(f'{t} {r.ru_utime+r.ru_stime}')\n"),
-    f"{work}/exit", target, seconds, "2", "40", "20"]
+np, target, stamp, seconds, work = sys.argv[1:6]
+# exit_stamp runs the target, then writes its exit time and its CPU seconds.
+wrapper = [stamp, f"{work}/exit", target, seconds, "2", "40", "20"]
 
 def run(argv, stdout=subprocess.DEVNULL):
     start = time.time()
