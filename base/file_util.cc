@@ -28,17 +28,27 @@ std::string DirectoryOf(const std::string& path) {
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
   ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return ErrnoError(absl::StrCat("open ", path));
+  // Regular files are read straight into a buffer of their size; /proc files report size 0 and
+  // are read in chunks until EOF.
+  struct stat st;
+  size_t chunk = 8192;
+  if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    chunk = static_cast<size_t>(st.st_size) + 1;  // +1 sees EOF without another grow
+  }
   std::string out;
-  char buf[8192];
+  size_t used = 0;
   while (true) {
-    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    out.resize(used + chunk);
+    ssize_t n = ::read(fd.get(), out.data() + used, chunk);
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoError(absl::StrCat("read ", path));
     }
     if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
+    used += static_cast<size_t>(n);
+    if (chunk < (size_t{1} << 20)) chunk *= 2;
   }
+  out.resize(used);
   return out;
 }
 
@@ -52,7 +62,8 @@ absl::StatusOr<int64_t> ReadIntegerFile(const std::string& path) {
   return value;
 }
 
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents) {
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
+                                 bool durable) {
   std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
   {
     ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
@@ -70,7 +81,7 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
       p += n;
       left -= static_cast<size_t>(n);
     }
-    if (::fsync(fd.get()) != 0 && errno != EINVAL) {
+    if (durable && ::fsync(fd.get()) != 0 && errno != EINVAL) {
       absl::Status st = ErrnoError(absl::StrCat("cannot fsync ", tmp));
       ::unlink(tmp.c_str());
       return st;

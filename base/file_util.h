@@ -19,8 +19,11 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path);
 absl::StatusOr<int64_t> ReadIntegerFile(const std::string& path);
 
 // Writes `contents` to `path` so that readers see either the old file or the complete new one:
-// writes `path`.tmp.<pid> in the same directory, fsyncs it, then renames it over `path`.
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents);
+// writes `path`.tmp.<pid> in the same directory, fsyncs it (unless `durable` is false: caches
+// that validate what they read and can rebuild it need not wait for the disk), then renames it
+// over `path`.
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
+                                 bool durable = true);
 
 // Checks, before any work is done, that `path` can later be written by WriteFileAtomically:
 // its directory exists and accepts new files. Errors: kNotFound, kPermissionDenied,

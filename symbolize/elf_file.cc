@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/errno_status.h"
 #include "base/status_macros.h"
-#include "symbolize/zstd_sections.h"
+#include "symbolize/compressed_sections.h"
 
 namespace nativeprof::symbolize {
 namespace {
@@ -81,11 +81,11 @@ absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::FromFd(ScopedFd fd, std::strin
   NP_RETURN_IF_ERROR(file->Init());
   if (file->HasZstdSection()) {
     // libelf/libdw 0.188 cannot decompress zstd sections: read the file and rewrite it in memory
-    // with those sections decompressed (symbolize/zstd_sections.h).
+    // with those sections decompressed (symbolize/compressed_sections.h).
     std::string bytes(file->size_, '\0');
     ssize_t got = ::pread(file->fd_.get(), bytes.data(), bytes.size(), 0);
     if (got == static_cast<ssize_t>(bytes.size())) {
-      absl::StatusOr<std::string> plain = DecompressZstdSections(bytes, kMaxZstdSectionBytes);
+      absl::StatusOr<std::string> plain = DecompressSections(bytes, kMaxDecompressedSectionBytes, kZstdSections);
       if (plain.ok()) return FromBytes(*std::move(plain), std::move(file->name_));
     }
   }
@@ -111,8 +111,8 @@ absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::FromBytes(std::string bytes, s
   file->name_ = std::move(name);
   file->bytes_ = std::move(bytes);
   file->size_ = file->bytes_.size();
-  if (HasZstdSections(file->bytes_)) {
-    absl::StatusOr<std::string> plain = DecompressZstdSections(file->bytes_, kMaxZstdSectionBytes);
+  if (HasCompressedSections(file->bytes_, kZstdSections)) {
+    absl::StatusOr<std::string> plain = DecompressSections(file->bytes_, kMaxDecompressedSectionBytes, kZstdSections);
     if (plain.ok()) {
       file->bytes_ = *std::move(plain);
       file->size_ = file->bytes_.size();
@@ -196,6 +196,12 @@ Elf_Scn* ElfFile::FindSection(absl::string_view name, GElf_Shdr* out) const {
 bool ElfFile::HasSectionData(absl::string_view name) const {
   GElf_Shdr shdr;
   return FindSection(name, &shdr) != nullptr && shdr.sh_type != SHT_NOBITS && shdr.sh_size > 0;
+}
+
+bool ElfFile::HasCompressedSection(absl::string_view name) const {
+  GElf_Shdr shdr;
+  return FindSection(name, &shdr) != nullptr && shdr.sh_type != SHT_NOBITS &&
+         (shdr.sh_flags & SHF_COMPRESSED) != 0;
 }
 
 absl::StatusOr<absl::string_view> ElfFile::SectionData(absl::string_view name) {

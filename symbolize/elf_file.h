@@ -70,10 +70,15 @@ class ElfFile {
   Elf_Scn* FindSection(absl::string_view name, GElf_Shdr* shdr) const;
   // Whether a section exists with data in the file (not SHT_NOBITS).
   bool HasSectionData(absl::string_view name) const;
+  // Whether a section exists and is stored compressed (SHF_COMPRESSED).
+  bool HasCompressedSection(absl::string_view name) const;
   // The bytes of a section, decompressed when SHF_COMPRESSED (zlib, or zstd when libelf has it).
   // The view lives as long as this ElfFile. Errors: kNotFound (absent or NOBITS),
   // kDataLoss (truncated or undecompressable).
   absl::StatusOr<absl::string_view> SectionData(absl::string_view name);
+
+  // Larger decompressed sections are left alone (and unreadable), bounding memory on bad input.
+  static constexpr uint64_t kMaxDecompressedSectionBytes = uint64_t{1} << 30;
 
   // The contents of the whole image, for CRC checks. Errors: kInternal when unreadable.
   absl::StatusOr<absl::string_view> RawImage() const;
@@ -82,9 +87,6 @@ class ElfFile {
   ElfFile() = default;
   absl::Status Init();
   bool HasZstdSection() const;
-
-  // Larger decompressed sections are left alone (and unreadable), bounding memory on bad input.
-  static constexpr uint64_t kMaxZstdSectionBytes = uint64_t{1} << 30;
 
   std::string name_;
   ScopedFd fd_;

@@ -1,38 +1,110 @@
 #include "symbolize/kernel_symbols.h"
 
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/file_util.h"
+#include "base/logging.h"
 
 namespace nativeprof::symbolize {
+namespace {
 
-absl::StatusOr<SymbolTable> ParseKallsyms(absl::string_view text) {
-  SymbolTable table;
+// Kernel symbol snapshots are small (a few MB); a handful of boots is plenty.
+constexpr uint64_t kKernelCacheBytes = uint64_t{64} << 20;
+constexpr absl::string_view kEntryMagic("NPKSYM01", 8);
+
+struct KallsymsLine {
+  uint64_t addr;
+  char type;
+  absl::string_view name;
+  absl::string_view module;  // without brackets; empty for the core kernel
+};
+
+struct KallsymsCounts {
   size_t lines = 0;
   size_t zero = 0;
+};
+
+// Calls `fn` for each text symbol line ("<hex address> <type> <name>[\t[<module>]]").
+KallsymsCounts ForEachTextSymbol(absl::string_view text,
+                                 const std::function<void(const KallsymsLine&)>& fn) {
+  KallsymsCounts counts;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    // "<hex address> <type> <name>[\t[<module>]]"
     size_t sp1 = line.find(' ');
     if (sp1 == absl::string_view::npos || sp1 + 3 > line.size() || line[sp1 + 2] != ' ') continue;
     uint64_t addr = 0;
     if (!absl::SimpleHexAtoi(line.substr(0, sp1), &addr)) continue;
-    ++lines;
+    ++counts.lines;
     char type = line[sp1 + 1];
-    if (addr == 0) ++zero;
+    if (addr == 0) ++counts.zero;
     if (type != 't' && type != 'T' && type != 'w' && type != 'W') continue;
     absl::string_view name = line.substr(sp1 + 3);
+    absl::string_view module;
     size_t tab = name.find('\t');
-    if (tab != absl::string_view::npos) name = name.substr(0, tab);
+    if (tab != absl::string_view::npos) {
+      module = name.substr(tab + 1);
+      name = name.substr(0, tab);
+      if (module.size() >= 2 && module.front() == '[' && module.back() == ']') {
+        module = module.substr(1, module.size() - 2);
+      }
+    }
     if (addr == 0 || name.empty()) continue;
-    bool global = type == 'T' || type == 'W';
-    table.Add(addr, 0, name, global ? SymbolTable::kGlobal : SymbolTable::kLocal);
+    fn(KallsymsLine{addr, type, name, module});
   }
-  if (lines == 0) return absl::InvalidArgumentError("kallsyms has no symbol lines");
-  if (zero == lines) {
+  return counts;
+}
+
+absl::Status CountsStatus(const KallsymsCounts& counts) {
+  if (counts.lines == 0) return absl::InvalidArgumentError("kallsyms has no symbol lines");
+  if (counts.zero == counts.lines) {
     return absl::PermissionDeniedError(
         "kallsyms addresses are hidden (kernel.kptr_restrict); run as root or set "
         "kernel.kptr_restrict=0");
   }
+  return absl::OkStatus();
+}
+
+void AddLine(SymbolTable* table, const KallsymsLine& l) {
+  bool global = l.type == 'T' || l.type == 'W';
+  table->Add(l.addr, 0, l.name, global ? SymbolTable::kGlobal : SymbolTable::kLocal);
+}
+
+// A stable digest (FNV-1a) of the loaded modules: name, size and address of each, in order;
+// reference counts and states change all the time and do not move code.
+std::string ModulesFingerprint(absl::string_view modules) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](absl::string_view s) {
+    for (char c : s) {
+      h ^= static_cast<uint8_t>(c);
+      h *= 1099511628211ull;
+    }
+    h ^= 0xff;
+    h *= 1099511628211ull;
+  };
+  for (absl::string_view line : absl::StrSplit(modules, '\n', absl::SkipEmpty())) {
+    std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (f.size() < 6) continue;
+    mix(f[0]);
+    mix(f[1]);
+    mix(f[5]);
+  }
+  return absl::StrCat(absl::Hex(h, absl::kZeroPad16));
+}
+
+}  // namespace
+
+absl::StatusOr<SymbolTable> ParseKallsyms(absl::string_view text) {
+  SymbolTable table;
+  KallsymsCounts counts =
+      ForEachTextSymbol(text, [&table](const KallsymsLine& l) { AddLine(&table, l); });
+  if (absl::Status st = CountsStatus(counts); !st.ok()) return st;
   table.Finish();
   return table;
 }
@@ -41,6 +113,129 @@ absl::StatusOr<SymbolTable> LoadKallsyms(const std::string& path) {
   absl::StatusOr<std::string> text = ReadSmallFile(path);
   if (!text.ok()) return text.status();
   return ParseKallsyms(*text);
+}
+
+KernelSymbols::KernelSymbols(std::optional<CacheDir> cache, KernelSources sources)
+    : cache_(std::move(cache)), sources_(std::move(sources)) {}
+
+bool KernelSymbols::InStableRange(uint64_t avma) const {
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), avma,
+                             [](uint64_t a, const Range& r) { return a < r.start; });
+  return it != ranges_.begin() && avma < std::prev(it)->end;
+}
+
+void KernelSymbols::LoadStable() {
+  stable_loaded_ = true;
+  if (!cache_.has_value()) return;
+  absl::StatusOr<std::string> boot_id = ReadSmallFile(sources_.boot_id);
+  if (!boot_id.ok()) return;
+  absl::StatusOr<std::string> modules = ReadSmallFile(sources_.modules);
+  const std::string entry =
+      absl::StrCat("kallsyms-", absl::StripAsciiWhitespace(*boot_id), "-",
+                   ModulesFingerprint(modules.ok() ? *modules : std::string()));
+  const std::string path = cache_->PathOf("kernel", entry);
+
+  if (absl::StatusOr<std::string> bytes = ReadSmallFile(path); bytes.ok()) {
+    absl::string_view b(*bytes);
+    uint64_t nranges = 0;
+    if (b.size() >= 16 && b.substr(0, 8) == kEntryMagic) {
+      std::memcpy(&nranges, b.data() + 8, 8);
+    }
+    if (nranges > 0 && nranges <= (b.size() - 16) / 16) {
+      std::vector<Range> ranges(nranges);
+      std::memcpy(ranges.data(), b.data() + 16, nranges * 16);
+      absl::StatusOr<SymbolTable> table = SymbolTable::Deserialize(b.substr(16 + nranges * 16));
+      bool sorted = std::is_sorted(ranges.begin(), ranges.end(),
+                                   [](const Range& x, const Range& y) { return x.start < y.start; });
+      if (table.ok() && sorted) {
+        stable_ = *std::move(table);
+        ranges_ = std::move(ranges);
+        CacheDir::Touch(path);
+        return;
+      }
+    }
+    Logger("symbolize")->debug("{}: damaged; reading kallsyms again", path);
+  }
+
+  // Miss: read the live kallsyms once, use it for this run, and keep its stable part.
+  absl::StatusOr<std::string> text = ReadSmallFile(sources_.kallsyms);
+  if (!text.ok()) {
+    live_ = text.status();
+    return;
+  }
+  SymbolTable live;
+  SymbolTable stable;
+  uint64_t stext = 0, etext = 0;
+  absl::flat_hash_map<absl::string_view, Range> module_ranges;
+  KallsymsCounts counts = ForEachTextSymbol(*text, [&](const KallsymsLine& l) {
+    AddLine(&live, l);
+    if (l.module.empty()) {
+      if (l.name == "_stext") stext = l.addr;
+      if (l.name == "_etext") etext = l.addr;
+    }
+  });
+  if (absl::Status st = CountsStatus(counts); !st.ok()) {
+    live_ = st;
+    return;
+  }
+  live.Finish();
+  // Modules span from their first to their last symbol's start: the end of the last function is
+  // unknown, and whatever follows it (a BPF program, say) must not be named from a stale list.
+  std::vector<absl::string_view> listed;
+  if (modules.ok()) {
+    for (absl::string_view line : absl::StrSplit(*modules, '\n', absl::SkipEmpty())) {
+      listed.push_back(line.substr(0, line.find(' ')));
+    }
+  }
+  ForEachTextSymbol(*text, [&](const KallsymsLine& l) {
+    bool core = l.module.empty() && stext != 0 && l.addr >= stext && l.addr < etext;
+    bool module = !l.module.empty() &&
+                  std::find(listed.begin(), listed.end(), l.module) != listed.end();
+    if (!core && !module) return;
+    AddLine(&stable, l);
+    if (module) {
+      auto [it, inserted] = module_ranges.try_emplace(l.module, Range{l.addr, l.addr + 1});
+      it->second.start = std::min(it->second.start, l.addr);
+      it->second.end = std::max(it->second.end, l.addr + 1);
+    }
+  });
+  stable.Finish();
+  std::vector<Range> ranges;
+  if (stext != 0 && etext > stext) ranges.push_back(Range{stext, etext});
+  for (const auto& [name, range] : module_ranges) ranges.push_back(range);
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& x, const Range& y) { return x.start < y.start; });
+  live_ = std::move(live);
+
+  if (ranges.empty()) return;
+  std::string out(kEntryMagic.data(), kEntryMagic.size());
+  uint64_t n = ranges.size();
+  out.append(reinterpret_cast<const char*>(&n), 8);
+  out.append(reinterpret_cast<const char*>(ranges.data()), ranges.size() * sizeof(Range));
+  out += stable.Serialize();
+  if (absl::Status st = cache_->Put("kernel", entry, out, kKernelCacheBytes); !st.ok()) {
+    Logger("symbolize")->debug("kernel symbol cache: {}", st.message());
+  }
+}
+
+void KernelSymbols::LoadLive() {
+  live_ = LoadKallsyms(sources_.kallsyms);
+  if (!live_->ok()) status_ = live_->status();
+}
+
+absl::string_view KernelSymbols::Lookup(uint64_t avma) {
+  if (!stable_loaded_) LoadStable();
+  if (stable_.has_value() && InStableRange(avma)) {
+    const SymbolTable::Symbol* symbol = stable_->Lookup(avma);
+    return symbol != nullptr ? stable_->Name(*symbol) : absl::string_view();
+  }
+  if (!live_.has_value()) LoadLive();
+  if (!live_->ok()) {
+    status_ = live_->status();
+    return absl::string_view();
+  }
+  const SymbolTable::Symbol* symbol = (*live_)->Lookup(avma);
+  return symbol != nullptr ? (*live_)->Name(*symbol) : absl::string_view();
 }
 
 }  // namespace nativeprof::symbolize

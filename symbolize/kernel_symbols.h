@@ -1,12 +1,21 @@
-// Kernel symbols from /proc/kallsyms (the core kernel and loaded modules' text symbols), loaded
-// once on the first kernel frame. Not thread-safe; used by the symbolizer after recording.
+// Kernel symbols for kernel frames: the core kernel's and loaded modules' text symbols from
+// /proc/kallsyms. Reading kallsyms costs ~35 ms of kernel CPU (it formats every symbol on each
+// read), as much as the rest of a short profile's post-processing, so the symbols whose addresses
+// are fixed until the next boot (core text, and module text while the same modules stay loaded)
+// are kept in the cache, keyed by boot id and the module list. Addresses outside those ranges
+// (BPF programs, ftrace trampolines, modules loaded since) still read the live kallsyms, once.
+// Not thread-safe; used by the symbolizer after recording.
 #ifndef NATIVEPROF_SYMBOLIZE_KERNEL_SYMBOLS_H_
 #define NATIVEPROF_SYMBOLIZE_KERNEL_SYMBOLS_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/cache_dir.h"
 #include "symbolize/symbol_table.h"
 
 namespace nativeprof::symbolize {
@@ -18,6 +27,46 @@ absl::StatusOr<SymbolTable> ParseKallsyms(absl::string_view text);
 
 // Reads and parses `path` (normally /proc/kallsyms). Errors: as ReadSmallFile and ParseKallsyms.
 absl::StatusOr<SymbolTable> LoadKallsyms(const std::string& path = "/proc/kallsyms");
+
+// Where the kernel describes itself; tests point these at files of their own.
+struct KernelSources {
+  std::string kallsyms = "/proc/kallsyms";
+  std::string modules = "/proc/modules";
+  std::string boot_id = "/proc/sys/kernel/random/boot_id";
+};
+
+class KernelSymbols {
+ public:
+
+  // Nothing is read until the first Lookup. Without a cache every run reads kallsyms.
+  explicit KernelSymbols(std::optional<CacheDir> cache, KernelSources sources = KernelSources());
+
+  // The name of the kernel function at `avma`; empty when unknown (status() says why when the
+  // symbols could not be read at all).
+  absl::string_view Lookup(uint64_t avma);
+  // OK, or why kernel frames are unnamed (kPermissionDenied: kptr_restrict).
+  const absl::Status& status() const { return status_; }
+  // Whether this run read the live kallsyms (for tests and -v).
+  bool read_live() const { return live_.has_value(); }
+
+ private:
+  struct Range {
+    uint64_t start;
+    uint64_t end;
+  };
+  // The cache entry of this boot and module list, when valid; else reads kallsyms and stores it.
+  void LoadStable();
+  void LoadLive();
+  bool InStableRange(uint64_t avma) const;
+
+  std::optional<CacheDir> cache_;
+  KernelSources sources_;
+  bool stable_loaded_ = false;
+  std::optional<SymbolTable> stable_;         // from the cache, covering ranges_
+  std::vector<Range> ranges_;                 // where stable_ is authoritative
+  std::optional<absl::StatusOr<SymbolTable>> live_;  // the whole kallsyms of this moment
+  absl::Status status_;
+};
 
 }  // namespace nativeprof::symbolize
 

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "base/logging.h"
+#include "symbolize/debug_file_cache.h"
 #include "symbolize/debug_file_finder.h"
 #include "symbolize/display_name.h"
 
@@ -71,12 +72,13 @@ std::unique_ptr<ModuleSymbols> ModuleSymbols::Load(std::unique_ptr<ElfFile> file
   m->table_.AddPltSymbols(elf);
   m->table_.Finish();
 
-  if (options.dwarf) {
-    if (has_dwarf) {
-      m->dwarf_ = DwarfInfo::Open(elf);
-    } else if (m->debug_elf_ != nullptr) {
-      m->dwarf_ = DwarfInfo::Open(*m->debug_elf_);
+  const ElfFile* dwarf_elf = has_dwarf ? &elf : m->debug_elf_.get();
+  if (options.dwarf && dwarf_elf != nullptr) {
+    if (options.cache.has_value()) {
+      m->dwarf_elf_ = OpenDecompressedDebugFile(*dwarf_elf, *options.cache);
+      if (m->dwarf_elf_ != nullptr) dwarf_elf = m->dwarf_elf_.get();
     }
+    m->dwarf_ = DwarfInfo::Open(*dwarf_elf);
   }
   return m;
 }

@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/cache_dir.h"
 #include "symbolize/dwarf_info.h"
 #include "symbolize/elf_file.h"
 #include "symbolize/symbol_table.h"
@@ -23,6 +25,8 @@ const char* NameSourceName(NameSource source);
 struct ModuleLoadOptions {
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
   bool dwarf = true;  // open DWARF (inline frames, lines, producer)
+  // Where decompressed copies of compressed DWARF are kept between runs; none: inflate each time.
+  std::optional<CacheDir> cache;
 };
 
 class ModuleSymbols {
@@ -65,6 +69,8 @@ class ModuleSymbols {
   std::string debug_file_;
   std::string debug_file_how_;
   bool has_cfi_ = false;
+  // The decompressed copy DWARF is read from, when the DWARF is compressed; outlives dwarf_.
+  std::unique_ptr<ElfFile> dwarf_elf_;
   std::unique_ptr<DwarfInfo> dwarf_;
   // Display names by symbol index, filled on first use; empty = not computed yet (no symbol has an
   // empty name).

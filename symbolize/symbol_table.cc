@@ -16,6 +16,24 @@ constexpr uint64_t kUnboundedSymbolSpan = 4096;
 // How many earlier symbols Lookup inspects for one that encloses the address.
 constexpr int kMaxEnclosingSearch = 16;
 
+// Serialize's layout: magic, symbol count, names size, max_size_, then fixed-size symbol records
+// (start, size, name_offset, name_size, rank, zero padding), then the names.
+constexpr absl::string_view kSerialMagic("NPSYMT01", 8);
+constexpr size_t kSerialHeader = 8 + 3 * 8;
+constexpr size_t kSerialRecord = 32;
+
+template <typename T>
+void Put(std::string* out, T value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+template <typename T>
+T Get(const char* p) {
+  T value;
+  std::memcpy(&value, p, sizeof(value));
+  return value;
+}
+
 }  // namespace
 
 uint8_t SymbolTable::AliasRank(absl::string_view name, Binding binding) {
@@ -230,6 +248,60 @@ void SymbolTable::Finish() {
     symbols_.push_back(s);
   }
   // Names of dropped aliases stay in names_; compacting is not worth a second copy.
+}
+
+std::string SymbolTable::Serialize() const {
+  std::string names;
+  std::string out(kSerialMagic.data(), kSerialMagic.size());
+  Put<uint64_t>(&out, symbols_.size());
+  const size_t names_size_at = out.size();
+  Put<uint64_t>(&out, 0);
+  Put<uint64_t>(&out, max_size_);
+  out.reserve(out.size() + symbols_.size() * kSerialRecord);
+  for (const Symbol& s : symbols_) {
+    Put<uint64_t>(&out, s.start);
+    Put<uint64_t>(&out, s.size);
+    Put<uint32_t>(&out, static_cast<uint32_t>(names.size()));
+    Put<uint32_t>(&out, s.name_size);
+    Put<uint64_t>(&out, s.rank);
+    names.append(Name(s).data(), s.name_size);
+  }
+  const uint64_t names_size = names.size();
+  std::memcpy(out.data() + names_size_at, &names_size, sizeof(names_size));
+  out += names;
+  return out;
+}
+
+absl::StatusOr<SymbolTable> SymbolTable::Deserialize(absl::string_view bytes) {
+  if (bytes.size() < kSerialHeader || bytes.substr(0, kSerialMagic.size()) != kSerialMagic) {
+    return absl::DataLossError("not a serialized symbol table");
+  }
+  const uint64_t count = Get<uint64_t>(bytes.data() + 8);
+  const uint64_t names_size = Get<uint64_t>(bytes.data() + 16);
+  const uint64_t max_size = Get<uint64_t>(bytes.data() + 24);
+  const uint64_t body = bytes.size() - kSerialHeader;
+  if (count > body / kSerialRecord || names_size != body - count * kSerialRecord ||
+      names_size > 0xffffffffu) {
+    return absl::DataLossError("serialized symbol table: sizes do not match its length");
+  }
+  SymbolTable table;
+  table.symbols_.resize(count);
+  const char* p = bytes.data() + kSerialHeader;
+  for (uint64_t i = 0; i < count; ++i, p += kSerialRecord) {
+    Symbol& s = table.symbols_[i];
+    s.start = Get<uint64_t>(p);
+    s.size = Get<uint64_t>(p + 8);
+    s.name_offset = Get<uint32_t>(p + 16);
+    s.name_size = Get<uint32_t>(p + 20);
+    s.rank = static_cast<uint8_t>(Get<uint64_t>(p + 24));
+    if (uint64_t{s.name_offset} + s.name_size > names_size || s.size > max_size ||
+        (i > 0 && s.start <= table.symbols_[i - 1].start)) {
+      return absl::DataLossError("serialized symbol table: a symbol is out of order or bounds");
+    }
+  }
+  table.names_.assign(p, names_size);
+  table.max_size_ = max_size;
+  return table;
 }
 
 const SymbolTable::Symbol* SymbolTable::Lookup(uint64_t svma) const {

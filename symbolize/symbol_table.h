@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "symbolize/elf_file.h"
 
@@ -40,6 +41,12 @@ class SymbolTable {
   // Sorts, merges aliases (one name per start address) and bounds size-0 symbols by the next
   // symbol. Call once after the last Add; lookups before Finish() find nothing.
   void Finish();
+
+  // A compact binary form of a finished table (only the names still referenced), for caches.
+  std::string Serialize() const;
+  // The table `bytes` came from, ready for lookups. Errors: kDataLoss when `bytes` is not a
+  // well-formed Serialize() output (truncated, names out of bounds, unsorted).
+  static absl::StatusOr<SymbolTable> Deserialize(absl::string_view bytes);
 
   // The symbol covering `svma`, or nullptr. Symbols with a size cover [start, start+size);
   // size-less ones reach to the next symbol or their section's end.

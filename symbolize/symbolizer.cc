@@ -57,6 +57,7 @@ class ElfSymbolizer : public Symbolizer {
       : modules_(modules), options_(options) {
     load_options_.debug_dirs = options.debug_dirs;
     load_options_.dwarf = options.inline_frames || options.lines;
+    load_options_.cache = options.cache;
   }
 
   void SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_t file_offset, uint64_t avma,
@@ -96,7 +97,7 @@ class ElfSymbolizer : public Symbolizer {
   absl::flat_hash_map<std::string, std::unique_ptr<ModuleSymbols>> symbols_by_key_;
   size_t held_fds_ = 0;
 
-  std::optional<absl::StatusOr<SymbolTable>> kernel_;
+  std::optional<KernelSymbols> kernel_;
   absl::flat_hash_map<int32_t, std::unique_ptr<SymbolTable>> perf_maps_;  // null: no map
   absl::flat_hash_map<int32_t, ModuleSymbols*> vdso_by_pid_;
   std::optional<ModuleSymbols*> own_vdso_;
@@ -381,19 +382,17 @@ void ElfSymbolizer::SymbolizeUnmapped(int32_t pid, uint64_t avma,
 
 void ElfSymbolizer::SymbolizeKernel(uint64_t avma, std::vector<SymbolizedFrame>* out) {
   ++addresses_;
-  if (!kernel_.has_value()) {
-    kernel_ = LoadKallsyms();
-    if (!kernel_->ok()) {
-      Warn(absl::StrCat("kernel frames are unnamed: ", kernel_->status().message()));
-    }
-  }
+  if (!kernel_.has_value()) kernel_.emplace(options_.cache);
   SymbolizedFrame frame;
   frame.kind = FrameKind::kKernel;
-  const SymbolTable::Symbol* symbol = kernel_->ok() ? (*kernel_)->Lookup(avma) : nullptr;
-  if (symbol != nullptr) {
-    frame.function = std::string((*kernel_)->Name(*symbol));
+  absl::string_view name = kernel_->Lookup(avma);
+  if (!name.empty()) {
+    frame.function = std::string(name);
     ++named_;
   } else {
+    if (!kernel_->status().ok()) {
+      Warn(absl::StrCat("kernel frames are unnamed: ", kernel_->status().message()));
+    }
     frame.function = "[kernel.kallsyms]";
     ++kernel_unnamed_;
   }

@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/cache_dir.h"
 #include "sampler/module_registry.h"
 #include "symbolize/profile.h"
 
@@ -24,6 +26,8 @@ struct SymbolizerOptions {
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
   // Where JIT runtimes write perf-PID.map.
   std::string perf_map_dir = "/tmp";
+  // Kept between runs: decompressed debug files and the kernel's symbols (base/cache_dir.h).
+  std::optional<CacheDir> cache = CacheDir::FromEnvironment();
 };
 
 // One symbolized frame for one address; an address inside inlined code yields several, innermost

@@ -1,0 +1,151 @@
+#include "symbolize/compressed_sections.h"
+
+#include <elf.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+#ifndef ELFCOMPRESS_ZSTD
+#define ELFCOMPRESS_ZSTD 2
+#endif
+static_assert(ELFCOMPRESS_ZLIB == 1);
+
+namespace nativeprof::symbolize {
+namespace {
+
+// The section headers of an ELF64 LE image, bounds-checked; empty if the image is not one.
+struct SectionTable {
+  uint64_t offset = 0;      // e_shoff
+  uint64_t entry_size = 0;  // e_shentsize
+  uint64_t count = 0;
+};
+
+bool ReadSectionTable(absl::string_view image, SectionTable* table) {
+  Elf64_Ehdr ehdr;
+  if (image.size() < sizeof(ehdr)) return false;
+  std::memcpy(&ehdr, image.data(), sizeof(ehdr));
+  if (std::memcmp(ehdr.e_ident, ELFMAG, SELFMAG) != 0 || ehdr.e_ident[EI_CLASS] != ELFCLASS64 ||
+      ehdr.e_ident[EI_DATA] != ELFDATA2LSB || ehdr.e_shentsize != sizeof(Elf64_Shdr) ||
+      ehdr.e_shoff == 0 || ehdr.e_shoff >= image.size()) {
+    return false;
+  }
+  uint64_t count = ehdr.e_shnum;
+  if (count == 0) {
+    // More than SHN_LORESERVE sections: the real count is in section 0's sh_size.
+    if (image.size() - ehdr.e_shoff < sizeof(Elf64_Shdr)) return false;
+    Elf64_Shdr first;
+    std::memcpy(&first, image.data() + ehdr.e_shoff, sizeof(first));
+    count = first.sh_size;
+  }
+  if (count > (image.size() - ehdr.e_shoff) / sizeof(Elf64_Shdr)) return false;
+  *table = SectionTable{ehdr.e_shoff, sizeof(Elf64_Shdr), count};
+  return true;
+}
+
+Elf64_Shdr SectionHeader(absl::string_view image, const SectionTable& table, uint64_t i) {
+  Elf64_Shdr shdr;
+  std::memcpy(&shdr, image.data() + table.offset + i * table.entry_size, sizeof(shdr));
+  return shdr;
+}
+
+// The compression header of a section compressed in one of the `formats`; false otherwise.
+bool ReadCompressionHeader(absl::string_view image, const Elf64_Shdr& shdr, uint32_t formats,
+                           Elf64_Chdr* chdr) {
+  if (!(shdr.sh_flags & SHF_COMPRESSED) || shdr.sh_type == SHT_NOBITS) return false;
+  if (shdr.sh_offset > image.size() || shdr.sh_size > image.size() - shdr.sh_offset ||
+      shdr.sh_size < sizeof(Elf64_Chdr)) {
+    return false;
+  }
+  std::memcpy(chdr, image.data() + shdr.sh_offset, sizeof(*chdr));
+  return chdr->ch_type < 32 && (formats & (1u << chdr->ch_type)) != 0;
+}
+
+// Inflates `payload` into exactly `out_size` bytes at `out`.
+absl::Status Decompress(uint32_t type, const char* payload, size_t payload_size, char* out,
+                        size_t out_size) {
+  if (type == ELFCOMPRESS_ZSTD) {
+    const size_t got = ZSTD_decompress(out, out_size, payload, payload_size);
+    if (ZSTD_isError(got)) {
+      return absl::DataLossError(absl::StrCat("corrupt zstd data (", ZSTD_getErrorName(got), ")"));
+    }
+    if (got != out_size) return absl::DataLossError("zstd data: size differs from its header");
+    return absl::OkStatus();
+  }
+  if (payload_size > std::numeric_limits<uLong>::max() ||
+      out_size > std::numeric_limits<uLong>::max()) {
+    return absl::DataLossError("zlib section too large");
+  }
+  uLongf got = static_cast<uLongf>(out_size);
+  const int rc = uncompress(reinterpret_cast<Bytef*>(out), &got,
+                            reinterpret_cast<const Bytef*>(payload), static_cast<uLong>(payload_size));
+  if (rc != Z_OK) return absl::DataLossError(absl::StrCat("corrupt zlib data (", zError(rc), ")"));
+  if (got != out_size) return absl::DataLossError("zlib data: size differs from its header");
+  return absl::OkStatus();
+}
+
+// Alignment for a decompressed section's data (bounded: alignment is attacker data).
+uint64_t DataAlignment(const Elf64_Chdr& chdr) {
+  return chdr.ch_addralign == 0 || chdr.ch_addralign > 4096 ? 8 : chdr.ch_addralign;
+}
+
+}  // namespace
+
+bool HasCompressedSections(absl::string_view image, uint32_t formats) {
+  SectionTable table;
+  if (!ReadSectionTable(image, &table)) return false;
+  for (uint64_t i = 0; i < table.count; ++i) {
+    Elf64_Chdr chdr;
+    if (ReadCompressionHeader(image, SectionHeader(image, table, i), formats, &chdr)) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<std::string> DecompressSections(absl::string_view image, uint64_t max_section_bytes,
+                                               uint32_t formats) {
+  SectionTable table;
+  if (!ReadSectionTable(image, &table)) {
+    return absl::DataLossError("not a 64-bit little-endian ELF image with section headers");
+  }
+  // One allocation for the whole result: debug images grow by tens of megabytes.
+  uint64_t total = image.size();
+  for (uint64_t i = 0; i < table.count; ++i) {
+    Elf64_Chdr chdr;
+    if (ReadCompressionHeader(image, SectionHeader(image, table, i), formats, &chdr) &&
+        chdr.ch_size <= max_section_bytes) {
+      total += chdr.ch_size + DataAlignment(chdr);
+    }
+  }
+  std::string out;
+  out.reserve(total);
+  out.assign(image.data(), image.size());
+  for (uint64_t i = 0; i < table.count; ++i) {
+    const uint64_t header_at = table.offset + i * table.entry_size;
+    Elf64_Shdr shdr = SectionHeader(image, table, i);
+    Elf64_Chdr chdr;
+    if (!ReadCompressionHeader(image, shdr, formats, &chdr) || chdr.ch_size > max_section_bytes) {
+      continue;
+    }
+    const char* payload = image.data() + shdr.sh_offset + sizeof(Elf64_Chdr);
+    const size_t payload_size = shdr.sh_size - sizeof(Elf64_Chdr);
+    const uint64_t align = DataAlignment(chdr);
+    const uint64_t at = (out.size() + align - 1) / align * align;
+    out.resize(at + chdr.ch_size);
+    if (absl::Status st = Decompress(chdr.ch_type, payload, payload_size, out.data() + at,
+                                     chdr.ch_size);
+        !st.ok()) {
+      return absl::DataLossError(absl::StrCat("section ", i, ": ", st.message()));
+    }
+    shdr.sh_offset = at;
+    shdr.sh_size = chdr.ch_size;
+    shdr.sh_addralign = align;
+    shdr.sh_flags &= ~static_cast<uint64_t>(SHF_COMPRESSED);
+    std::memcpy(out.data() + header_at, &shdr, sizeof(shdr));
+  }
+  return out;
+}
+
+}  // namespace nativeprof::symbolize

@@ -1,0 +1,51 @@
+#include "symbolize/debug_file_cache.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/logging.h"
+#include "symbolize/compressed_sections.h"
+
+namespace nativeprof::symbolize {
+namespace {
+
+// A cached copy is trusted only if it is the same build and really has its DWARF decompressed.
+bool UsableCopy(const ElfFile& copy, const std::string& build_id) {
+  return copy.build_id() == build_id && copy.HasSectionData(".debug_info") &&
+         !copy.HasCompressedSection(".debug_info");
+}
+
+}  // namespace
+
+std::unique_ptr<ElfFile> OpenDecompressedDebugFile(const ElfFile& elf, const CacheDir& cache) {
+  if (!elf.HasCompressedSection(".debug_info") || elf.build_id().empty()) return nullptr;
+  const std::string name = absl::StrCat(elf.build_id(), ".debug");
+  const std::string path = cache.PathOf("debug", name);
+  if (absl::StatusOr<std::unique_ptr<ElfFile>> cached = ElfFile::Open(path); cached.ok()) {
+    if (UsableCopy(**cached, elf.build_id())) {
+      CacheDir::Touch(path);
+      return *std::move(cached);
+    }
+    Logger("symbolize")->debug("{}: cached copy is not usable; rebuilding it", path);
+  }
+
+  absl::StatusOr<absl::string_view> image = elf.RawImage();
+  if (!image.ok()) return nullptr;
+  absl::StatusOr<std::string> plain =
+      DecompressSections(*image, ElfFile::kMaxDecompressedSectionBytes, kAllCompressedSections);
+  if (!plain.ok()) {
+    Logger("symbolize")->debug("{}: {}", elf.name(), plain.status().message());
+    return nullptr;
+  }
+  if (absl::Status st = cache.Put("debug", name, *plain, kDebugFileCacheBytes); st.ok()) {
+    absl::StatusOr<std::unique_ptr<ElfFile>> stored = ElfFile::Open(path);
+    if (stored.ok() && UsableCopy(**stored, elf.build_id())) return *std::move(stored);
+  } else {
+    Logger("symbolize")->debug("debug file cache: {}", st.message());
+  }
+  // No cache to keep it in: this run still reads the decompressed image from memory.
+  absl::StatusOr<std::unique_ptr<ElfFile>> in_memory =
+      ElfFile::FromBytes(*std::move(plain), elf.name());
+  if (!in_memory.ok() || !UsableCopy(**in_memory, elf.build_id())) return nullptr;
+  return *std::move(in_memory);
+}
+
+}  // namespace nativeprof::symbolize
