@@ -1,6 +1,7 @@
 #include "base/file_util.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,6 +51,20 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
   }
   out.resize(used);
   return out;
+}
+
+absl::StatusOr<ScopedMmap> MapFileReadOnly(const std::string& path) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoError(absl::StrCat("open ", path));
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return ErrnoError(absl::StrCat("fstat ", path));
+  if (!S_ISREG(st.st_mode) || st.st_size <= 0) {
+    return absl::DataLossError(absl::StrCat(path, " is empty or not a regular file"));
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  if (addr == MAP_FAILED) return ErrnoError(absl::StrCat("mmap ", path));
+  return ScopedMmap(addr, size);
 }
 
 absl::StatusOr<int64_t> ReadIntegerFile(const std::string& path) {

@@ -8,12 +8,17 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/scoped_fd.h"
 
 namespace nativeprof {
 
 // Reads a whole file. /proc files report size 0, so this reads until EOF rather than stat()ing.
 // Errors: the ErrnoToStatus code of open/read (kNotFound, kPermissionDenied, ...).
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path);
+
+// Maps a whole regular file read-only (private), for caches read in place: only the pages a
+// reader touches are faulted in. Errors: the errno code of open/fstat/mmap; kDataLoss when empty.
+absl::StatusOr<ScopedMmap> MapFileReadOnly(const std::string& path);
 
 // Reads a file holding one integer, such as /proc/sys/kernel/perf_event_paranoid.
 absl::StatusOr<int64_t> ReadIntegerFile(const std::string& path);

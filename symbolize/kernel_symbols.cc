@@ -135,8 +135,8 @@ void KernelSymbols::LoadStable() {
                    ModulesFingerprint(modules.ok() ? *modules : std::string()));
   const std::string path = cache_->PathOf("kernel", entry);
 
-  if (absl::StatusOr<std::string> bytes = ReadSmallFile(path); bytes.ok()) {
-    absl::string_view b(*bytes);
+  if (absl::StatusOr<ScopedMmap> mapped = MapFileReadOnly(path); mapped.ok()) {
+    absl::string_view b(static_cast<const char*>(mapped->get()), mapped->size());
     uint64_t nranges = 0;
     if (b.size() >= 16 && b.substr(0, 8) == kEntryMagic) {
       std::memcpy(&nranges, b.data() + 8, 8);
@@ -144,11 +144,12 @@ void KernelSymbols::LoadStable() {
     if (nranges > 0 && nranges <= (b.size() - 16) / 16) {
       std::vector<Range> ranges(nranges);
       std::memcpy(ranges.data(), b.data() + 16, nranges * 16);
-      absl::StatusOr<SymbolTable> table = SymbolTable::Deserialize(b.substr(16 + nranges * 16));
+      absl::StatusOr<SymbolTableView> view = SymbolTableView::Open(b.substr(16 + nranges * 16));
       bool sorted = std::is_sorted(ranges.begin(), ranges.end(),
                                    [](const Range& x, const Range& y) { return x.start < y.start; });
-      if (table.ok() && sorted) {
-        stable_ = *std::move(table);
+      if (view.ok() && sorted) {
+        stable_file_ = *std::move(mapped);
+        stable_ = *view;
         ranges_ = std::move(ranges);
         CacheDir::Touch(path);
         return;
@@ -226,8 +227,8 @@ void KernelSymbols::LoadLive() {
 absl::string_view KernelSymbols::Lookup(uint64_t avma) {
   if (!stable_loaded_) LoadStable();
   if (stable_.has_value() && InStableRange(avma)) {
-    const SymbolTable::Symbol* symbol = stable_->Lookup(avma);
-    return symbol != nullptr ? stable_->Name(*symbol) : absl::string_view();
+    std::optional<SymbolTable::Symbol> symbol = stable_->Lookup(avma);
+    return symbol.has_value() ? stable_->Name(*symbol) : absl::string_view();
   }
   if (!live_.has_value()) LoadLive();
   if (!live_->ok()) {

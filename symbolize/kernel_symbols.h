@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "base/cache_dir.h"
+#include "base/scoped_fd.h"
 #include "symbolize/symbol_table.h"
 
 namespace nativeprof::symbolize {
@@ -62,7 +63,8 @@ class KernelSymbols {
   std::optional<CacheDir> cache_;
   KernelSources sources_;
   bool stable_loaded_ = false;
-  std::optional<SymbolTable> stable_;         // from the cache, covering ranges_
+  ScopedMmap stable_file_;                    // the cache entry, mapped
+  std::optional<SymbolTableView> stable_;     // its symbols, covering ranges_
   std::vector<Range> ranges_;                 // where stable_ is authoritative
   std::optional<absl::StatusOr<SymbolTable>> live_;  // the whole kallsyms of this moment
   absl::Status status_;

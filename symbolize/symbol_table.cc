@@ -272,47 +272,72 @@ std::string SymbolTable::Serialize() const {
   return out;
 }
 
-absl::StatusOr<SymbolTable> SymbolTable::Deserialize(absl::string_view bytes) {
+template <typename At>
+std::optional<size_t> SymbolTable::FindCovering(size_t count, uint64_t max_size, uint64_t svma,
+                                                At at) {
+  // The first symbol starting after svma, then back over the ones that might enclose it.
+  size_t lo = 0, hi = count;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (svma < at(mid).start) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  for (int steps = 0; lo > 0 && steps < kMaxEnclosingSearch; ++steps) {
+    const Symbol s = at(--lo);
+    if (svma - s.start < s.size) return lo;
+    if (svma - s.start >= max_size) break;  // nothing earlier can reach this far
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<SymbolTableView> SymbolTableView::Open(absl::string_view bytes) {
   if (bytes.size() < kSerialHeader || bytes.substr(0, kSerialMagic.size()) != kSerialMagic) {
     return absl::DataLossError("not a serialized symbol table");
   }
   const uint64_t count = Get<uint64_t>(bytes.data() + 8);
   const uint64_t names_size = Get<uint64_t>(bytes.data() + 16);
-  const uint64_t max_size = Get<uint64_t>(bytes.data() + 24);
   const uint64_t body = bytes.size() - kSerialHeader;
-  if (count > body / kSerialRecord || names_size != body - count * kSerialRecord ||
-      names_size > 0xffffffffu) {
+  if (count > body / kSerialRecord || names_size != body - count * kSerialRecord) {
     return absl::DataLossError("serialized symbol table: sizes do not match its length");
   }
-  SymbolTable table;
-  table.symbols_.resize(count);
-  const char* p = bytes.data() + kSerialHeader;
-  for (uint64_t i = 0; i < count; ++i, p += kSerialRecord) {
-    Symbol& s = table.symbols_[i];
-    s.start = Get<uint64_t>(p);
-    s.size = Get<uint64_t>(p + 8);
-    s.name_offset = Get<uint32_t>(p + 16);
-    s.name_size = Get<uint32_t>(p + 20);
-    s.rank = static_cast<uint8_t>(Get<uint64_t>(p + 24));
-    if (uint64_t{s.name_offset} + s.name_size > names_size || s.size > max_size ||
-        (i > 0 && s.start <= table.symbols_[i - 1].start)) {
-      return absl::DataLossError("serialized symbol table: a symbol is out of order or bounds");
-    }
-  }
-  table.names_.assign(p, names_size);
-  table.max_size_ = max_size;
-  return table;
+  SymbolTableView view;
+  view.records_ = bytes.data() + kSerialHeader;
+  view.count_ = count;
+  view.names_ = bytes.substr(kSerialHeader + count * kSerialRecord);
+  view.max_size_ = Get<uint64_t>(bytes.data() + 24);
+  return view;
+}
+
+SymbolTable::Symbol SymbolTableView::Record(size_t i) const {
+  const char* p = records_ + i * kSerialRecord;
+  SymbolTable::Symbol s;
+  s.start = Get<uint64_t>(p);
+  s.size = Get<uint64_t>(p + 8);
+  s.name_offset = Get<uint32_t>(p + 16);
+  s.name_size = Get<uint32_t>(p + 20);
+  s.rank = static_cast<uint8_t>(p[24]);
+  return s;
+}
+
+std::optional<SymbolTable::Symbol> SymbolTableView::Lookup(uint64_t svma) const {
+  std::optional<size_t> i = SymbolTable::FindCovering(count_, max_size_, svma,
+                                                      [this](size_t k) { return Record(k); });
+  if (!i.has_value()) return std::nullopt;
+  return Record(*i);
+}
+
+absl::string_view SymbolTableView::Name(const SymbolTable::Symbol& symbol) const {
+  if (uint64_t{symbol.name_offset} + symbol.name_size > names_.size()) return absl::string_view();
+  return names_.substr(symbol.name_offset, symbol.name_size);
 }
 
 const SymbolTable::Symbol* SymbolTable::Lookup(uint64_t svma) const {
-  auto it = std::upper_bound(symbols_.begin(), symbols_.end(), svma,
-                             [](uint64_t a, const Symbol& s) { return a < s.start; });
-  for (int steps = 0; it != symbols_.begin() && steps < kMaxEnclosingSearch; ++steps) {
-    --it;
-    if (svma - it->start < it->size) return &*it;
-    if (svma - it->start >= max_size_) break;  // nothing earlier can reach this far
-  }
-  return nullptr;
+  std::optional<size_t> i = FindCovering(symbols_.size(), max_size_, svma,
+                                         [this](size_t k) -> const Symbol& { return symbols_[k]; });
+  return i.has_value() ? &symbols_[*i] : nullptr;
 }
 
 }  // namespace nativeprof::symbolize
