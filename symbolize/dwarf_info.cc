@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "symbolize/display_name.h"
 
@@ -105,28 +106,61 @@ std::unique_ptr<DwarfInfo> DwarfInfo::Open(const ElfFile& elf) {
   std::unique_ptr<DwarfInfo> info(new DwarfInfo());
   info->dwarf_ = dwarf;
 
-  Dwarf_CU* cu = nullptr;
-  Dwarf_CU* next = nullptr;
-  Dwarf_Half version;
-  uint8_t unit_type;
-  Dwarf_Die cudie, subdie;
-  while (dwarf_get_units(dwarf, cu, &next, &version, &unit_type, &cudie, &subdie) == 0) {
-    cu = next;
-    if (unit_type != DW_UT_compile && unit_type != DW_UT_partial && unit_type != DW_UT_skeleton) {
-      continue;
+  // Unit headers only (no DIEs, no abbreviations): libc6-dbg has 2,000 units, and reading each
+  // unit's DIE for its ranges cost more than the rest of loading libc.
+  Dwarf_Off offset = 0, next = 0;
+  size_t header_size = 0;
+  while (dwarf_next_unit(dwarf, offset, &next, &header_size, nullptr, nullptr, nullptr, nullptr,
+                         nullptr, nullptr) == 0) {
+    info->cu_offsets_.push_back(offset + header_size);
+    offset = next;
+  }
+  const size_t units = info->cu_offsets_.size();
+  info->cus_.resize(units);
+  info->cu_read_.assign(units, false);
+  info->index_.resize(units);
+
+  // Where each unit's code is: .debug_aranges (GCC writes it for every unit with code; one table
+  // for the whole file), else the unit DIE's own ranges (clang and rustc write no aranges).
+  std::vector<bool> covered(units, false);
+  Dwarf_Aranges* aranges = nullptr;
+  size_t naranges = 0;
+  if (dwarf_getaranges(dwarf, &aranges, &naranges) == 0 && naranges > 0) {
+    absl::flat_hash_map<Dwarf_Off, size_t> unit_of;
+    unit_of.reserve(units);
+    for (size_t i = 0; i < units; ++i) unit_of.emplace(info->cu_offsets_[i], i);
+    for (size_t i = 0; i < naranges; ++i) {
+      Dwarf_Addr start = 0;
+      Dwarf_Word length = 0;
+      Dwarf_Off die = 0;
+      if (dwarf_getarangeinfo(dwarf_onearange(aranges, i), &start, &length, &die) != 0) continue;
+      auto it = unit_of.find(die);
+      if (it == unit_of.end()) continue;
+      covered[it->second] = true;
+      if (length > 0) info->ranges_.push_back(CuRange{start, start + length, it->second});
     }
-    size_t index = info->cus_.size();
-    info->cus_.push_back(cudie);
+  }
+  for (size_t i = 0; i < units; ++i) {
+    if (covered[i]) continue;
+    Dwarf_Die* cudie = info->CuDie(i);
+    if (cudie == nullptr) continue;
     Dwarf_Addr base, start, end;
-    ptrdiff_t offset = 0;
-    while ((offset = dwarf_ranges(&info->cus_[index], offset, &base, &start, &end)) > 0) {
-      if (end > start) info->ranges_.push_back(CuRange{start, end, index});
+    ptrdiff_t at = 0;
+    while ((at = dwarf_ranges(cudie, at, &base, &start, &end)) > 0) {
+      if (end > start) info->ranges_.push_back(CuRange{start, end, i});
     }
   }
   std::sort(info->ranges_.begin(), info->ranges_.end(),
             [](const CuRange& a, const CuRange& b) { return a.start < b.start; });
-  info->index_.resize(info->cus_.size());
   return info;
+}
+
+Dwarf_Die* DwarfInfo::CuDie(size_t cu) {
+  if (!cu_read_[cu]) {
+    if (dwarf_offdie(dwarf_, cu_offsets_[cu], &cus_[cu]) == nullptr) return nullptr;
+    cu_read_[cu] = true;
+  }
+  return &cus_[cu];
 }
 
 const DwarfInfo::CuRange* DwarfInfo::FindCu(uint64_t svma) const {
@@ -205,9 +239,11 @@ void DwarfInfo::BuildIndex(size_t cu) {
   index.built = true;
   Dwarf_Files* files = nullptr;
   size_t nfiles = 0;
-  if (dwarf_getsrcfiles(&cus_[cu], &files, &nfiles) != 0) files = nullptr;
+  Dwarf_Die* cudie = CuDie(cu);
+  if (cudie == nullptr) return;
+  if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0) files = nullptr;
   int budget = kMaxDiesScanned * 10;
-  IndexChildren(&cus_[cu], -1, 0, &index, files, nfiles, &budget);
+  IndexChildren(cudie, -1, 0, &index, files, nfiles, &budget);
   std::sort(index.ranges.begin(), index.ranges.end(),
             [](const FunctionRange& a, const FunctionRange& b) {
               return a.start != b.start ? a.start < b.start : a.depth < b.depth;
@@ -253,7 +289,9 @@ bool DwarfInfo::Describe(uint64_t svma, bool inline_frames, bool full_names,
   // Position in the innermost function: the line table row for svma.
   std::string file;
   uint32_t line = 0;
-  if (Dwarf_Line* row = dwarf_getsrc_die(&cus_[range->cu], svma); row != nullptr) {
+  Dwarf_Die* cudie = CuDie(range->cu);
+  if (cudie == nullptr) return false;
+  if (Dwarf_Line* row = dwarf_getsrc_die(cudie, svma); row != nullptr) {
     const char* src = dwarf_linesrc(row, nullptr, nullptr);
     if (src != nullptr) file = src;
     int lineno = 0;
@@ -275,7 +313,10 @@ bool DwarfInfo::Describe(uint64_t svma, bool inline_frames, bool full_names,
 }
 
 bool DwarfInfo::BuiltWithoutOptimization(std::string* evidence) {
-  for (Dwarf_Die& cu : cus_) {
+  for (size_t i = 0; i < cu_offsets_.size(); ++i) {
+    Dwarf_Die* die = CuDie(i);
+    if (die == nullptr) continue;
+    Dwarf_Die& cu = *die;
     const char* producer = StringAttr(&cu, DW_AT_producer);
     if (producer == nullptr) continue;
     Dwarf_Word lang = 0;

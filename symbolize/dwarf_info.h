@@ -44,13 +44,13 @@ class DwarfInfo {
   // `evidence` receives the producer string or a description.
   bool BuiltWithoutOptimization(std::string* evidence);
 
-  size_t compilation_units() const { return cus_.size(); }
+  size_t compilation_units() const { return cu_offsets_.size(); }
 
  private:
   struct CuRange {
     uint64_t start;
     uint64_t end;  // exclusive
-    size_t cu;     // index into cus_
+    size_t cu;     // index into cu_offsets_
   };
   // A concrete function instance (out-of-line subprogram or inlined call) with code.
   struct FunctionDie {
@@ -78,15 +78,19 @@ class DwarfInfo {
   };
   DwarfInfo() = default;
   const CuRange* FindCu(uint64_t svma) const;
+  // The unit DIE of unit `cu`, read on first use (most units of a large library never are).
+  Dwarf_Die* CuDie(size_t cu);
   void BuildIndex(size_t cu);
   void IndexChildren(Dwarf_Die* parent, int32_t parent_function, uint32_t depth, CuIndex* index,
                      Dwarf_Files* files, size_t nfiles, int* budget);
   const std::string& NameOf(FunctionDie& function, bool full_names);
 
   Dwarf* dwarf_ = nullptr;
-  std::vector<Dwarf_Die> cus_;
-  std::vector<CuRange> ranges_;  // sorted by start
-  std::vector<CuIndex> index_;   // parallel to cus_
+  std::vector<Dwarf_Off> cu_offsets_;  // each unit's DIE offset in .debug_info
+  std::vector<Dwarf_Die> cus_;         // parallel: the DIE once read (cu_read_)
+  std::vector<bool> cu_read_;
+  std::vector<CuRange> ranges_;        // sorted by start
+  std::vector<CuIndex> index_;         // parallel to cu_offsets_
 };
 
 }  // namespace nativeprof::symbolize
