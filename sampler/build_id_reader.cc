@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "absl/strings/string_view.h"
+#include "base/elf_notes.h"
 #include "base/scoped_fd.h"
 
 namespace nativeprof::sampler {
@@ -15,8 +17,6 @@ bool ReadAt(int fd, uint64_t offset, void* out, size_t len) {
   ssize_t n = ::pread(fd, out, len, static_cast<off_t>(offset));
   return n == static_cast<ssize_t>(len);
 }
-
-constexpr uint64_t Align4(uint64_t v) { return (v + 3) & ~uint64_t{3}; }
 
 }  // namespace
 
@@ -35,21 +35,10 @@ std::vector<uint8_t> ReadElfBuildId(const std::string& path) {
     if (ph.p_type != PT_NOTE || ph.p_filesz > (1 << 16)) continue;
     std::vector<uint8_t> notes(ph.p_filesz);
     if (!ReadAt(fd.get(), ph.p_offset, notes.data(), notes.size())) continue;
-    uint64_t pos = 0;
-    while (pos + sizeof(Elf64_Nhdr) <= notes.size()) {
-      Elf64_Nhdr nh;
-      std::memcpy(&nh, notes.data() + pos, sizeof(nh));
-      const uint64_t name_at = pos + sizeof(nh);
-      const uint64_t desc_at = name_at + Align4(nh.n_namesz);
-      const uint64_t next = desc_at + Align4(nh.n_descsz);
-      if (next > notes.size() || next <= pos) break;
-      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-          std::memcmp(notes.data() + name_at, "GNU", 4) == 0 && nh.n_descsz > 0 &&
-          nh.n_descsz <= 20) {
-        return std::vector<uint8_t>(notes.begin() + desc_at, notes.begin() + desc_at + nh.n_descsz);
-      }
-      pos = next;
-    }
+    const absl::string_view id =
+        FindGnuBuildId(absl::string_view(reinterpret_cast<const char*>(notes.data()), notes.size()));
+    // MMAP2 records carry at most 20 bytes, so longer ids could never be matched against them.
+    if (!id.empty() && id.size() <= 20) return std::vector<uint8_t>(id.begin(), id.end());
   }
   return {};
 }

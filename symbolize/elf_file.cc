@@ -10,6 +10,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "base/elf_notes.h"
 #include "base/errno_status.h"
 #include "base/status_macros.h"
 #include "symbolize/compressed_sections.h"
@@ -30,26 +31,7 @@ uint64_t Align4(uint64_t v) { return (v + 3) & ~uint64_t{3}; }
 }  // namespace
 
 std::string BuildIdFromNotes(absl::string_view notes) {
-  // Elf32_Nhdr and Elf64_Nhdr have the same layout: namesz, descsz, type, each 4 bytes.
-  size_t pos = 0;
-  while (notes.size() - pos >= 12) {
-    uint32_t namesz, descsz, type;
-    std::memcpy(&namesz, notes.data() + pos, 4);
-    std::memcpy(&descsz, notes.data() + pos + 4, 4);
-    std::memcpy(&type, notes.data() + pos + 8, 4);
-    pos += 12;
-    uint64_t name_end = pos + Align4(namesz);
-    if (name_end > notes.size()) return "";
-    uint64_t desc_end = name_end + Align4(descsz);
-    if (name_end + descsz > notes.size()) return "";
-    if (type == NT_GNU_BUILD_ID && namesz == 4 &&
-        std::memcmp(notes.data() + pos, "GNU\0", 4) == 0 && descsz > 0 && descsz <= 64) {
-      return absl::BytesToHexString(notes.substr(name_end, descsz));
-    }
-    if (desc_end >= notes.size()) break;
-    pos = desc_end;
-  }
-  return "";
+  return absl::BytesToHexString(FindGnuBuildId(notes));
 }
 
 ElfFile::~ElfFile() {
