@@ -4,6 +4,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -146,6 +147,37 @@ absl::StatusOr<std::string> DecompressSections(absl::string_view image, uint64_t
     std::memcpy(out.data() + header_at, &shdr, sizeof(shdr));
   }
   return out;
+}
+
+size_t HideSections(std::string* image, std::initializer_list<absl::string_view> names) {
+  SectionTable table;
+  if (!ReadSectionTable(*image, &table)) return 0;
+  Elf64_Ehdr ehdr;
+  std::memcpy(&ehdr, image->data(), sizeof(ehdr));
+  uint64_t shstrndx = ehdr.e_shstrndx;
+  if (shstrndx == SHN_XINDEX) shstrndx = SectionHeader(*image, table, 0).sh_link;
+  if (shstrndx >= table.count) return 0;
+  const Elf64_Shdr strtab = SectionHeader(*image, table, shstrndx);
+  if (strtab.sh_type == SHT_NOBITS || strtab.sh_offset > image->size() ||
+      strtab.sh_size > image->size() - strtab.sh_offset) {
+    return 0;
+  }
+  const absl::string_view strings(image->data() + strtab.sh_offset, strtab.sh_size);
+  size_t hidden = 0;
+  for (uint64_t i = 1; i < table.count; ++i) {
+    Elf64_Shdr shdr = SectionHeader(*image, table, i);
+    if (shdr.sh_name >= strings.size() || shdr.sh_type == SHT_NOBITS) continue;
+    const absl::string_view rest = strings.substr(shdr.sh_name);
+    const absl::string_view name = rest.substr(0, rest.find('\0'));
+    if (name.size() < 2 || std::find(names.begin(), names.end(), name) == names.end()) continue;
+    shdr.sh_name += 1;
+    shdr.sh_type = SHT_NOBITS;
+    shdr.sh_size = 0;
+    shdr.sh_flags &= ~static_cast<uint64_t>(SHF_COMPRESSED);
+    std::memcpy(image->data() + table.offset + i * table.entry_size, &shdr, sizeof(shdr));
+    ++hidden;
+  }
+  return hidden;
 }
 
 }  // namespace nativeprof::symbolize

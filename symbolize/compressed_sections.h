@@ -7,6 +7,7 @@
 #define NATIVEPROF_SYMBOLIZE_COMPRESSED_SECTIONS_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -29,6 +30,12 @@ bool HasCompressedSections(absl::string_view image, uint32_t formats);
 // Errors: kDataLoss when the headers or a compressed stream are corrupt.
 absl::StatusOr<std::string> DecompressSections(absl::string_view image, uint64_t max_section_bytes,
                                                uint32_t formats);
+
+// Makes the sections of `image` named in `names` invisible to libdw, which looks sections up by
+// exact name: each becomes an empty SHT_NOBITS section whose name loses its leading character
+// (".debug_loclists" reads as "debug_loclists"), so DecompressSections and libdw skip its bytes.
+// Returns how many were hidden; 0 for an image that is not ELF64 LE.
+size_t HideSections(std::string* image, std::initializer_list<absl::string_view> names);
 
 }  // namespace nativeprof::symbolize
 

@@ -91,6 +91,23 @@ TEST(CompressedSectionsTest, ZlibSectionsAreDecompressedOnlyWhenAsked) {
   EXPECT_TRUE(absl::IsDataLoss(DecompressSections(bad, 1 << 30, kZlibSections).status()));
 }
 
+TEST(CompressedSectionsTest, HiddenSectionsAreNeitherFoundNorDecompressed) {
+  std::string image = ReadFileOrEmpty(TargetPath("sym_prog_zlib"));
+  ASSERT_FALSE(image.empty());
+  EXPECT_EQ(HideSections(&image, {".debug_loclists", ".debug_loc", ".no_such_section"}), 1u);
+  NP_ASSERT_OK_AND_ASSIGN(auto hidden, ElfFile::FromBytes(image, "hidden"));
+  EXPECT_EQ(hidden->FindSection(".debug_loclists", nullptr), nullptr);
+  EXPECT_TRUE(hidden->HasCompressedSection(".debug_info"));
+  NP_ASSERT_OK_AND_ASSIGN(std::string plain, DecompressSections(image, 1 << 30, kZlibSections));
+  EXPECT_FALSE(HasCompressedSections(plain, kZlibSections));
+  NP_ASSERT_OK_AND_ASSIGN(auto rewritten, ElfFile::FromBytes(plain, "plain"));
+  EXPECT_EQ(rewritten->FindSection(".debug_loclists", nullptr), nullptr);
+  NP_EXPECT_OK(rewritten->SectionData(".debug_info"));
+  EXPECT_EQ(HideSections(&image, {".debug_loclists"}), 0u);  // already hidden
+  std::string not_elf = "not an elf";
+  EXPECT_EQ(HideSections(&not_elf, {".debug_info"}), 0u);
+}
+
 TEST(CompressedSectionsTest, NonElfInputIsRejectedNotCrashed) {
   EXPECT_FALSE(HasCompressedSections("not an elf file at all", kZstdSections));
   EXPECT_TRUE(absl::IsDataLoss(DecompressSections("\x7f" "ELF", 1 << 20, kZstdSections).status()));

@@ -52,6 +52,7 @@ TEST(DebugFileCacheTest, CompressedDwarfIsDecompressedOnceAndReadAlike) {
   EXPECT_EQ(plain->build_id(), zlib->build_id());
   ASSERT_TRUE(std::filesystem::exists(entry));
   EXPECT_FALSE(HasCompressedSections(ReadFileOrEmpty(entry), kAllCompressedSections));
+  EXPECT_EQ(plain->FindSection(".debug_loclists", nullptr), nullptr);  // not needed, not inflated
   const ino_t built = InodeOf(entry);
 
   // A second open reuses the entry rather than rewriting it.
