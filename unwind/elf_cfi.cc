@@ -272,6 +272,7 @@ bool ElfCfi::Compile(Dwarf_CFI* cfi, uint64_t vaddr, CfiRule* rule, uint64_t* st
     fast = false;
   }
   rule->fast = fast;
+  PrepareFastPath(rule);
   free(frame);
   return true;
 }
