@@ -67,11 +67,12 @@ struct CfiFastPath {
 };
 
 struct CfiRule {
+  // What a fast step reads comes first, so it touches few cache lines.
   CfaRule cfa;
-  RegRule regs[kDwarfRegCount];
   bool signal_frame = false;  // the caller's PC is exact (interrupted), not a return address
   bool fast = true;           // no expression anywhere: evaluated without the op interpreter
   CfiFastPath fast_path;      // used by ApplyCfiRule when fast_path.ready
+  RegRule regs[kDwarfRegCount];
 };
 
 // Fills rule->fast_path from rule->cfa and rule->regs when the rule has no expression (leaves it
