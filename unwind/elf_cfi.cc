@@ -32,6 +32,21 @@ uint32_t CopyOps(const Dwarf_Op* ops, size_t nops, std::vector<CfiOp>* arena) {
 
 bool FitsInt32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
 
+// Whether `elf` holds .debug_frame contents. Checked before dwarf_begin_elf, which decompresses
+// every compressed .debug_* section up front (milliseconds for a distribution debug file, such
+// as ld.so's, which has no .debug_frame at all and so no CFI to offer).
+bool HasDebugFrame(Elf* elf) {
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type == SHT_NOBITS) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (name != nullptr && std::string_view(name) == ".debug_frame") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 ElfCfi::~ElfCfi() {
@@ -181,6 +196,10 @@ void ElfCfi::OpenDebugFrame() {
     if (!fd.valid()) continue;
     Elf* e = elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr);
     if (e == nullptr) continue;
+    if (!HasDebugFrame(e)) {
+      elf_end(e);
+      continue;
+    }
     Dwarf* dw = dwarf_begin_elf(e, DWARF_C_READ, nullptr);
     Dwarf_CFI* cfi = dw != nullptr ? dwarf_getcfi(dw) : nullptr;
     if (cfi == nullptr) {
