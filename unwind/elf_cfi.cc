@@ -32,21 +32,6 @@ uint32_t CopyOps(const Dwarf_Op* ops, size_t nops, std::vector<CfiOp>* arena) {
 
 bool FitsInt32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
 
-// Whether `elf` holds .debug_frame contents. Checked before dwarf_begin_elf, which decompresses
-// every compressed .debug_* section up front (milliseconds for a distribution debug file, such
-// as ld.so's, which has no .debug_frame at all and so no CFI to offer).
-bool HasDebugFrame(Elf* elf) {
-  size_t shstrndx = 0;
-  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr sh;
-    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type == SHT_NOBITS) continue;
-    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
-    if (name != nullptr && std::string_view(name) == ".debug_frame") return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 ElfCfi::~ElfCfi() {
@@ -148,6 +133,24 @@ std::span<const uint8_t> ElfCfi::Bytes(uint64_t file_offset, uint64_t size) cons
   return {data_ + file_offset, size};
 }
 
+namespace {
+
+// Whether `elf` has a section `name` with bytes in the file (not SHT_NOBITS, not empty).
+bool HasSectionData(Elf* elf, std::string_view name) {
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr) continue;
+    const char* n = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (n != nullptr && name == n) return sh.sh_type != SHT_NOBITS && sh.sh_size > 0;
+  }
+  return false;
+}
+
+}  // namespace
+
 void ElfCfi::OpenDebugFrame() {
   debug_tried_ = true;
   // .debug_frame in the file itself.
@@ -196,7 +199,9 @@ void ElfCfi::OpenDebugFrame() {
     if (!fd.valid()) continue;
     Elf* e = elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr);
     if (e == nullptr) continue;
-    if (!HasDebugFrame(e)) {
+    // dwarf_begin_elf inflates every compressed .debug_* section (libc6-dbg's: ~37 ms); most
+    // debug files have no .debug_frame at all (their CFI is the binary's .eh_frame), so look first.
+    if (!HasSectionData(e, ".debug_frame")) {
       elf_end(e);
       continue;
     }
