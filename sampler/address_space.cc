@@ -5,12 +5,14 @@ namespace nativeprof::sampler {
 void AddressSpace::Map(const Mapping& mapping) {
   if (mapping.end_avma <= mapping.start_avma) return;
   Unmap(mapping.start_avma, mapping.end_avma);
+  last_ = nullptr;
   by_start_.emplace(mapping.start_avma, mapping);
   ++generation_;
 }
 
 void AddressSpace::Unmap(uint64_t start, uint64_t end) {
   if (end <= start || by_start_.empty()) return;
+  last_ = nullptr;
   auto it = by_start_.upper_bound(start);
   if (it != by_start_.begin()) --it;
   bool changed = false;
@@ -41,14 +43,17 @@ void AddressSpace::Unmap(uint64_t start, uint64_t end) {
 
 void AddressSpace::Clear() {
   by_start_.clear();
+  last_ = nullptr;
   ++generation_;
 }
 
-const Mapping* AddressSpace::Find(uint64_t avma) const {
+const Mapping* AddressSpace::FindSlow(uint64_t avma) const {
   auto it = by_start_.upper_bound(avma);
   if (it == by_start_.begin()) return nullptr;
   --it;
-  return avma < it->second.end_avma ? &it->second : nullptr;
+  if (avma >= it->second.end_avma) return nullptr;
+  last_ = &it->second;
+  return last_;
 }
 
 }  // namespace nativeprof::sampler

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace nativeprof::sampler {
 
@@ -31,6 +32,32 @@ struct Mapping {
 
 class AddressSpace {
  public:
+  AddressSpace() = default;
+  // Copies (fork) and moves start with an empty lookup cache: it points into its own map.
+  AddressSpace(const AddressSpace& other)
+      : by_start_(other.by_start_), generation_(other.generation_) {}
+  AddressSpace(AddressSpace&& other) noexcept
+      : by_start_(std::move(other.by_start_)), generation_(other.generation_) {
+    other.last_ = nullptr;
+  }
+  AddressSpace& operator=(const AddressSpace& other) {
+    if (this != &other) {
+      by_start_ = other.by_start_;
+      generation_ = other.generation_;
+      last_ = nullptr;
+    }
+    return *this;
+  }
+  AddressSpace& operator=(AddressSpace&& other) noexcept {
+    if (this != &other) {
+      by_start_ = std::move(other.by_start_);
+      generation_ = other.generation_;
+      last_ = nullptr;
+      other.last_ = nullptr;
+    }
+    return *this;
+  }
+
   // Inserts a mapping; any part of older mappings it overlaps is cut away (mmap replaces pages).
   void Map(const Mapping& mapping);
   // Removes [start, end) from every mapping (munmap is not reported by perf, but exec and
@@ -39,8 +66,14 @@ class AddressSpace {
   // Forgets everything (execve).
   void Clear();
 
-  // The mapping containing `avma`, or nullptr. O(log n).
-  const Mapping* Find(uint64_t avma) const;
+  // The mapping containing `avma`, or nullptr. O(1) when it is the mapping the previous call
+  // found (consecutive frames and samples mostly are), else O(log n).
+  const Mapping* Find(uint64_t avma) const {
+    if (last_ != nullptr && avma - last_->start_avma < last_->end_avma - last_->start_avma) {
+      return last_;
+    }
+    return FindSlow(avma);
+  }
 
   uint64_t generation() const { return generation_; }
   size_t size() const { return by_start_.size(); }
@@ -48,8 +81,12 @@ class AddressSpace {
   const std::map<uint64_t, Mapping>& mappings() const { return by_start_; }
 
  private:
+  const Mapping* FindSlow(uint64_t avma) const;
+
   std::map<uint64_t, Mapping> by_start_;  // start_avma -> mapping, non-overlapping
   uint64_t generation_ = 0;
+  // The mapping the last Find returned; reset by every change to by_start_. Drain thread only.
+  mutable const Mapping* last_ = nullptr;
 };
 
 }  // namespace nativeprof::sampler

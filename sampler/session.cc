@@ -3,6 +3,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +23,22 @@ size_t Session::DefaultRingPages(size_t rings) {
   return pages;
 }
 
+size_t Session::UnlimitedDwarfRingPages(size_t rings) {
+  constexpr size_t kTotalBytes = size_t{8} << 20;
+  constexpr size_t kMaxRingBytes = size_t{2} << 20;
+  constexpr size_t kMinRingBytes = size_t{512} << 10;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  rings = std::max<size_t>(rings, 1);
+  size_t bytes = kMinRingBytes;
+  while (bytes < kMaxRingBytes && rings * bytes * 2 <= kTotalBytes) bytes *= 2;
+  return std::max<size_t>(bytes / page, 8);
+}
+
+uint32_t Session::WakeupBytes(size_t ring_bytes) {
+  constexpr size_t kHalfFrom = size_t{1} << 20;
+  return static_cast<uint32_t>(ring_bytes >= kHalfFrom ? ring_bytes / 2 : ring_bytes / 4);
+}
+
 absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& options) {
   if (options.targets.empty()) return absl::InvalidArgumentError("no task to profile");
   std::unique_ptr<Session> session(new Session());
@@ -36,7 +53,7 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
   ring_pages_ = options.ring_pages != 0 ? options.ring_pages : DefaultRingPages(cpus.size());
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   if (sampling.wakeup_bytes == 0) {
-    sampling.wakeup_bytes = static_cast<uint32_t>(ring_pages_ * page / 4);
+    sampling.wakeup_bytes = WakeupBytes(ring_pages_ * page);
   }
 
   // Probe with the first (task, CPU) pair and degrade on purpose, as perf does: an unsupported

@@ -72,6 +72,16 @@ class Session {
   // /proc/sys/kernel/perf_event_mlock_kb (at least 8, at most 256).
   static size_t DefaultRingPages(size_t rings);
 
+  // Data pages per ring for `--call-graph dwarf` when the mlock limit does not apply (root /
+  // CAP_IPC_LOCK): 2 MiB rings up to 8 MiB in total, never less than 512 KiB per ring. Samples
+  // with 8 KiB stack copies fill a 512 KiB ring in ~60 ms at 999 Hz.
+  static size_t UnlimitedDwarfRingPages(size_t rings);
+
+  // Bytes in a ring that wake Poll: half of a ring of 1 MiB or more (the kernel's own default,
+  // and perf's), so each wakeup drains many samples; a quarter of a smaller ring, which keeps
+  // three quarters free for samples that arrive before the drain thread runs.
+  static uint32_t WakeupBytes(size_t ring_bytes);
+
  private:
   Session() = default;
   absl::Status OpenAll(const SessionOptions& options);

@@ -20,6 +20,7 @@
 #include "sampler/child_process.h"
 #include "sampler/counter_attach.h"
 #include "sampler/counter_set.h"
+#include "sampler/cpu_list.h"
 #include "sampler/proc_maps.h"
 #include "sampler/session.h"
 #include "symbolize/profile_builder.h"
@@ -88,9 +89,11 @@ void ApplyCallGraph(const RecordOptions& o, sampler::SessionOptions* so) {
   so->ring_pages = o.ring_pages;
   // Stack copies make DWARF samples ~8 KiB each: a ring that fits perf_event_mlock_kb holds only
   // a few milliseconds of them. With CAP_IPC_LOCK (root) the limit does not apply, so give each
-  // CPU 512 KiB, as perf effectively does for -g dwarf.
+  // CPU up to 2 MiB (fewer wakeups, more slack before a busy drain thread loses samples).
   if (o.ring_pages == 0 && o.call_graph == unwind::CallGraphMode::kDwarf && ::geteuid() == 0) {
-    so->ring_pages = std::max<size_t>(128, sampler::Session::DefaultRingPages(1));
+    so->ring_pages =
+        std::max(sampler::Session::UnlimitedDwarfRingPages(sampler::OnlineCpus().size()),
+                 sampler::Session::DefaultRingPages(1));
   }
 }
 

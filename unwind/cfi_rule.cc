@@ -160,8 +160,91 @@ StepError EvalCfiExpr(std::span<const CfiOp> ops, const DwarfRegs& regs, const S
   return StepError::kNone;
 }
 
+void PrepareFastPath(CfiRule* rule) {
+  CfiFastPath& f = rule->fast_path;
+  f = CfiFastPath();
+  if (!rule->fast || rule->cfa.kind != CfaKind::kRegOffset) return;
+  for (int r = 0; r < kDwarfRegCount; ++r) {
+    const RegRule& rr = rule->regs[r];
+    switch (rr.kind) {
+      case RegKind::kUndefined:
+        break;  // absent from the caller (rsp excepted: it is the CFA)
+      case RegKind::kSame:
+        if (r != kDwarfRsp) f.same_mask |= 1u << r;
+        break;
+      case RegKind::kOffset:
+      case RegKind::kValOffset:
+      case RegKind::kRegister:
+        f.moves[f.move_count++] = {static_cast<uint8_t>(r), rr.kind, rr.reg, rr.offset};
+        break;
+      case RegKind::kExpr:
+      case RegKind::kValExpr:
+        f = CfiFastPath();
+        return;
+    }
+  }
+  f.ready = true;
+}
+
+namespace {
+
+// ApplyCfiRule for a rule with a ready fast path: the same results as the general loop below,
+// register by register (kept registers in one mask operation, then the moves in register order).
+StepError ApplyFastPath(const CfiRule& rule, const DwarfRegs& in_regs, const StackCopy& stack,
+                        DwarfRegs* out, uint64_t* cfa_out) {
+  const CfiFastPath& f = rule.fast_path;
+  const uint8_t cfa_reg = rule.cfa.reg;
+  if (!in_regs.Has(cfa_reg)) {
+    return (in_regs.beyond_copy >> cfa_reg) & 1 ? StepError::kBeyondStack : StepError::kUnknownReg;
+  }
+  const uint64_t cfa = in_regs.value[cfa_reg] + rule.cfa.offset;
+  *cfa_out = cfa;
+  if (out == &in_regs) {
+    // Writing `out` while reading `in` needs them apart.
+    const DwarfRegs copy = in_regs;
+    return ApplyFastPath(rule, copy, stack, out, cfa_out);
+  }
+  const DwarfRegs* in = &in_regs;
+  // Kept registers: copy every value, then let the masks say which are known.
+  std::memcpy(out->value, in->value, sizeof(out->value));
+  out->valid = (in->valid & f.same_mask) | (1u << kDwarfRsp);
+  out->beyond_copy = in->beyond_copy & f.same_mask;
+  out->value[kDwarfRsp] = cfa;
+  const bool has_sp = in->Has(kDwarfRsp);
+  const uint64_t sp = in->value[kDwarfRsp];
+  for (uint8_t i = 0; i < f.move_count; ++i) {
+    const CfiFastPath::Move& m = f.moves[i];
+    const int r = m.reg;
+    if (m.kind == RegKind::kOffset) {
+      const uint64_t addr = cfa + static_cast<int64_t>(m.offset);
+      if (r != kDwarfRa && has_sp && addr < sp) {
+        // Popped by the epilogue already: the register holds the caller's value (see below).
+        if (in->Has(r)) out->Set(r, in->value[r]); else out->Clear(r);
+        continue;
+      }
+      uint64_t v;
+      if (StepError e = stack.Read(addr, &v); e != StepError::kNone) {
+        if (r == kDwarfRa) return e;
+        out->Clear(r);
+        if (e == StepError::kBeyondStack) out->beyond_copy |= 1u << r;
+        continue;
+      }
+      out->Set(r, v);
+    } else if (m.kind == RegKind::kValOffset) {
+      out->Set(r, cfa + static_cast<int64_t>(m.offset));
+    } else {  // kRegister
+      if (in->Has(m.src)) out->Set(r, in->value[m.src]); else out->Clear(r);
+      out->beyond_copy |= ((in->beyond_copy >> m.src) & 1u) << r;
+    }
+  }
+  return StepError::kNone;
+}
+
+}  // namespace
+
 StepError ApplyCfiRule(const CfiRule& rule, std::span<const CfiOp> ops, const DwarfRegs& in,
                        const StackCopy& stack, DwarfRegs* out, uint64_t* cfa_out) {
+  if (rule.fast_path.ready) return ApplyFastPath(rule, in, stack, out, cfa_out);
   uint64_t cfa = 0;
   switch (rule.cfa.kind) {
     case CfaKind::kRegOffset: {

@@ -50,12 +50,35 @@ struct RegRule {
   uint32_t expr_len = 0;
 };
 
+// A fast rule (CFA = reg + N, no expression) summarised for ApplyCfiRule's per-frame loop: the
+// registers the caller keeps as a mask, and only the few registers that change as a list, so a
+// step does not walk (and mispredict over) all 17 register rules. Filled by PrepareFastPath.
+struct CfiFastPath {
+  struct Move {
+    uint8_t reg = 0;
+    RegKind kind = RegKind::kUndefined;  // kOffset, kValOffset or kRegister
+    uint8_t src = 0;                     // kRegister: the register holding the value
+    int32_t offset = 0;                  // kOffset / kValOffset: from the CFA
+  };
+  bool ready = false;
+  uint8_t move_count = 0;
+  uint32_t same_mask = 0;  // kSame registers other than rsp: copied from this frame
+  Move moves[kDwarfRegCount];
+};
+
 struct CfiRule {
+  // What a fast step reads comes first, so it touches few cache lines.
   CfaRule cfa;
-  RegRule regs[kDwarfRegCount];
   bool signal_frame = false;  // the caller's PC is exact (interrupted), not a return address
   bool fast = true;           // no expression anywhere: evaluated without the op interpreter
+  CfiFastPath fast_path;      // used by ApplyCfiRule when fast_path.ready
+  RegRule regs[kDwarfRegCount];
 };
+
+// Fills rule->fast_path from rule->cfa and rule->regs when the rule has no expression (leaves it
+// not ready otherwise). Call again after changing the rule; a rule with a stale summary evaluates
+// wrongly.
+void PrepareFastPath(CfiRule* rule);
 
 // Why a step failed while evaluating a rule.
 // kBeyondStack: a read at or past the end of the copy (the copy was too short: truncation).
@@ -77,7 +100,9 @@ struct StackCopy {
 };
 
 // Evaluates `rule` for the frame with registers `in`, writing the caller's registers (the new PC
-// in kDwarfRa, the new SP = CFA in kDwarfRsp) to `out` and the CFA to `*cfa`.
+// in kDwarfRa, the new SP = CFA in kDwarfRsp) to `out` and the CFA to `*cfa`. `out` may alias
+// `in`. Values of registers `out` does not have (Has() false) are unspecified. On error `*out` is
+// unspecified too.
 StepError ApplyCfiRule(const CfiRule& rule, std::span<const CfiOp> ops, const DwarfRegs& in,
                        const StackCopy& stack, DwarfRegs* out, uint64_t* cfa);
 

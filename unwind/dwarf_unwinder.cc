@@ -2,6 +2,8 @@
 
 #include <linux/perf_event.h>
 
+#include <utility>
+
 #include "unwind/cfi_rule.h"
 
 namespace nativeprof::unwind {
@@ -52,20 +54,25 @@ void DwarfUnwinder::Unwind(const sampler::SampleView& sample, const ProcessView&
 
 void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessView& process,
                                UnwoundStack* out) {
-  DwarfRegs regs;
-  if (!RegsFromSample(sample.regs_user, options_.regs_mask, &regs) || !regs.Has(kDwarfRa) ||
-      !regs.Has(kDwarfRsp)) {
+  // Two register sets used in turn (this frame, its caller), so a step copies no registers.
+  DwarfRegs sets[2];
+  DwarfRegs* cur = &sets[0];
+  DwarfRegs* next_regs = &sets[1];
+  if (!RegsFromSample(sample.regs_user, options_.regs_mask, cur) || !cur->Has(kDwarfRa) ||
+      !cur->Has(kDwarfRsp)) {
     out->end = StackEnd::kNoUnwindInfo;
     return;
   }
-  const StackCopy stack{regs.sp(), sample.stack_user};
-  out->frames.push_back({regs.pc(), FrameKind::kInstructionPointer, false});
+  const StackCopy stack{cur->sp(), sample.stack_user};
+  out->frames.push_back({cur->pc(), FrameKind::kInstructionPointer, false});
   bool exact_pc = true;  // the leaf, and a frame interrupted by a signal, hold an exact PC
   while (true) {
     if (out->frames.size() >= kMaxFrames) {
       out->end = StackEnd::kMaxDepth;
       return;
     }
+    const DwarfRegs& regs = *cur;
+    DwarfRegs& next = *next_regs;
     const uint64_t pc = regs.pc();
     const uint64_t lookup = exact_pc ? pc : pc - 1;
     const sampler::Mapping* mapping =
@@ -81,7 +88,6 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
       return;
     }
     const CfiRule* rule = elf != nullptr ? elf->Find(mapping->FileOffset(lookup)) : nullptr;
-    DwarfRegs next;
     StepError err;
     bool signal_frame = false;
     if (rule != nullptr) {
@@ -127,7 +133,7 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
     out->frames.push_back({next.pc(),
                            exact_pc ? FrameKind::kInstructionPointer : FrameKind::kReturnAddress,
                            false});
-    regs = next;
+    std::swap(cur, next_regs);
   }
 }
 

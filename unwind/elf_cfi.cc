@@ -296,14 +296,17 @@ bool ElfCfi::Compile(Dwarf_CFI* cfi, uint64_t vaddr, CfiRule* rule, uint64_t* st
     fast = false;
   }
   rule->fast = fast;
+  PrepareFastPath(rule);
   free(frame);
   return true;
 }
 
-const CfiRule* ElfCfi::Find(uint64_t file_offset) {
+const CfiRule* ElfCfi::FindSlow(uint64_t file_offset) {
+  RecentSlot& slot = recent_[RecentSlotOf(file_offset)];
   auto it = by_offset_.find(file_offset);
   if (it != by_offset_.end()) {
     ++stats_.hits;
+    slot = {file_offset, it->second};
     return it->second < 0 ? nullptr : &rules_[it->second];
   }
   ++stats_.misses;
@@ -332,6 +335,7 @@ const CfiRule* ElfCfi::Find(uint64_t file_offset) {
   }
   if (index < 0) ++stats_.no_cfi;
   by_offset_.emplace(file_offset, index);
+  slot = {file_offset, index};
   return index < 0 ? nullptr : &rules_[index];
 }
 

@@ -88,15 +88,19 @@ std::unique_ptr<ElfCfi> ModuleFiles::OpenModule(const sampler::Mapping& mapping,
   return nullptr;
 }
 
-ElfCfi* ModuleFiles::Get(const sampler::Mapping& mapping, const ProcessView& process) {
+ElfCfi* ModuleFiles::GetSlow(const sampler::Mapping& mapping, const ProcessView& process) {
+  // Only ids of `process.modules` get a slot, so by_id_ stays as small as the registry.
   if (mapping.module == sampler::kNoModule || process.modules == nullptr ||
       mapping.module >= process.modules->size()) {
     return nullptr;
   }
   auto it = modules_.find(mapping.module);
-  if (it != modules_.end()) return it->second.get();
-  auto inserted = modules_.emplace(mapping.module, OpenModule(mapping, process));
-  return inserted.first->second.get();
+  if (it == modules_.end()) {
+    it = modules_.emplace(mapping.module, OpenModule(mapping, process)).first;
+  }
+  if (mapping.module >= by_id_.size()) by_id_.resize(mapping.module + 1);
+  by_id_[mapping.module] = {it->second.get(), true};
+  return it->second.get();
 }
 
 CfiCacheStats ModuleFiles::TotalStats() const {

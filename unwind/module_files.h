@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "sampler/address_space.h"
@@ -20,7 +21,13 @@ class ModuleFiles {
  public:
   // The tables of the module mapped at `mapping`, or nullptr when it has no file or the file
   // cannot be opened.
-  ElfCfi* Get(const sampler::Mapping& mapping, const ProcessView& process);
+  ElfCfi* Get(const sampler::Mapping& mapping, const ProcessView& process) {
+    // Inline: called for every frame, and almost always answered by by_id_.
+    if (mapping.module < by_id_.size() && by_id_[mapping.module].tried) {
+      return by_id_[mapping.module].elf;
+    }
+    return GetSlow(mapping, process);
+  }
 
   // True for paths the kernel reports for memory with no file behind it ("//anon", "[heap]",
   // "[stack]", "[anon:...]", "" ...), and "[vsyscall]", which has no ELF image.
@@ -29,12 +36,23 @@ class ModuleFiles {
   // Sum of the per-module CFI cache statistics.
   CfiCacheStats TotalStats() const;
   // Drops every opened module (tests and benchmarks measure cold lookups with it).
-  void Clear() { modules_.clear(); }
+  void Clear() {
+    modules_.clear();
+    by_id_.clear();
+  }
 
  private:
+  struct Slot {
+    ElfCfi* elf = nullptr;  // nullptr: the module has no usable file
+    bool tried = false;
+  };
+
+  ElfCfi* GetSlow(const sampler::Mapping& mapping, const ProcessView& process);
   std::unique_ptr<ElfCfi> OpenModule(const sampler::Mapping& mapping, const ProcessView& process);
 
   absl::flat_hash_map<sampler::ModuleId, std::unique_ptr<ElfCfi>> modules_;
+  // ModuleIds are small and dense: a per-frame lookup is an index, not a hash probe.
+  std::vector<Slot> by_id_;
 };
 
 // Reads the vdso image of process `pid` (whose [vdso] mapping is [start, end)) from

@@ -1,6 +1,10 @@
 #include "unwind/stack_collector.h"
 
+#include <cstring>
+#include <type_traits>
+
 #include "absl/hash/hash.h"
+#include "absl/strings/string_view.h"
 
 namespace nativeprof::unwind {
 
@@ -13,14 +17,27 @@ StackCollector::StackCollector(Unwinder* unwinder, bool keep_timeline)
   probe_.frames.reserve(kMaxFrames);
 }
 
+namespace {
+
+// CollectedFrame has no padding and `reserved` is always 0, so a frame list can be hashed and
+// compared as one block of bytes (absl hashes a long string in bulk, much faster than combining
+// 30 frames field by field).
+static_assert(sizeof(CollectedFrame) == 16 && std::has_unique_object_representations_v<CollectedFrame>);
+
+absl::string_view FrameBytes(const CollectedFrame* frames, size_t count) {
+  return absl::string_view(reinterpret_cast<const char*>(frames), count * sizeof(CollectedFrame));
+}
+
+}  // namespace
+
 size_t StackCollector::HashOf(uint32_t index) const {
   if (index == kProbe) {
     return absl::HashOf(probe_.pid, probe_.tid, probe_.thread_name,
-                        absl::Span<const CollectedFrame>(probe_.frames));
+                        FrameBytes(probe_.frames.data(), probe_.frames.size()));
   }
   const CollectedStack& s = stacks_[index];
-  absl::Span<const CollectedFrame> f(frames_.data() + s.first_frame, s.frame_count);
-  return absl::HashOf(s.pid, s.tid, s.thread_name, f);
+  return absl::HashOf(s.pid, s.tid, s.thread_name,
+                      FrameBytes(frames_.data() + s.first_frame, s.frame_count));
 }
 
 size_t StackCollector::StackHash::operator()(uint32_t index) const {
@@ -45,7 +62,8 @@ bool StackCollector::StackEq::operator()(uint32_t a, uint32_t b) const {
   uint32_t na, nb;
   absl::Span<const CollectedFrame> fa = view(a, &pa, &ta, &na);
   absl::Span<const CollectedFrame> fb = view(b, &pb, &tb, &nb);
-  return pa == pb && ta == tb && na == nb && fa == fb;
+  return pa == pb && ta == tb && na == nb && fa.size() == fb.size() &&
+         (fa.empty() || std::memcmp(fa.data(), fb.data(), fa.size() * sizeof(CollectedFrame)) == 0);
 }
 
 uint32_t StackCollector::InternThreadName(const std::string& name) {
@@ -64,16 +82,27 @@ void StackCollector::OnSample(const sampler::SampleView& sample) {
   }
   if (sample.time_ns > stats_.last_time_ns) stats_.last_time_ns = sample.time_ns;
 
-  sampler::Process& process = processes_.GetOrCreate(static_cast<int32_t>(sample.pid));
-  processes_.NoteThread(static_cast<int32_t>(sample.tid));
+  const int32_t pid = static_cast<int32_t>(sample.pid);
+  const int32_t tid = static_cast<int32_t>(sample.tid);
+  ThreadSlot& slot = thread_slots_[static_cast<uint32_t>(tid) % kThreadSlots];
+  if (slot.generation != names_generation_ || slot.pid != pid || slot.tid != tid) {
+    sampler::Process& p = processes_.GetOrCreate(pid);
+    processes_.NoteThread(tid);
+    slot.pid = pid;
+    slot.tid = tid;
+    slot.process = &p;
+    slot.thread_name = InternThreadName(processes_.ThreadName(p, tid));
+    slot.generation = names_generation_;
+  }
+  sampler::Process& process = *slot.process;
   ProcessView view{process.pid, &process.address_space, &modules_};
   unwinder_->Unwind(sample, view, &scratch_stack_);
   ++stats_.ends[static_cast<size_t>(scratch_stack_.end)];
   if (scratch_stack_.spliced) ++stats_.spliced;
 
   probe_.pid = process.pid;
-  probe_.tid = static_cast<int32_t>(sample.tid);
-  probe_.thread_name = InternThreadName(processes_.ThreadName(process, probe_.tid));
+  probe_.tid = tid;
+  probe_.thread_name = slot.thread_name;
   probe_.frames.clear();
   for (const Frame& f : scratch_stack_.frames) {
     CollectedFrame cf;
@@ -120,8 +149,14 @@ void StackCollector::OnMmap(const sampler::MmapView& mmap) {
   const sampler::ModuleId module = processes_.ApplyMmap(mmap);
   if (module != sampler::kNoModule && mapping_observer_) mapping_observer_(mmap, module);
 }
-void StackCollector::OnComm(const sampler::CommView& comm) { processes_.ApplyComm(comm); }
-void StackCollector::OnTask(const sampler::TaskView& task) { processes_.ApplyTask(task); }
+void StackCollector::OnComm(const sampler::CommView& comm) {
+  processes_.ApplyComm(comm);
+  ForgetThreads();
+}
+void StackCollector::OnTask(const sampler::TaskView& task) {
+  processes_.ApplyTask(task);
+  ForgetThreads();
+}
 
 void StackCollector::OnLost(const sampler::LostView& lost) {
   if (lost.samples_only) {

@@ -27,7 +27,7 @@ namespace nativeprof::unwind {
 struct CollectedFrame {
   uint64_t address = 0;
   sampler::ModuleId module = sampler::kNoModule;
-  uint32_t reserved = 0;
+  uint32_t reserved = 0;  // always 0: the collector hashes and compares frames as raw bytes
 
   friend bool operator==(const CollectedFrame&, const CollectedFrame&) = default;
   template <typename H>
@@ -87,7 +87,10 @@ class StackCollector final : public sampler::RecordSink {
   const sampler::ModuleRegistry& modules() const { return modules_; }
   sampler::ModuleRegistry& mutable_modules() { return modules_; }
   const sampler::ProcessTable& processes() const { return processes_; }
-  sampler::ProcessTable& mutable_processes() { return processes_; }
+  sampler::ProcessTable& mutable_processes() {
+    ForgetThreads();  // the caller may rename threads
+    return processes_;
+  }
   const CollectorStats& stats() const { return stats_; }
 
  private:
@@ -109,6 +112,20 @@ class StackCollector final : public sampler::RecordSink {
   };
   size_t HashOf(uint32_t index) const;
   uint32_t InternThreadName(const std::string& name);
+  // Drops every ThreadSlot: a thread's name may have changed.
+  void ForgetThreads() { ++names_generation_; }
+
+  // What OnSample needs about a thread, remembered per tid so a sample does not look up its
+  // process, note its tid, and hash its name string again. Valid while `generation` equals
+  // names_generation_ (COMM and FORK/EXIT records bump it). Process objects never move.
+  struct ThreadSlot {
+    int32_t pid = 0;
+    int32_t tid = 0;
+    uint64_t generation = 0;  // 0: empty
+    sampler::Process* process = nullptr;
+    uint32_t thread_name = 0;
+  };
+  static constexpr size_t kThreadSlots = 64;
 
   Unwinder* unwinder_;
   bool keep_timeline_;
@@ -124,6 +141,8 @@ class StackCollector final : public sampler::RecordSink {
   std::vector<std::pair<uint64_t, uint32_t>> timeline_;
   CollectorStats stats_;
   MappingObserver mapping_observer_;
+  std::array<ThreadSlot, kThreadSlots> thread_slots_{};
+  uint64_t names_generation_ = 1;
 };
 
 }  // namespace nativeprof::unwind

@@ -27,10 +27,11 @@ uint64_t DwarfSampleRegsMask() {
 
 bool RegsFromSample(std::span<const uint64_t> values, uint64_t mask, DwarfRegs* out) {
   *out = DwarfRegs();
+  if (static_cast<size_t>(__builtin_popcountll(mask)) > values.size()) return false;
+  // Visit only the set bits (17 of 64 for DwarfSampleRegsMask), low bit first.
   size_t next = 0;
-  for (int bit = 0; bit < 64; ++bit) {
-    if (!((mask >> bit) & 1)) continue;
-    if (next >= values.size()) return false;
+  for (uint64_t rest = mask; rest != 0; rest &= rest - 1) {
+    const int bit = __builtin_ctzll(rest);
     const uint64_t v = values[next++];
     if (bit < PERF_REG_X86_64_MAX && kPerfToDwarf[bit] >= 0) out->Set(kPerfToDwarf[bit], v);
   }

@@ -126,5 +126,44 @@ TEST(AddressSpaceTest, ClearForgetsEverything) {
   EXPECT_NE(as.generation(), gen);
 }
 
+// Find remembers the mapping it found last; every change must drop that memory.
+TEST(AddressSpaceTest, RepeatedFindsFollowChanges) {
+  AddressSpace as;
+  as.Map(M(0x1000, 0x3000, 0, 1));
+  ASSERT_NE(as.Find(0x1800), nullptr);
+  EXPECT_EQ(as.Find(0x1800)->module, 1u);
+  EXPECT_EQ(as.Find(0x3000), nullptr);  // just past the remembered mapping
+  EXPECT_EQ(as.Find(0x0fff), nullptr);
+  as.Map(M(0x1000, 0x2000, 0, 2));      // replaces the first half
+  ASSERT_NE(as.Find(0x1800), nullptr);
+  EXPECT_EQ(as.Find(0x1800)->module, 2u);
+  ASSERT_NE(as.Find(0x2800), nullptr);
+  EXPECT_EQ(as.Find(0x2800)->module, 1u);
+  as.Unmap(0x2000, 0x3000);
+  EXPECT_EQ(as.Find(0x2800), nullptr);
+  ASSERT_NE(as.Find(0x1800), nullptr);
+  as.Clear();
+  EXPECT_EQ(as.Find(0x1800), nullptr);
+}
+
+TEST(AddressSpaceTest, CopiesFindInTheirOwnMappings) {
+  AddressSpace parent;
+  parent.Map(M(0x1000, 0x2000, 0, 1));
+  ASSERT_NE(parent.Find(0x1800), nullptr);  // remembered by the parent
+  AddressSpace child = parent;
+  ASSERT_NE(child.Find(0x1800), nullptr);
+  EXPECT_NE(child.Find(0x1800), parent.Find(0x1800));  // its own copy, not the parent's node
+  parent.Clear();
+  ASSERT_NE(child.Find(0x1800), nullptr);
+  EXPECT_EQ(child.Find(0x1800)->module, 1u);
+  AddressSpace assigned;
+  assigned.Map(M(0x5000, 0x6000, 0, 3));
+  ASSERT_NE(assigned.Find(0x5800), nullptr);
+  assigned = child;
+  EXPECT_EQ(assigned.Find(0x5800), nullptr);
+  ASSERT_NE(assigned.Find(0x1800), nullptr);
+  EXPECT_NE(assigned.Find(0x1800), child.Find(0x1800));
+}
+
 }  // namespace
 }  // namespace nativeprof::sampler

@@ -147,6 +147,32 @@ TEST_F(StackCollectorTest, ThreadNamesComeFromComm) {
   EXPECT_EQ(names[collector_.stacks()[1].thread_name], "renamed");
 }
 
+// The collector remembers each thread's process and name by tid modulo a small table: tids that
+// share an entry must not borrow each other's, and a thread created later gets its own name.
+TEST_F(StackCollectorTest, ThreadsSharingACacheEntryKeepTheirNames) {
+  Feed(CommBuilder(format_).Pid(1).Tid(1).Comm("first").Exec(true).Build());
+  Feed(CommBuilder(format_).Pid(65).Tid(65).Comm("second").Exec(true).Build());
+  Feed(CommBuilder(format_).Pid(129).Tid(129).Comm("third").Exec(true).Build());
+  for (int i = 0; i < 3; ++i) {
+    Sample(1, 1, {kUser, 0x400100});
+    Sample(65, 65, {kUser, 0x400100});
+    Sample(129, 129, {kUser, 0x400100});
+  }
+  Feed(ForkBuilder(format_).Pid(1).Ppid(1).Tid(193).Ptid(1).Build());  // a thread of pid 1
+  Feed(CommBuilder(format_).Pid(1).Tid(193).Comm("worker").Build());
+  Sample(1, 193, {kUser, 0x400100});
+  ASSERT_EQ(collector_.stacks().size(), 4u);
+  const auto& names = collector_.thread_names();
+  std::vector<std::pair<int32_t, std::string>> seen;
+  for (const CollectedStack& st : collector_.stacks()) {
+    seen.emplace_back(st.tid, names[st.thread_name]);
+    EXPECT_EQ(st.samples, st.tid == 193 ? 1u : 3u);
+  }
+  EXPECT_THAT(seen, ElementsAre(Pair(1, "first"), Pair(65, "second"), Pair(129, "third"),
+                                Pair(193, "worker")));
+  EXPECT_EQ(collector_.processes().thread_count(), 4u);
+}
+
 TEST_F(StackCollectorTest, ForkedChildResolvesThroughCopiedMappings) {
   Feed(CommBuilder(format_).Pid(1).Tid(1).Comm("app").Exec(true).Build());
   MapApp(1);
