@@ -94,6 +94,10 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
       uint64_t cfa;
       err = ApplyCfiRule(*rule, elf->ops(), regs, stack, &next, &cfa);
       signal_frame = rule->signal_frame;
+      // A handler "returns" to the first instruction of the signal trampoline (__restore_rt):
+      // pc - 1 finds its CFI (glibc covers that byte on purpose) but lies before its symbol, so
+      // the trampoline is named from its exact pc (perf shows it as [unknown]).
+      if (signal_frame) out->frames.back().kind = FrameKind::kInstructionPointer;
       stats_.expr_frames += !rule->fast;
     } else if (regs.Has(kDwarfRbp) && regs.value[kDwarfRbp] == 0) {
       // No CFI and rbp = 0: the psABI's mark of the outermost frame (the kernel starts a process

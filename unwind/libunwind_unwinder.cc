@@ -91,6 +91,24 @@ void PutUnwindInfo(unw_addr_space_t, unw_proc_info_t*, void*) {}
 
 int GetDynInfoListAddr(unw_addr_space_t, unw_word_t*, void*) { return -UNW_ENOINFO; }
 
+// glibc's __restore_rt (and the vdso's sigreturn): `mov $15,%rax; syscall` (rt_sigreturn),
+// recognized from the code bytes as libunwind itself does for local unwinding.
+bool IsSigreturnTrampoline(const State& st, uint64_t ip) {
+  static constexpr uint8_t kSigreturn[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+  if (st.process.address_space == nullptr) return false;
+  const sampler::Mapping* m = st.process.address_space->Find(ip);
+  if (m == nullptr) return false;
+  ElfCfi* elf = st.files->Get(*m, st.process);
+  uint64_t map_vaddr = 0, offset = 0;
+  if (elf == nullptr || !elf->FileOffsetToVaddr(m->file_offset, &map_vaddr) ||
+      !elf->VaddrToFileOffset(ip - m->start_avma + map_vaddr, &offset)) {
+    return false;
+  }
+  std::span<const uint8_t> code = elf->Bytes(offset, sizeof(kSigreturn));
+  return code.size() == sizeof(kSigreturn) &&
+         std::memcmp(code.data(), kSigreturn, sizeof(kSigreturn)) == 0;
+}
+
 int AccessMem(unw_addr_space_t, unw_word_t addr, unw_word_t* valp, int write, void* arg) {
   if (write) return -UNW_EINVAL;
   State* st = static_cast<State*>(arg);
@@ -189,6 +207,10 @@ void LibunwindUnwinder::Unwind(const sampler::SampleView& sample, const ProcessV
     if (process.address_space == nullptr || process.address_space->Find(exact ? ip : ip - 1) == nullptr) {
       out->end = StackEnd::kNoModule;
       break;
+    }
+    // The signal trampoline itself is named from its exact pc, as in DwarfUnwinder.
+    if (!exact && IsSigreturnTrampoline(st, ip)) {
+      out->frames.back().kind = FrameKind::kInstructionPointer;
     }
     exact = unw_is_signal_frame(&cursor) > 0;
     const int r = unw_step(&cursor);

@@ -5,6 +5,7 @@
 // program within ShareTolerance(). Also cross-checks --unwinder=libunwind the same way.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
@@ -12,10 +13,12 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "symbolize/elf_file.h"
 #include "tests/testing/test_support.h"
 
 namespace nativeprof {
@@ -129,6 +132,16 @@ Shares Compute(const std::vector<Stack>& stacks) {
   return s;
 }
 
+// Whether libc's separate debug file (libc6-dbg, installed by tools/setup.sh) is present, so that
+// its local symbols such as __restore_rt have names.
+bool LibcHasDebugFile() {
+  auto libc = symbolize::ElfFile::Open("/lib/x86_64-linux-gnu/libc.so.6");
+  if (!libc.ok() || (*libc)->build_id().size() < 3) return false;
+  const std::string& id = (*libc)->build_id();
+  return std::filesystem::exists(
+      absl::StrCat("/usr/lib/debug/.build-id/", id.substr(0, 2), "/", id.substr(2), ".debug"));
+}
+
 bool PerfUsable() {
   testing::CommandResult r = RunCommand({"perf", "--version"});
   return r.exit_code == 0;
@@ -144,8 +157,20 @@ void CompareWithPerf(const std::vector<std::string>& target, const std::vector<s
   argv.insert(argv.end(), target.begin(), target.end());
   testing::CommandResult np = RunCommand(argv);
   ASSERT_EQ(np.exit_code, 0) << np.err;
-  Shares ours = Compute(ParseFolded(ReadFileOrEmpty(folded)));
+  const std::vector<Stack> stacks = ParseFolded(ReadFileOrEmpty(folded));
+  Shares ours = Compute(stacks);
   ASSERT_GT(ours.total_count, 80) << np.err;
+  if (LibcHasDebugFile()) {
+    // A signal handler's caller is the trampoline, named (perf leaves it [unknown]).
+    double handler = 0, on_trampoline = 0;
+    for (const Stack& st : stacks) {
+      auto it = std::find(st.frames.begin(), st.frames.end(), "SignalWork");
+      if (it == st.frames.end() || it == st.frames.begin()) continue;
+      handler += st.count;
+      if (*(it - 1) == "__restore_rt") on_trampoline += st.count;
+    }
+    if (handler > 0) EXPECT_GE(on_trampoline / handler, 0.9) << unwinder;
+  }
   const double rooted = ours.rooted / ours.total_count;
   std::printf("nativeprof (%s): %.0f samples, %.2f%% unwound to the outermost frame\n",
               unwinder.c_str(), ours.total_count, 100 * rooted);

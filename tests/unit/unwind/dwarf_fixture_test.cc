@@ -84,6 +84,8 @@ TEST(DwarfFixtureTest, WorkloadStacksReachTheOutermostFrame) {
       const size_t interrupted = (sig - names.begin()) + 2;
       ASSERT_LT(interrupted, names.size()) << all;
       EXPECT_EQ(stack.frames[interrupted].kind, FrameKind::kInstructionPointer);
+      // The trampoline is looked up at its own first byte, not one before it.
+      EXPECT_EQ(stack.frames[interrupted - 1].kind, FrameKind::kInstructionPointer);
     }
     if (names[0] == "__vdso_clock_gettime") {
       ++vdso_stacks;
