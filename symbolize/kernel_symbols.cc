@@ -98,6 +98,18 @@ std::string ModulesFingerprint(absl::string_view modules) {
   return absl::StrCat(absl::Hex(h, absl::kZeroPad16));
 }
 
+// The address of a core kernel text symbol found by its exact line ("<addr> T <name>\n"), without
+// parsing the other 120,000 lines; 0 when absent.
+uint64_t CoreSymbolAddress(absl::string_view text, absl::string_view name) {
+  const std::string needle = absl::StrCat(" T ", name, "\n");
+  size_t at = text.find(needle);
+  if (at == absl::string_view::npos) return 0;
+  size_t line = text.rfind('\n', at);
+  line = line == absl::string_view::npos ? 0 : line + 1;
+  uint64_t addr = 0;
+  return absl::SimpleHexAtoi(text.substr(line, at - line), &addr) ? addr : 0;
+}
+
 }  // namespace
 
 absl::StatusOr<SymbolTable> ParseKallsyms(absl::string_view text) {
@@ -158,37 +170,27 @@ void KernelSymbols::LoadStable() {
     Logger("symbolize")->debug("{}: damaged; reading kallsyms again", path);
   }
 
-  // Miss: read the live kallsyms once, use it for this run, and keep its stable part.
+  // Miss: read the live kallsyms once, keep its stable part (and use it for this run too), and
+  // hold on to the text in case an address outside the stable ranges needs the rest.
   absl::StatusOr<std::string> text = ReadSmallFile(sources_.kallsyms);
+  read_kallsyms_ = true;
   if (!text.ok()) {
     live_ = text.status();
     return;
   }
-  SymbolTable live;
-  SymbolTable stable;
-  uint64_t stext = 0, etext = 0;
-  absl::flat_hash_map<absl::string_view, Range> module_ranges;
-  KallsymsCounts counts = ForEachTextSymbol(*text, [&](const KallsymsLine& l) {
-    AddLine(&live, l);
-    if (l.module.empty()) {
-      if (l.name == "_stext") stext = l.addr;
-      if (l.name == "_etext") etext = l.addr;
-    }
-  });
-  if (absl::Status st = CountsStatus(counts); !st.ok()) {
-    live_ = st;
-    return;
-  }
-  live.Finish();
-  // Modules span from their first to their last symbol's start: the end of the last function is
-  // unknown, and whatever follows it (a BPF program, say) must not be named from a stale list.
+  const uint64_t stext = CoreSymbolAddress(*text, "_stext");
+  const uint64_t etext = CoreSymbolAddress(*text, "_etext");
   std::vector<absl::string_view> listed;
   if (modules.ok()) {
     for (absl::string_view line : absl::StrSplit(*modules, '\n', absl::SkipEmpty())) {
       listed.push_back(line.substr(0, line.find(' ')));
     }
   }
-  ForEachTextSymbol(*text, [&](const KallsymsLine& l) {
+  // Modules span from their first to their last symbol's start: the end of the last function is
+  // unknown, and whatever follows it (a BPF program, say) must not be named from a stale list.
+  SymbolTable stable;
+  absl::flat_hash_map<absl::string_view, Range> module_ranges;
+  KallsymsCounts counts = ForEachTextSymbol(*text, [&](const KallsymsLine& l) {
     bool core = l.module.empty() && stext != 0 && l.addr >= stext && l.addr < etext;
     bool module = !l.module.empty() &&
                   std::find(listed.begin(), listed.end(), l.module) != listed.end();
@@ -200,27 +202,41 @@ void KernelSymbols::LoadStable() {
       it->second.end = std::max(it->second.end, l.addr + 1);
     }
   });
+  if (absl::Status st = CountsStatus(counts); !st.ok()) {
+    live_ = st;
+    return;
+  }
   stable.Finish();
   std::vector<Range> ranges;
   if (stext != 0 && etext > stext) ranges.push_back(Range{stext, etext});
   for (const auto& [name, range] : module_ranges) ranges.push_back(range);
   std::sort(ranges.begin(), ranges.end(),
             [](const Range& x, const Range& y) { return x.start < y.start; });
-  live_ = std::move(live);
-
+  live_text_ = *std::move(text);
   if (ranges.empty()) return;
-  std::string out(kEntryMagic.data(), kEntryMagic.size());
+
+  std::string entry_bytes(kEntryMagic.data(), kEntryMagic.size());
   uint64_t n = ranges.size();
-  out.append(reinterpret_cast<const char*>(&n), 8);
-  out.append(reinterpret_cast<const char*>(ranges.data()), ranges.size() * sizeof(Range));
-  out += stable.Serialize();
-  if (absl::Status st = cache_->Put("kernel", entry, out, kKernelCacheBytes); !st.ok()) {
+  entry_bytes.append(reinterpret_cast<const char*>(&n), 8);
+  entry_bytes.append(reinterpret_cast<const char*>(ranges.data()), ranges.size() * sizeof(Range));
+  const size_t table_at = entry_bytes.size();
+  entry_bytes += stable.Serialize();
+  if (absl::Status st = cache_->Put("kernel", entry, entry_bytes, kKernelCacheBytes); !st.ok()) {
     Logger("symbolize")->debug("kernel symbol cache: {}", st.message());
+  }
+  stable_bytes_ = std::move(entry_bytes);
+  absl::StatusOr<SymbolTableView> view =
+      SymbolTableView::Open(absl::string_view(stable_bytes_).substr(table_at));
+  if (view.ok()) {
+    stable_ = *view;
+    ranges_ = std::move(ranges);
   }
 }
 
 void KernelSymbols::LoadLive() {
-  live_ = LoadKallsyms(sources_.kallsyms);
+  if (live_text_.empty()) read_kallsyms_ = true;
+  live_ = live_text_.empty() ? LoadKallsyms(sources_.kallsyms) : ParseKallsyms(live_text_);
+  live_text_ = std::string();
   if (!live_->ok()) status_ = live_->status();
 }
 

@@ -47,8 +47,8 @@ class KernelSymbols {
   absl::string_view Lookup(uint64_t avma);
   // OK, or why kernel frames are unnamed (kPermissionDenied: kptr_restrict).
   const absl::Status& status() const { return status_; }
-  // Whether this run read the live kallsyms (for tests and -v).
-  bool read_live() const { return live_.has_value(); }
+  // Whether this instance read the live kallsyms (for tests and -v).
+  bool read_live() const { return read_kallsyms_; }
 
  private:
   struct Range {
@@ -64,10 +64,13 @@ class KernelSymbols {
   KernelSources sources_;
   bool stable_loaded_ = false;
   ScopedMmap stable_file_;                    // the cache entry, mapped
+  std::string stable_bytes_;                  // or the entry just built, when it was a miss
+  std::string live_text_;                     // kallsyms read on a miss, parsed only if needed
   std::optional<SymbolTableView> stable_;     // its symbols, covering ranges_
   std::vector<Range> ranges_;                 // where stable_ is authoritative
   std::optional<absl::StatusOr<SymbolTable>> live_;  // the whole kallsyms of this moment
   absl::Status status_;
+  bool read_kallsyms_ = false;
 };
 
 }  // namespace nativeprof::symbolize
