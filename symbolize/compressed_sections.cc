@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -146,6 +147,73 @@ absl::StatusOr<std::string> DecompressSections(absl::string_view image, uint64_t
     shdr.sh_flags &= ~static_cast<uint64_t>(SHF_COMPRESSED);
     std::memcpy(out.data() + header_at, &shdr, sizeof(shdr));
   }
+  return out;
+}
+
+absl::StatusOr<std::string> CompactDecompressedImage(absl::string_view image,
+                                                     uint64_t max_section_bytes, uint32_t formats) {
+  SectionTable table;
+  if (!ReadSectionTable(image, &table)) {
+    return absl::DataLossError("not a 64-bit little-endian ELF image with section headers");
+  }
+  uint64_t total = sizeof(Elf64_Ehdr) + table.count * sizeof(Elf64_Shdr);
+  for (uint64_t i = 1; i < table.count; ++i) {
+    const Elf64_Shdr shdr = SectionHeader(image, table, i);
+    if (shdr.sh_type == SHT_NOBITS) continue;
+    Elf64_Chdr chdr;
+    const bool inflate = ReadCompressionHeader(image, shdr, formats, &chdr) &&
+                         chdr.ch_size <= max_section_bytes;
+    total += (inflate ? chdr.ch_size : shdr.sh_size) + 4096;
+  }
+  std::string out;
+  out.reserve(total);
+  out.assign(image.data(), sizeof(Elf64_Ehdr));
+  std::vector<Elf64_Shdr> headers(table.count);
+  headers[0] = SectionHeader(image, table, 0);
+  for (uint64_t i = 1; i < table.count; ++i) {
+    Elf64_Shdr shdr = SectionHeader(image, table, i);
+    Elf64_Chdr chdr;
+    const bool inflate = shdr.sh_type != SHT_NOBITS &&
+                         ReadCompressionHeader(image, shdr, formats, &chdr) &&
+                         chdr.ch_size <= max_section_bytes;
+    const uint64_t align = inflate ? DataAlignment(chdr)
+                                   : (shdr.sh_addralign == 0 || shdr.sh_addralign > 4096
+                                          ? 1
+                                          : shdr.sh_addralign);
+    const uint64_t at = (out.size() + align - 1) / align * align;
+    if (shdr.sh_type == SHT_NOBITS) {
+      shdr.sh_offset = at;
+    } else if (inflate) {
+      out.resize(at + chdr.ch_size);
+      const char* payload = image.data() + shdr.sh_offset + sizeof(Elf64_Chdr);
+      if (absl::Status st = Decompress(chdr.ch_type, payload, shdr.sh_size - sizeof(Elf64_Chdr),
+                                       out.data() + at, chdr.ch_size);
+          !st.ok()) {
+        return absl::DataLossError(absl::StrCat("section ", i, ": ", st.message()));
+      }
+      shdr.sh_offset = at;
+      shdr.sh_size = chdr.ch_size;
+      shdr.sh_addralign = align;
+      shdr.sh_flags &= ~static_cast<uint64_t>(SHF_COMPRESSED);
+    } else {
+      if (shdr.sh_offset > image.size() || shdr.sh_size > image.size() - shdr.sh_offset) {
+        return absl::DataLossError(absl::StrCat("section ", i, " lies outside the image"));
+      }
+      out.resize(at);
+      out.append(image.data() + shdr.sh_offset, shdr.sh_size);
+      shdr.sh_offset = at;
+    }
+    headers[i] = shdr;
+  }
+  const uint64_t shoff = (out.size() + 7) / 8 * 8;
+  out.resize(shoff);
+  out.append(reinterpret_cast<const char*>(headers.data()), headers.size() * sizeof(Elf64_Shdr));
+  Elf64_Ehdr ehdr;
+  std::memcpy(&ehdr, out.data(), sizeof(ehdr));
+  ehdr.e_phoff = 0;
+  ehdr.e_phnum = 0;
+  ehdr.e_shoff = shoff;
+  std::memcpy(out.data(), &ehdr, sizeof(ehdr));
   return out;
 }
 

@@ -35,8 +35,8 @@ std::unique_ptr<ElfFile> OpenDecompressedDebugFile(const ElfFile& elf, const Cac
   HideSections(&source, {".debug_loc", ".debug_loclists", ".debug_macro", ".debug_macinfo",
                          ".debug_pubnames", ".debug_pubtypes", ".debug_gnu_pubnames",
                          ".debug_gnu_pubtypes", ".debug_names"});
-  absl::StatusOr<std::string> plain =
-      DecompressSections(source, ElfFile::kMaxDecompressedSectionBytes, kAllCompressedSections);
+  absl::StatusOr<std::string> plain = CompactDecompressedImage(
+      source, ElfFile::kMaxDecompressedSectionBytes, kAllCompressedSections);
   if (!plain.ok()) {
     Logger("symbolize")->debug("{}: {}", elf.name(), plain.status().message());
     return nullptr;

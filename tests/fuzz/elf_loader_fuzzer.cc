@@ -1,7 +1,9 @@
 // libFuzzer target for the symbolizer's ELF and debug-file loading: an arbitrary byte string is
 // parsed as an ELF image (headers, notes, debuglink, PT_LOADs), its symbol tables are built and
 // searched, an embedded MiniDebugInfo is decompressed (with a small output cap) and loaded the
-// same way, and its DWARF is opened and queried for inline chains and producers.
+// same way, and its DWARF is opened and queried for inline chains and producers. The symbol
+// table's serialized form (the cache's) must look up alike, and the debug-file cache's rewrite
+// (hidden sections, compact decompressed image) must not crash.
 // Seeds (corpus/elf_loader_fuzzer/): a tiny -nostdlib program (two functions) built -Os with and
 // without -g, stripped, with .gnu_debuglink, with MiniDebugInfo, with zlib-compressed DWARF, as a
 // shared object, and its --only-keep-debug file (see docs/symbolization.md).
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "symbolize/compressed_sections.h"
 #include "symbolize/debug_file_finder.h"
 #include "symbolize/dwarf_info.h"
 #include "symbolize/elf_file.h"
@@ -30,6 +33,10 @@ void Exercise(ElfFile& file, int depth) {
   table.AddElfSymbols(file, ".symtab");
   table.AddElfSymbols(file, ".dynsym");
   table.Finish();
+  // The cache's round trip: a serialized table read in place must look up like the original.
+  const std::string serialized = table.Serialize();
+  auto view = nativeprof::symbolize::SymbolTableView::Open(serialized);
+  if (!view.ok() || view->size() != table.size()) __builtin_trap();
   std::vector<uint64_t> probes;
   for (const auto& seg : file.loads()) {
     uint64_t svma = 0;
@@ -41,7 +48,10 @@ void Exercise(ElfFile& file, int depth) {
     probes.push_back(s.start + s.size / 2);
   }
   for (uint64_t p : probes) {
-    if (const SymbolTable::Symbol* s = table.Lookup(p)) (void)table.Name(*s);
+    const SymbolTable::Symbol* s = table.Lookup(p);
+    auto v = view->Lookup(p);
+    if ((s == nullptr) != !v.has_value()) __builtin_trap();
+    if (s != nullptr && table.Name(*s) != view->Name(*v)) __builtin_trap();
   }
   if (auto data = file.SectionData(".debug_info"); data.ok()) (void)data->size();
 
@@ -75,7 +85,17 @@ void Exercise(ElfFile& file, int depth) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto file = ElfFile::FromBytes(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
+  const std::string bytes(reinterpret_cast<const char*>(data), size);
+  auto file = ElfFile::FromBytes(bytes, "fuzz");
   if (file.ok()) Exercise(**file, 0);
+  // What the debug-file cache does to an image: hide sections, then rewrite it decompressed.
+  std::string hidden = bytes;
+  nativeprof::symbolize::HideSections(&hidden, {".debug_loclists", ".debug_macro"});
+  auto compact = nativeprof::symbolize::CompactDecompressedImage(
+      hidden, 1u << 20, nativeprof::symbolize::kAllCompressedSections);
+  if (compact.ok()) {
+    auto rewritten = ElfFile::FromBytes(*std::move(compact), "fuzz [compact]");
+    if (rewritten.ok()) (void)(*rewritten)->SectionData(".debug_info");
+  }
   return 0;
 }

@@ -108,6 +108,34 @@ TEST(CompressedSectionsTest, HiddenSectionsAreNeitherFoundNorDecompressed) {
   EXPECT_EQ(HideSections(&not_elf, {".debug_info"}), 0u);
 }
 
+TEST(CompressedSectionsTest, CompactImageHoldsEverySectionPlainAndNothingElse) {
+  std::string image = ReadFileOrEmpty(TargetPath("sym_prog_zlib"));
+  ASSERT_FALSE(image.empty());
+  NP_ASSERT_OK_AND_ASSIGN(std::string compact,
+                          CompactDecompressedImage(image, 1 << 30, kAllCompressedSections));
+  EXPECT_FALSE(HasCompressedSections(compact, kAllCompressedSections));
+  NP_ASSERT_OK_AND_ASSIGN(auto original, ElfFile::Open(TargetPath("sym_prog")));
+  NP_ASSERT_OK_AND_ASSIGN(auto rewritten, ElfFile::FromBytes(compact, "compact"));
+  EXPECT_TRUE(rewritten->loads().empty());  // no program headers
+  EXPECT_EQ(rewritten->build_id(), original->build_id());  // from the .note section
+  for (const char* name : {".debug_info", ".debug_line", ".debug_str", ".symtab", ".text"}) {
+    SCOPED_TRACE(name);
+    NP_ASSERT_OK_AND_ASSIGN(absl::string_view want, original->SectionData(name));
+    NP_ASSERT_OK_AND_ASSIGN(absl::string_view got, rewritten->SectionData(name));
+    EXPECT_EQ(got, want);
+  }
+  // Plain DWARF plus the code: smaller than the compressed file plus its inflated copy would be.
+  EXPECT_LT(compact.size(), image.size() + original->size() / 2);
+
+  GElf_Shdr shdr;
+  NP_ASSERT_OK_AND_ASSIGN(auto zlib, ElfFile::Open(TargetPath("sym_prog_zlib")));
+  ASSERT_NE(zlib->FindSection(".debug_info", &shdr), nullptr);
+  std::string bad = image;
+  for (size_t i = 0; i < 16; ++i) bad[shdr.sh_offset + sizeof(Elf64_Chdr) + 2 + i] ^= 0x5a;
+  EXPECT_TRUE(absl::IsDataLoss(CompactDecompressedImage(bad, 1 << 30, kZlibSections).status()));
+  EXPECT_TRUE(absl::IsDataLoss(CompactDecompressedImage("junk", 1 << 30, kZlibSections).status()));
+}
+
 TEST(CompressedSectionsTest, NonElfInputIsRejectedNotCrashed) {
   EXPECT_FALSE(HasCompressedSections("not an elf file at all", kZstdSections));
   EXPECT_TRUE(absl::IsDataLoss(DecompressSections("\x7f" "ELF", 1 << 20, kZstdSections).status()));
