@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 #ifndef ELFCOMPRESS_ZSTD
 #define ELFCOMPRESS_ZSTD 2
@@ -94,6 +95,24 @@ uint64_t DataAlignment(const Elf64_Chdr& chdr) {
   return chdr.ch_addralign == 0 || chdr.ch_addralign > 4096 ? 8 : chdr.ch_addralign;
 }
 
+// Decompresses section `i` (header `shdr`, compression header `chdr`) of `image` into `out` at
+// offset `at`, growing `out`, and points `shdr` at the plain data.
+absl::Status InflateInto(absl::string_view image, uint64_t i, const Elf64_Chdr& chdr, uint64_t at,
+                         Elf64_Shdr* shdr, std::string* out) {
+  out->resize(at + chdr.ch_size);
+  const char* payload = image.data() + shdr->sh_offset + sizeof(Elf64_Chdr);
+  if (absl::Status st = Decompress(chdr.ch_type, payload, shdr->sh_size - sizeof(Elf64_Chdr),
+                                   out->data() + at, chdr.ch_size);
+      !st.ok()) {
+    return absl::DataLossError(absl::StrCat("section ", i, ": ", st.message()));
+  }
+  shdr->sh_offset = at;
+  shdr->sh_size = chdr.ch_size;
+  shdr->sh_addralign = DataAlignment(chdr);
+  shdr->sh_flags &= ~static_cast<uint64_t>(SHF_COMPRESSED);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool HasCompressedSections(absl::string_view image, uint32_t formats) {
@@ -122,7 +141,9 @@ absl::StatusOr<std::string> DecompressSections(absl::string_view image, uint64_t
     }
   }
   std::string out;
-  out.reserve(total);
+  // Sizes are claims until the data is inflated: reserve no more than one section's cap beyond the
+  // image (each resize below grows by one section that is checked before the next).
+  out.reserve(std::min<uint64_t>(total, image.size() + max_section_bytes));
   out.assign(image.data(), image.size());
   for (uint64_t i = 0; i < table.count; ++i) {
     const uint64_t header_at = table.offset + i * table.entry_size;
@@ -131,20 +152,9 @@ absl::StatusOr<std::string> DecompressSections(absl::string_view image, uint64_t
     if (!ReadCompressionHeader(image, shdr, formats, &chdr) || chdr.ch_size > max_section_bytes) {
       continue;
     }
-    const char* payload = image.data() + shdr.sh_offset + sizeof(Elf64_Chdr);
-    const size_t payload_size = shdr.sh_size - sizeof(Elf64_Chdr);
     const uint64_t align = DataAlignment(chdr);
     const uint64_t at = (out.size() + align - 1) / align * align;
-    out.resize(at + chdr.ch_size);
-    if (absl::Status st = Decompress(chdr.ch_type, payload, payload_size, out.data() + at,
-                                     chdr.ch_size);
-        !st.ok()) {
-      return absl::DataLossError(absl::StrCat("section ", i, ": ", st.message()));
-    }
-    shdr.sh_offset = at;
-    shdr.sh_size = chdr.ch_size;
-    shdr.sh_addralign = align;
-    shdr.sh_flags &= ~static_cast<uint64_t>(SHF_COMPRESSED);
+    NP_RETURN_IF_ERROR(InflateInto(image, i, chdr, at, &shdr, &out));
     std::memcpy(out.data() + header_at, &shdr, sizeof(shdr));
   }
   return out;
@@ -153,7 +163,7 @@ absl::StatusOr<std::string> DecompressSections(absl::string_view image, uint64_t
 absl::StatusOr<std::string> CompactDecompressedImage(absl::string_view image,
                                                      uint64_t max_section_bytes, uint32_t formats) {
   SectionTable table;
-  if (!ReadSectionTable(image, &table)) {
+  if (!ReadSectionTable(image, &table) || table.count == 0) {
     return absl::DataLossError("not a 64-bit little-endian ELF image with section headers");
   }
   uint64_t total = sizeof(Elf64_Ehdr) + table.count * sizeof(Elf64_Shdr);
@@ -163,12 +173,15 @@ absl::StatusOr<std::string> CompactDecompressedImage(absl::string_view image,
     Elf64_Chdr chdr;
     const bool inflate = ReadCompressionHeader(image, shdr, formats, &chdr) &&
                          chdr.ch_size <= max_section_bytes;
-    total += (inflate ? chdr.ch_size : shdr.sh_size) + 4096;
+    total += (inflate ? chdr.ch_size : std::min<uint64_t>(shdr.sh_size, image.size())) + 4096;
   }
   std::string out;
-  out.reserve(total);
+  // Sizes are claims until the data is inflated: reserve no more than one section's cap beyond the
+  // image (each resize below grows by one section that is checked before the next).
+  out.reserve(std::min<uint64_t>(total, image.size() + max_section_bytes));
   out.assign(image.data(), sizeof(Elf64_Ehdr));
   std::vector<Elf64_Shdr> headers(table.count);
+  uint64_t copied = 0;
   headers[0] = SectionHeader(image, table, 0);
   for (uint64_t i = 1; i < table.count; ++i) {
     Elf64_Shdr shdr = SectionHeader(image, table, i);
@@ -184,21 +197,14 @@ absl::StatusOr<std::string> CompactDecompressedImage(absl::string_view image,
     if (shdr.sh_type == SHT_NOBITS) {
       shdr.sh_offset = at;
     } else if (inflate) {
-      out.resize(at + chdr.ch_size);
-      const char* payload = image.data() + shdr.sh_offset + sizeof(Elf64_Chdr);
-      if (absl::Status st = Decompress(chdr.ch_type, payload, shdr.sh_size - sizeof(Elf64_Chdr),
-                                       out.data() + at, chdr.ch_size);
-          !st.ok()) {
-        return absl::DataLossError(absl::StrCat("section ", i, ": ", st.message()));
-      }
-      shdr.sh_offset = at;
-      shdr.sh_size = chdr.ch_size;
-      shdr.sh_addralign = align;
-      shdr.sh_flags &= ~static_cast<uint64_t>(SHF_COMPRESSED);
+      NP_RETURN_IF_ERROR(InflateInto(image, i, chdr, at, &shdr, &out));
     } else {
       if (shdr.sh_offset > image.size() || shdr.sh_size > image.size() - shdr.sh_offset) {
         return absl::DataLossError(absl::StrCat("section ", i, " lies outside the image"));
       }
+      // Real sections do not overlap; copying one range many times would multiply the image.
+      copied += shdr.sh_size;
+      if (copied > image.size()) return absl::DataLossError("sections overlap");
       out.resize(at);
       out.append(image.data() + shdr.sh_offset, shdr.sh_size);
       shdr.sh_offset = at;

@@ -6,7 +6,9 @@
 // (hidden sections, compact decompressed image) must not crash.
 // Seeds (corpus/elf_loader_fuzzer/): a tiny -nostdlib program (two functions) built -Os with and
 // without -g, stripped, with .gnu_debuglink, with MiniDebugInfo, with zlib-compressed DWARF, as a
-// shared object, and its --only-keep-debug file (see docs/symbolization.md).
+// shared object, and its --only-keep-debug file (see docs/symbolization.md); regress-* are inputs
+// that once failed (regress-compact-reserve: section sizes beyond the image, reserved up front;
+// regress-compact-no-sections: a section count of 0 through the extended-count header).
 #include <cstdlib>
 #include <cstddef>
 #include <cstdint>
