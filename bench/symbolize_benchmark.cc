@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -119,11 +120,17 @@ void BM_LoadLibstdcxx(benchmark::State& state) {
 BENCHMARK(BM_LoadLibstdcxx)->Unit(benchmark::kMillisecond);
 
 // Arg 0: libdw inflates libc6-dbg's compressed DWARF on every load (no cache); arg 1: the
-// decompressed copy from the cache (warmed before timing), as in every profile after the first.
+// decompressed copy from the cache (warmed before timing), as in every profile after the first;
+// arg 2: a cache miss every time (inflate and store the copy), as in the first profile.
 void BM_LoadLibcWithDebugFile(benchmark::State& state) {
   const bool cache = state.range(0) != 0;
   if (cache) LoadModule(LibcPath(), true, true);
   for (auto _ : state) {
+    if (state.range(0) == 2) {
+      state.PauseTiming();
+      std::filesystem::remove_all(BenchCache().root() + "/debug");
+      state.ResumeTiming();
+    }
     auto symbols = LoadModule(LibcPath(), true, cache);
     if (symbols == nullptr) return state.SkipWithError("cannot load libc");
     state.counters["symbols"] = static_cast<double>(symbols->table().size());
@@ -132,7 +139,7 @@ void BM_LoadLibcWithDebugFile(benchmark::State& state) {
         symbols->dwarf() ? static_cast<double>(symbols->dwarf()->compilation_units()) : 0;
   }
 }
-BENCHMARK(BM_LoadLibcWithDebugFile)->Arg(0)->Arg(1)->ArgName("cache")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LoadLibcWithDebugFile)->Arg(0)->Arg(1)->Arg(2)->ArgName("cache")->Unit(benchmark::kMillisecond);
 
 // First lookup of each of 1000 distinct libc addresses including DWARF inline chains: the cost a
 // profile pays per distinct address after the target exits.
@@ -181,6 +188,21 @@ void BM_KernelSymbolsFromCache(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_KernelSymbolsFromCache)->Unit(benchmark::kMillisecond);
+
+// The first profile of a boot: read kallsyms, keep its stable part and store it (a fresh cache
+// directory each iteration).
+void BM_KernelSymbolsCacheMiss(benchmark::State& state) {
+  auto live = LoadKallsyms();
+  if (!live.ok()) return state.SkipWithError(std::string(live.status().message()).c_str());
+  const uint64_t addr = live->symbols()[live->size() / 2].start;
+  int round = 0;
+  for (auto _ : state) {
+    CacheDir cache(BenchCache().root() + "/miss-" + std::to_string(round++));
+    KernelSymbols symbols(cache);
+    benchmark::DoNotOptimize(symbols.Lookup(addr).data());
+  }
+}
+BENCHMARK(BM_KernelSymbolsCacheMiss)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace nativeprof::symbolize
