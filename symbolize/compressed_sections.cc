@@ -113,6 +113,28 @@ absl::Status InflateInto(absl::string_view image, uint64_t i, const Elf64_Chdr& 
   return absl::OkStatus();
 }
 
+// The section name string table of an ELF64 LE image; empty when absent or out of bounds.
+absl::string_view SectionNames(absl::string_view image, const SectionTable& table) {
+  Elf64_Ehdr ehdr;
+  std::memcpy(&ehdr, image.data(), sizeof(ehdr));
+  uint64_t index = ehdr.e_shstrndx;
+  if (index == SHN_XINDEX) index = SectionHeader(image, table, 0).sh_link;
+  if (index == 0 || index >= table.count) return {};
+  const Elf64_Shdr strtab = SectionHeader(image, table, index);
+  if (strtab.sh_type == SHT_NOBITS || strtab.sh_offset > image.size() ||
+      strtab.sh_size > image.size() - strtab.sh_offset) {
+    return {};
+  }
+  return image.substr(strtab.sh_offset, strtab.sh_size);
+}
+
+bool NameIn(absl::string_view names, uint32_t offset, std::initializer_list<absl::string_view> set) {
+  if (offset >= names.size()) return false;
+  absl::string_view name = names.substr(offset);
+  name = name.substr(0, name.find('\0'));
+  return std::find(set.begin(), set.end(), name) != set.end();
+}
+
 }  // namespace
 
 bool HasCompressedSections(absl::string_view image, uint32_t formats) {
@@ -160,12 +182,14 @@ absl::StatusOr<std::string> DecompressSections(absl::string_view image, uint64_t
   return out;
 }
 
-absl::StatusOr<std::string> CompactDecompressedImage(absl::string_view image,
-                                                     uint64_t max_section_bytes, uint32_t formats) {
+absl::StatusOr<std::string> CompactDecompressedImage(
+    absl::string_view image, uint64_t max_section_bytes, uint32_t formats,
+    std::initializer_list<absl::string_view> omit) {
   SectionTable table;
   if (!ReadSectionTable(image, &table) || table.count == 0) {
     return absl::DataLossError("not a 64-bit little-endian ELF image with section headers");
   }
+  const absl::string_view names = omit.size() > 0 ? SectionNames(image, table) : "";
   uint64_t total = sizeof(Elf64_Ehdr) + table.count * sizeof(Elf64_Shdr);
   for (uint64_t i = 1; i < table.count; ++i) {
     const Elf64_Shdr shdr = SectionHeader(image, table, i);
@@ -185,6 +209,14 @@ absl::StatusOr<std::string> CompactDecompressedImage(absl::string_view image,
   headers[0] = SectionHeader(image, table, 0);
   for (uint64_t i = 1; i < table.count; ++i) {
     Elf64_Shdr shdr = SectionHeader(image, table, i);
+    if (shdr.sh_type != SHT_NOBITS && NameIn(names, shdr.sh_name, omit)) {
+      // libdw finds sections by exact name: without its leading dot the empty remainder is
+      // invisible to it.
+      shdr.sh_name += 1;
+      shdr.sh_type = SHT_NOBITS;
+      shdr.sh_size = 0;
+      shdr.sh_flags &= ~static_cast<uint64_t>(SHF_COMPRESSED);
+    }
     Elf64_Chdr chdr;
     const bool inflate = shdr.sh_type != SHT_NOBITS &&
                          ReadCompressionHeader(image, shdr, formats, &chdr) &&
@@ -221,37 +253,6 @@ absl::StatusOr<std::string> CompactDecompressedImage(absl::string_view image,
   ehdr.e_shoff = shoff;
   std::memcpy(out.data(), &ehdr, sizeof(ehdr));
   return out;
-}
-
-size_t HideSections(std::string* image, std::initializer_list<absl::string_view> names) {
-  SectionTable table;
-  if (!ReadSectionTable(*image, &table)) return 0;
-  Elf64_Ehdr ehdr;
-  std::memcpy(&ehdr, image->data(), sizeof(ehdr));
-  uint64_t shstrndx = ehdr.e_shstrndx;
-  if (shstrndx == SHN_XINDEX) shstrndx = SectionHeader(*image, table, 0).sh_link;
-  if (shstrndx >= table.count) return 0;
-  const Elf64_Shdr strtab = SectionHeader(*image, table, shstrndx);
-  if (strtab.sh_type == SHT_NOBITS || strtab.sh_offset > image->size() ||
-      strtab.sh_size > image->size() - strtab.sh_offset) {
-    return 0;
-  }
-  const absl::string_view strings(image->data() + strtab.sh_offset, strtab.sh_size);
-  size_t hidden = 0;
-  for (uint64_t i = 1; i < table.count; ++i) {
-    Elf64_Shdr shdr = SectionHeader(*image, table, i);
-    if (shdr.sh_name >= strings.size() || shdr.sh_type == SHT_NOBITS) continue;
-    const absl::string_view rest = strings.substr(shdr.sh_name);
-    const absl::string_view name = rest.substr(0, rest.find('\0'));
-    if (name.size() < 2 || std::find(names.begin(), names.end(), name) == names.end()) continue;
-    shdr.sh_name += 1;
-    shdr.sh_type = SHT_NOBITS;
-    shdr.sh_size = 0;
-    shdr.sh_flags &= ~static_cast<uint64_t>(SHF_COMPRESSED);
-    std::memcpy(image->data() + table.offset + i * table.entry_size, &shdr, sizeof(shdr));
-    ++hidden;
-  }
-  return hidden;
 }
 
 }  // namespace nativeprof::symbolize

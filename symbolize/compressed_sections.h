@@ -34,16 +34,13 @@ absl::StatusOr<std::string> DecompressSections(absl::string_view image, uint64_t
 // A new image holding `image`'s sections, each compressed one of the `formats` decompressed, laid
 // out back to back with nothing else: no program headers and none of the compressed payloads, so
 // it is as small as the plain DWARF can be. For reading sections (DWARF, notes) only: without
-// program headers it no longer maps file offsets to addresses. Errors: kDataLoss when the
-// headers, a section's bounds or a compressed stream are corrupt.
-absl::StatusOr<std::string> CompactDecompressedImage(absl::string_view image,
-                                                     uint64_t max_section_bytes, uint32_t formats);
-
-// Makes the sections of `image` named in `names` invisible to libdw, which looks sections up by
-// exact name: each becomes an empty SHT_NOBITS section whose name loses its leading character
-// (".debug_loclists" reads as "debug_loclists"), so DecompressSections and libdw skip its bytes.
-// Returns how many were hidden; 0 for an image that is not ELF64 LE.
-size_t HideSections(std::string* image, std::initializer_list<absl::string_view> names);
+// program headers it no longer maps file offsets to addresses. Sections named in `omit` keep a
+// header but no data, and lose the leading character of their name (".debug_loclists" reads as
+// "debug_loclists"), so that libdw, which looks sections up by exact name, ignores them.
+// Errors: kDataLoss when the headers, a section's bounds or a compressed stream are corrupt.
+absl::StatusOr<std::string> CompactDecompressedImage(
+    absl::string_view image, uint64_t max_section_bytes, uint32_t formats,
+    std::initializer_list<absl::string_view> omit = {});
 
 }  // namespace nativeprof::symbolize
 

@@ -30,13 +30,11 @@ std::unique_ptr<ElfFile> OpenDecompressedDebugFile(const ElfFile& elf, const Cac
   absl::StatusOr<absl::string_view> image = elf.RawImage();
   if (!image.ok()) return nullptr;
   // Location lists, macros and name indexes serve debuggers, not symbolization: leaving them out
-  // saves inflating a quarter of libc6-dbg's DWARF and 4 MB of cache.
-  std::string source(image->data(), image->size());
-  HideSections(&source, {".debug_loc", ".debug_loclists", ".debug_macro", ".debug_macinfo",
-                         ".debug_pubnames", ".debug_pubtypes", ".debug_gnu_pubnames",
-                         ".debug_gnu_pubtypes", ".debug_names"});
+  // saves inflating a quarter of libc6-dbg's DWARF.
   absl::StatusOr<std::string> plain = CompactDecompressedImage(
-      source, ElfFile::kMaxDecompressedSectionBytes, kAllCompressedSections);
+      *image, ElfFile::kMaxDecompressedSectionBytes, kAllCompressedSections,
+      {".debug_loc", ".debug_loclists", ".debug_macro", ".debug_macinfo", ".debug_pubnames",
+       ".debug_pubtypes", ".debug_gnu_pubnames", ".debug_gnu_pubtypes", ".debug_names"});
   if (!plain.ok()) {
     Logger("symbolize")->debug("{}: {}", elf.name(), plain.status().message());
     return nullptr;

@@ -90,11 +90,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
   auto file = ElfFile::FromBytes(bytes, "fuzz");
   if (file.ok()) Exercise(**file, 0);
-  // What the debug-file cache does to an image: hide sections, then rewrite it decompressed.
-  std::string hidden = bytes;
-  nativeprof::symbolize::HideSections(&hidden, {".debug_loclists", ".debug_macro"});
+  // What the debug-file cache does to an image: rewrite it decompressed, without some sections.
   auto compact = nativeprof::symbolize::CompactDecompressedImage(
-      hidden, 1u << 20, nativeprof::symbolize::kAllCompressedSections);
+      bytes, 1u << 20, nativeprof::symbolize::kAllCompressedSections,
+      {".debug_loclists", ".debug_macro"});
   if (compact.ok()) {
     auto rewritten = ElfFile::FromBytes(*std::move(compact), "fuzz [compact]");
     if (rewritten.ok()) (void)(*rewritten)->SectionData(".debug_info");
