@@ -136,6 +136,27 @@ bool KernelSymbols::InStableRange(uint64_t avma) const {
   return it != ranges_.begin() && avma < std::prev(it)->end;
 }
 
+bool KernelSymbols::UseEntry(absl::string_view bytes) {
+  static_assert(sizeof(Range) == 16, "cache entries store each range as two u64");
+  // Layout: magic, range count, ranges (start, end), then a SymbolTable::Serialize() image.
+  uint64_t nranges = 0;
+  if (bytes.size() < 16 || bytes.substr(0, kEntryMagic.size()) != kEntryMagic) return false;
+  std::memcpy(&nranges, bytes.data() + 8, 8);
+  if (nranges == 0 || nranges > (bytes.size() - 16) / sizeof(Range)) return false;
+  std::vector<Range> ranges(nranges);
+  std::memcpy(ranges.data(), bytes.data() + 16, nranges * sizeof(Range));
+  if (!std::is_sorted(ranges.begin(), ranges.end(),
+                      [](const Range& x, const Range& y) { return x.start < y.start; })) {
+    return false;
+  }
+  absl::StatusOr<SymbolTableView> view =
+      SymbolTableView::Open(bytes.substr(16 + nranges * sizeof(Range)));
+  if (!view.ok()) return false;
+  stable_ = *view;
+  ranges_ = std::move(ranges);
+  return true;
+}
+
 void KernelSymbols::LoadStable() {
   stable_loaded_ = true;
   if (!cache_.has_value()) return;
@@ -146,32 +167,20 @@ void KernelSymbols::LoadStable() {
       absl::StrCat("kallsyms-", absl::StripAsciiWhitespace(*boot_id), "-",
                    ModulesFingerprint(modules.ok() ? *modules : std::string()));
   const std::string path = cache_->PathOf("kernel", entry);
-
   if (absl::StatusOr<ScopedMmap> mapped = MapFileReadOnly(path); mapped.ok()) {
-    absl::string_view b(static_cast<const char*>(mapped->get()), mapped->size());
-    uint64_t nranges = 0;
-    if (b.size() >= 16 && b.substr(0, 8) == kEntryMagic) {
-      std::memcpy(&nranges, b.data() + 8, 8);
-    }
-    if (nranges > 0 && nranges <= (b.size() - 16) / 16) {
-      std::vector<Range> ranges(nranges);
-      std::memcpy(ranges.data(), b.data() + 16, nranges * 16);
-      absl::StatusOr<SymbolTableView> view = SymbolTableView::Open(b.substr(16 + nranges * 16));
-      bool sorted = std::is_sorted(ranges.begin(), ranges.end(),
-                                   [](const Range& x, const Range& y) { return x.start < y.start; });
-      if (view.ok() && sorted) {
-        stable_file_ = *std::move(mapped);
-        stable_ = *view;
-        ranges_ = std::move(ranges);
-        CacheDir::Touch(path);
-        return;
-      }
+    if (UseEntry(absl::string_view(static_cast<const char*>(mapped->get()), mapped->size()))) {
+      stable_file_ = *std::move(mapped);
+      CacheDir::Touch(path);
+      return;
     }
     Logger("symbolize")->debug("{}: damaged; reading kallsyms again", path);
   }
+  BuildEntry(entry, modules.ok() ? *modules : std::string());
+}
 
-  // Miss: read the live kallsyms once, keep its stable part (and use it for this run too), and
-  // hold on to the text in case an address outside the stable ranges needs the rest.
+void KernelSymbols::BuildEntry(const std::string& entry, absl::string_view modules) {
+  // Read the live kallsyms once, keep its stable part (and use it for this run too), and hold on
+  // to the text in case an address outside the stable ranges needs the rest.
   absl::StatusOr<std::string> text = ReadSmallFile(sources_.kallsyms);
   read_kallsyms_ = true;
   if (!text.ok()) {
@@ -181,10 +190,8 @@ void KernelSymbols::LoadStable() {
   const uint64_t stext = CoreSymbolAddress(*text, "_stext");
   const uint64_t etext = CoreSymbolAddress(*text, "_etext");
   std::vector<absl::string_view> listed;
-  if (modules.ok()) {
-    for (absl::string_view line : absl::StrSplit(*modules, '\n', absl::SkipEmpty())) {
-      listed.push_back(line.substr(0, line.find(' ')));
-    }
+  for (absl::string_view line : absl::StrSplit(modules, '\n', absl::SkipEmpty())) {
+    listed.push_back(line.substr(0, line.find(' ')));
   }
   // Modules span from their first to their last symbol's start: the end of the last function is
   // unknown, and whatever follows it (a BPF program, say) must not be named from a stale list.
@@ -215,22 +222,16 @@ void KernelSymbols::LoadStable() {
   live_text_ = *std::move(text);
   if (ranges.empty()) return;
 
-  std::string entry_bytes(kEntryMagic.data(), kEntryMagic.size());
-  uint64_t n = ranges.size();
-  entry_bytes.append(reinterpret_cast<const char*>(&n), 8);
-  entry_bytes.append(reinterpret_cast<const char*>(ranges.data()), ranges.size() * sizeof(Range));
-  const size_t table_at = entry_bytes.size();
-  entry_bytes += stable.Serialize();
-  if (absl::Status st = cache_->Put("kernel", entry, entry_bytes, kKernelCacheBytes); !st.ok()) {
+  std::string bytes(kEntryMagic.data(), kEntryMagic.size());
+  const uint64_t n = ranges.size();
+  bytes.append(reinterpret_cast<const char*>(&n), 8);
+  bytes.append(reinterpret_cast<const char*>(ranges.data()), ranges.size() * sizeof(Range));
+  bytes += stable.Serialize();
+  if (absl::Status st = cache_->Put("kernel", entry, bytes, kKernelCacheBytes); !st.ok()) {
     Logger("symbolize")->debug("kernel symbol cache: {}", st.message());
   }
-  stable_bytes_ = std::move(entry_bytes);
-  absl::StatusOr<SymbolTableView> view =
-      SymbolTableView::Open(absl::string_view(stable_bytes_).substr(table_at));
-  if (view.ok()) {
-    stable_ = *view;
-    ranges_ = std::move(ranges);
-  }
+  stable_bytes_ = std::move(bytes);
+  UseEntry(stable_bytes_);
 }
 
 void KernelSymbols::LoadLive() {

@@ -57,6 +57,12 @@ class KernelSymbols {
   };
   // The cache entry of this boot and module list, when valid; else reads kallsyms and stores it.
   void LoadStable();
+  // Reads kallsyms, keeps the symbols of the core kernel and of the `modules` listed, stores them
+  // as cache entry `entry` and uses them for this run.
+  void BuildEntry(const std::string& entry, absl::string_view modules);
+  // Takes the ranges and symbols of a cache entry (which must outlive this object's use of them);
+  // false when `bytes` is not a well-formed entry.
+  bool UseEntry(absl::string_view bytes);
   void LoadLive();
   bool InStableRange(uint64_t avma) const;
 
