@@ -135,18 +135,23 @@ std::span<const uint8_t> ElfCfi::Bytes(uint64_t file_offset, uint64_t size) cons
 
 namespace {
 
-// Whether `elf` has a section `name` with bytes in the file (not SHT_NOBITS, not empty).
-bool HasSectionData(Elf* elf, std::string_view name) {
+// The section `name` of `elf` (its header in `shdr`), or nullptr.
+Elf_Scn* FindSection(Elf* elf, std::string_view name, GElf_Shdr* shdr) {
   size_t shstrndx = 0;
-  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return nullptr;
   Elf_Scn* scn = nullptr;
   while ((scn = elf_nextscn(elf, scn)) != nullptr) {
-    GElf_Shdr sh;
-    if (gelf_getshdr(scn, &sh) == nullptr) continue;
-    const char* n = elf_strptr(elf, shstrndx, sh.sh_name);
-    if (n != nullptr && name == n) return sh.sh_type != SHT_NOBITS && sh.sh_size > 0;
+    if (gelf_getshdr(scn, shdr) == nullptr) continue;
+    const char* n = elf_strptr(elf, shstrndx, shdr->sh_name);
+    if (n != nullptr && name == n) return scn;
   }
-  return false;
+  return nullptr;
+}
+
+// Whether `elf` has a section `name` with bytes in the file (not SHT_NOBITS, not empty).
+bool HasSectionData(Elf* elf, std::string_view name) {
+  GElf_Shdr sh;
+  return FindSection(elf, name, &sh) != nullptr && sh.sh_type != SHT_NOBITS && sh.sh_size > 0;
 }
 
 }  // namespace
@@ -154,26 +159,14 @@ bool HasSectionData(Elf* elf, std::string_view name) {
 void ElfCfi::OpenDebugFrame() {
   debug_tried_ = true;
   // .debug_frame in the file itself.
-  Elf_Scn* scn = nullptr;
-  size_t shstrndx = 0;
-  bool has_debug_frame = false;
+  const bool has_debug_frame = HasSectionData(elf_, ".debug_frame");
   std::string debuglink;
-  if (elf_getshdrstrndx(elf_, &shstrndx) == 0) {
-    while ((scn = elf_nextscn(elf_, scn)) != nullptr) {
-      GElf_Shdr sh;
-      if (gelf_getshdr(scn, &sh) == nullptr) continue;
-      const char* name = elf_strptr(elf_, shstrndx, sh.sh_name);
-      if (name == nullptr) continue;
-      if (std::string_view(name) == ".debug_frame" && sh.sh_type != SHT_NOBITS) {
-        has_debug_frame = true;
-      }
-      if (std::string_view(name) == ".gnu_debuglink") {
-        Elf_Data* d = elf_getdata(scn, nullptr);
-        if (d != nullptr && d->d_size > 4) {
-          debuglink.assign(static_cast<const char*>(d->d_buf),
-                           strnlen(static_cast<const char*>(d->d_buf), d->d_size));
-        }
-      }
+  GElf_Shdr link_shdr;
+  if (Elf_Scn* scn = FindSection(elf_, ".gnu_debuglink", &link_shdr); scn != nullptr) {
+    Elf_Data* d = elf_getdata(scn, nullptr);
+    if (d != nullptr && d->d_size > 4) {
+      debuglink.assign(static_cast<const char*>(d->d_buf),
+                       strnlen(static_cast<const char*>(d->d_buf), d->d_size));
     }
   }
   if (has_debug_frame) {
