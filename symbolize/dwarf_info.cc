@@ -117,7 +117,6 @@ std::unique_ptr<DwarfInfo> DwarfInfo::Open(const ElfFile& elf) {
   }
   const size_t units = info->cu_offsets_.size();
   info->cus_.resize(units);
-  info->cu_read_.assign(units, false);
   info->index_.resize(units);
 
   // Where each unit's code is: .debug_aranges (GCC writes it for every unit with code; one table
@@ -156,11 +155,12 @@ std::unique_ptr<DwarfInfo> DwarfInfo::Open(const ElfFile& elf) {
 }
 
 Dwarf_Die* DwarfInfo::CuDie(size_t cu) {
-  if (!cu_read_[cu]) {
-    if (dwarf_offdie(dwarf_, cu_offsets_[cu], &cus_[cu]) == nullptr) return nullptr;
-    cu_read_[cu] = true;
+  if (!cus_[cu].has_value()) {
+    Dwarf_Die die;
+    if (dwarf_offdie(dwarf_, cu_offsets_[cu], &die) == nullptr) return nullptr;
+    cus_[cu] = die;
   }
-  return &cus_[cu];
+  return &*cus_[cu];
 }
 
 const DwarfInfo::CuRange* DwarfInfo::FindCu(uint64_t svma) const {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,8 +88,7 @@ class DwarfInfo {
 
   Dwarf* dwarf_ = nullptr;
   std::vector<Dwarf_Off> cu_offsets_;  // each unit's DIE offset in .debug_info
-  std::vector<Dwarf_Die> cus_;         // parallel: the DIE once read (cu_read_)
-  std::vector<bool> cu_read_;
+  std::vector<std::optional<Dwarf_Die>> cus_;  // parallel: each unit's DIE, once read
   std::vector<CuRange> ranges_;        // sorted by start
   std::vector<CuIndex> index_;         // parallel to cu_offsets_
 };
