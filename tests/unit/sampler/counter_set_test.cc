@@ -1,12 +1,15 @@
 #include "sampler/counter_set.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <linux/perf_event.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "sampler/counter_attach.h"
@@ -211,9 +214,13 @@ TEST(CounterSetTest, CountsOwnThreadWithRealKernel) {
   NP_ASSERT_OK_AND_ASSIGN(
       CounterSet set, CounterSet::Open(*ParseEventList("task-clock,page-faults,cycles"), 0,
                                        options));
-  // Touch 64 fresh pages and burn some CPU.
-  std::vector<char> buf(64 * 4096 + 4096);
-  for (size_t i = 0; i < buf.size(); i += 4096) buf[i] = 1;
+  // Touch 64 fresh pages (a new mapping: heap memory may already be faulted in) and burn CPU.
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  void* fresh = ::mmap(nullptr, 64 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+  ASSERT_NE(fresh, MAP_FAILED);
+  for (size_t i = 0; i < 64; ++i) static_cast<volatile char*>(fresh)[i * page] = 1;
+  ::munmap(fresh, 64 * page);
   volatile uint64_t x = 0;
   for (int i = 0; i < 2'000'000; ++i) x = x + i;
   NP_ASSERT_OK(set.Disable());
@@ -223,6 +230,38 @@ TEST(CounterSetTest, CountsOwnThreadWithRealKernel) {
   EXPECT_GE(values[1].raw, 60u);
   // cycles: a PMU may or may not exist; either way it must not pretend to be a counted 0.
   if (values[2].supported && values[2].counted) EXPECT_GT(values[2].raw, 0u);
+}
+
+// Per-thread mode on this process: events per CPU, a thread started after Open() gets its own
+// row with its name and its CPU time, summed over the CPUs' copies.
+TEST(CounterSetTest, PerThreadRowForThreadStartedAfterOpen) {
+  NP_SKIP_IF_NO_PERF();
+  CounterOptions options;
+  options.enable_on_exec = false;
+  options.per_thread = true;
+  NP_ASSERT_OK_AND_ASSIGN(CounterSet set,
+                          CounterSet::Open(*ParseEventList("task-clock,page-faults"), 0, options));
+  pid_t worker_tid = 0;
+  std::thread worker([&worker_tid] {
+    worker_tid = static_cast<pid_t>(::gettid());
+    pthread_setname_np(pthread_self(), "np-counted");
+    volatile uint64_t x = 0;
+    for (int i = 0; i < 20'000'000; ++i) x = x + i;
+  });
+  worker.join();
+  set.Poll();
+  NP_ASSERT_OK_AND_ASSIGN(std::vector<ThreadCounters> rows, set.ReadPerThread("main"));
+  NP_ASSERT_OK(set.Disable());
+  const ThreadCounters* row = nullptr;
+  for (const ThreadCounters& r : rows) {
+    if (r.tid == worker_tid) row = &r;
+  }
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ(row->comm, "np-counted");
+  ASSERT_TRUE(row->values[0].counted);
+  EXPECT_GT(row->values[0].raw, 1'000'000u);  // ns of task-clock: the loop takes several ms
+  EXPECT_LE(row->values[0].time_running, row->values[0].time_enabled);
+  EXPECT_EQ(set.incomplete_tasks(), 0u);
 }
 
 TEST(CounterAttachTest, SumAddsCountsAndTimes) {
