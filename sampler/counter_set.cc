@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -12,6 +13,7 @@
 #include "base/file_util.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "sampler/cpu_list.h"
 
 namespace nativeprof::sampler {
 namespace {
@@ -71,6 +73,46 @@ CounterSet::CounterSet(CounterSet&&) noexcept = default;
 CounterSet& CounterSet::operator=(CounterSet&&) noexcept = default;
 CounterSet::~CounterSet() = default;
 
+namespace {
+
+// perf_event_open with perf's fallback: when the kernel refuses kernel-mode counting
+// (perf_event_paranoid >= 2), user-mode may still be allowed. On success with the fallback,
+// `attr` keeps exclude_kernel so the remaining CPUs open the same way.
+int OpenCounting(const PerfEventOpenFn& open_fn, perf_event_attr* attr, pid_t pid, int cpu,
+                 const EventSpec& event) {
+  int fd = open_fn(attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0 && (errno == EACCES || errno == EPERM) && !attr->exclude_kernel) {
+    attr->exclude_kernel = 1;
+    attr->exclude_hv = 1;
+    fd = open_fn(attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd >= 0) {
+      Logger("sampler")->info("counting '{}' in user mode only (kernel mode refused)", event.name);
+    } else {
+      attr->exclude_kernel = 0;
+      attr->exclude_hv = 0;
+    }
+  }
+  return fd;
+}
+
+// The error for a refused open; kOk (with `reason` set) when the event is merely unsupported.
+absl::Status OpenError(int err, const EventSpec& event, pid_t pid, std::string* reason) {
+  if (err == EACCES || err == EPERM) {
+    absl::StatusOr<int64_t> paranoid = ReadIntegerFile(kParanoidPath);
+    return absl::PermissionDeniedError(PerfPermissionMessage(
+        event.name, err, paranoid.ok() ? std::optional<int64_t>(*paranoid) : std::nullopt));
+  }
+  if (err == ESRCH) return absl::NotFoundError(absl::StrCat("no process with pid ", pid));
+  if (!IsUnsupportedEventErrno(err)) {
+    return ErrnoError(err, absl::StrCat("perf_event_open(", event.name, ")"));
+  }
+  *reason = std::strerror(err);
+  Logger("sampler")->debug("event '{}' not supported: {}", event.name, *reason);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<CounterSet> CounterSet::Open(const std::vector<EventSpec>& events, pid_t pid,
                                             const CounterOptions& options) {
   if (events.empty()) return absl::InvalidArgumentError("no counter events given");
@@ -79,83 +121,73 @@ absl::StatusOr<CounterSet> CounterSet::Open(const std::vector<EventSpec>& events
   }
   const PerfEventOpenFn open_fn =
       options.open_fn ? options.open_fn : PerfEventOpenFn(SyscallPerfEventOpen);
+  // Per-thread mode opens every event once per CPU: the inherited copies then write their
+  // side-band records into a ring of the CPU they run on (see counter_threads.h for why).
+  std::vector<int> cpus = {-1};
+  if (options.per_thread) cpus = options.cpus.empty() ? OnlineCpus() : options.cpus;
   CounterSet set;
   set.pid_ = pid;
   set.per_thread_ = options.per_thread;
   set.events_ = events;
-  int sideband_owner = -1;
+  bool have_sideband = false;
   for (const EventSpec& event : events) {
     Slot slot;
     slot.event = event;
     perf_event_attr attr = CountingAttr(event, options);
-    if (options.per_thread && sideband_owner < 0) {
+    if (options.per_thread) {
       // The first opened event also reports thread names: COMM (incl. exec) and FORK records.
-      attr.comm = 1;
-      attr.comm_exec = 1;
-      attr.task = 1;
+      if (!have_sideband) {
+        attr.comm = 1;
+        attr.comm_exec = 1;
+        attr.task = 1;
+      }
+      attr.sample_id_all = 1;
+      attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
     }
-    int fd = open_fn(&attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    if (fd < 0 && (errno == EACCES || errno == EPERM)) {
-      // Kernel-mode counting needs privileges (perf_event_paranoid >= 2); user-mode may still
-      // be allowed. perf falls back the same way.
-      attr.exclude_kernel = 1;
-      attr.exclude_hv = 1;
-      fd = open_fn(&attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-      if (fd >= 0) {
-        Logger("sampler")->info("counting '{}' in user mode only (kernel mode refused)",
-                                event.name);
+    for (int cpu : cpus) {
+      const int fd = OpenCounting(open_fn, &attr, pid, cpu, event);
+      if (fd < 0) {
+        const int err = errno;
+        NP_RETURN_IF_ERROR(OpenError(err, event, pid, &slot.unsupported_reason));
+        slot.fds.clear();  // unsupported on one CPU: not counted anywhere
+        break;
       }
+      slot.fds.emplace_back(fd);
     }
-    if (fd < 0) {
-      const int err = errno;
-      if (err == EACCES || err == EPERM) {
-        absl::StatusOr<int64_t> paranoid = ReadIntegerFile(kParanoidPath);
-        return absl::PermissionDeniedError(PerfPermissionMessage(
-            event.name, err, paranoid.ok() ? std::optional<int64_t>(*paranoid) : std::nullopt));
-      }
-      if (err == ESRCH) {
-        return absl::NotFoundError(absl::StrCat("no process with pid ", pid));
-      }
-      if (!IsUnsupportedEventErrno(err)) {
-        return ErrnoError(err, absl::StrCat("perf_event_open(", event.name, ")"));
-      }
-      slot.unsupported_reason = std::strerror(err);
-      Logger("sampler")->debug("event '{}' not supported: {}", event.name, std::strerror(err));
-    } else {
-      slot.fd.Reset(fd);
-      if (options.per_thread && sideband_owner < 0) sideband_owner = static_cast<int>(set.slots_.size());
-    }
+    if (!slot.fds.empty()) have_sideband = true;
     set.slots_.push_back(std::move(slot));
   }
   if (options.per_thread) {
-    // The kernel refuses mmap() on inherited per-task events, so the side band goes to the ring
-    // of a non-inherited dummy event on the same task; inherited copies of the counting events
-    // write into their parent's buffer, which SET_OUTPUT redirects there.
-    perf_event_attr attr;
-    std::memset(&attr, 0, sizeof(attr));
-    attr.size = sizeof(attr);
-    attr.type = PERF_TYPE_SOFTWARE;
-    attr.config = PERF_COUNT_SW_DUMMY;
-    attr.disabled = 1;
-    attr.exclude_kernel = 1;
-    int fd = open_fn(&attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    if (fd < 0) return ErrnoError("perf_event_open(dummy side-band event)");
-    set.ring_fd_.Reset(fd);
-    absl::StatusOr<CounterRing> ring = CounterRing::Map(fd, options.ring_pages);
-    if (!ring.ok()) return ring.status();
-    set.ring_.emplace(*std::move(ring));
-    std::vector<uint64_t> ids;
-    for (Slot& slot : set.slots_) {
-      if (slot.fd.valid()) {
-        if (::ioctl(slot.fd.get(), PERF_EVENT_IOC_ID, &slot.id) != 0) {
+    std::vector<std::vector<uint64_t>> ids;
+    for (size_t c = 0; c < cpus.size(); ++c) {
+      // The kernel refuses mmap() on inherited events; a plain dummy event per CPU holds the
+      // ring, and SET_OUTPUT sends that CPU's counting events (and their inherited copies) there.
+      perf_event_attr attr;
+      std::memset(&attr, 0, sizeof(attr));
+      attr.size = sizeof(attr);
+      attr.type = PERF_TYPE_SOFTWARE;
+      attr.config = PERF_COUNT_SW_DUMMY;
+      attr.disabled = 1;
+      attr.exclude_kernel = 1;
+      const int fd = open_fn(&attr, pid, cpus[c], -1, PERF_FLAG_FD_CLOEXEC);
+      if (fd < 0) return ErrnoError("perf_event_open(dummy side-band event)");
+      ScopedFd ring_fd(fd);
+      NP_ASSIGN_OR_RETURN(CounterRing ring, CounterRing::Map(fd, options.ring_pages));
+      for (Slot& slot : set.slots_) {
+        if (slot.fds.empty()) continue;
+        uint64_t id = 0;
+        if (::ioctl(slot.fds[c].get(), PERF_EVENT_IOC_ID, &id) != 0) {
           return ErrnoError(absl::StrCat("PERF_EVENT_IOC_ID(", slot.event.name, ")"));
         }
-        if (::ioctl(slot.fd.get(), PERF_EVENT_IOC_SET_OUTPUT, fd) != 0) {
+        if (::ioctl(slot.fds[c].get(), PERF_EVENT_IOC_SET_OUTPUT, fd) != 0) {
           return ErrnoError(absl::StrCat("PERF_EVENT_IOC_SET_OUTPUT(", slot.event.name, ")"));
         }
+        slot.ids.push_back(id);
       }
-      ids.push_back(slot.id);
+      set.ring_fds_.push_back(std::move(ring_fd));
+      set.rings_.push_back(std::move(ring));
     }
+    for (const Slot& slot : set.slots_) ids.push_back(slot.ids);
     set.sideband_ = std::make_unique<CounterSideband>(events, std::move(ids));
   }
   return set;
@@ -163,8 +195,10 @@ absl::StatusOr<CounterSet> CounterSet::Open(const std::vector<EventSpec>& events
 
 absl::Status CounterSet::Enable() {
   for (Slot& slot : slots_) {
-    if (slot.fd.valid() && ::ioctl(slot.fd.get(), PERF_EVENT_IOC_ENABLE, 0) != 0) {
-      return ErrnoError(absl::StrCat("enable counter ", slot.event.name));
+    for (ScopedFd& fd : slot.fds) {
+      if (::ioctl(fd.get(), PERF_EVENT_IOC_ENABLE, 0) != 0) {
+        return ErrnoError(absl::StrCat("enable counter ", slot.event.name));
+      }
     }
   }
   return absl::OkStatus();
@@ -172,8 +206,10 @@ absl::Status CounterSet::Enable() {
 
 absl::Status CounterSet::Disable() {
   for (Slot& slot : slots_) {
-    if (slot.fd.valid() && ::ioctl(slot.fd.get(), PERF_EVENT_IOC_DISABLE, 0) != 0) {
-      return ErrnoError(absl::StrCat("disable counter ", slot.event.name));
+    for (ScopedFd& fd : slot.fds) {
+      if (::ioctl(fd.get(), PERF_EVENT_IOC_DISABLE, 0) != 0) {
+        return ErrnoError(absl::StrCat("disable counter ", slot.event.name));
+      }
     }
   }
   return absl::OkStatus();
@@ -183,26 +219,32 @@ absl::StatusOr<std::vector<CounterValue>> CounterSet::Read() const {
   std::vector<CounterValue> values;
   values.reserve(slots_.size());
   for (const Slot& slot : slots_) {
-    if (!slot.fd.valid()) {
+    if (slot.fds.empty()) {
       values.push_back(UnsupportedCounterValue(slot.event, slot.unsupported_reason));
       continue;
     }
-    uint8_t buf[4 * sizeof(uint64_t)];
-    ssize_t n;
-    do {
-      n = ::read(slot.fd.get(), buf, sizeof(buf));
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) return ErrnoError(absl::StrCat("read counter ", slot.event.name));
-    NP_ASSIGN_OR_RETURN(ReadFormatValues r,
-                        ParseReadFormat(std::span<const uint8_t>(buf, static_cast<size_t>(n)),
-                                        per_thread_));
-    values.push_back(MakeCounterValue(slot.event, r.value, r.time_enabled, r.time_running));
+    ReadFormatValues sum;
+    for (const ScopedFd& fd : slot.fds) {
+      uint8_t buf[4 * sizeof(uint64_t)];
+      ssize_t n;
+      do {
+        n = ::read(fd.get(), buf, sizeof(buf));
+      } while (n < 0 && errno == EINTR);
+      if (n < 0) return ErrnoError(absl::StrCat("read counter ", slot.event.name));
+      NP_ASSIGN_OR_RETURN(ReadFormatValues r,
+                          ParseReadFormat(std::span<const uint8_t>(buf, static_cast<size_t>(n)),
+                                          per_thread_));
+      AddCpuPart(r, &sum);
+    }
+    values.push_back(MakeCounterValue(slot.event, sum.value, sum.time_enabled, sum.time_running));
   }
   return values;
 }
 
 void CounterSet::Poll() {
-  if (ring_.has_value() && sideband_ != nullptr) ring_->Drain(sideband_.get());
+  if (sideband_ == nullptr) return;
+  for (CounterRing& ring : rings_) ring.Drain(sideband_.get());
+  sideband_->EndRound();
 }
 
 absl::StatusOr<std::vector<ThreadCounters>> CounterSet::ReadPerThread(
@@ -210,9 +252,21 @@ absl::StatusOr<std::vector<ThreadCounters>> CounterSet::ReadPerThread(
   if (!per_thread_ || sideband_ == nullptr) {
     return absl::FailedPreconditionError("counters were not opened per thread");
   }
-  Poll();
+  size_t recovered = 0;
+  for (CounterRing& ring : rings_) {
+    ring.Drain(sideband_.get());
+    recovered += ring.DrainUnpublished(sideband_.get());
+  }
+  if (recovered > 0) {
+    Logger("sampler")->debug("{} side-band records recovered past data_head", recovered);
+  }
+  sideband_->Finish();
   NP_ASSIGN_OR_RETURN(std::vector<CounterValue> totals, Read());
   return sideband_->Build(totals, pid_, main_comm);
+}
+
+size_t CounterSet::incomplete_tasks() const {
+  return sideband_ != nullptr ? sideband_->incomplete_tasks() : 0;
 }
 
 uint64_t CounterSet::lost_records() const {

@@ -1,7 +1,7 @@
 // Counting perf events on a target process (perf stat's engine): one fd per event, opened on the
 // target with `inherit` so its threads and children count too, enabled on exec (or now), read as
 // value + time_enabled + time_running so multiplexed hardware counters can be scaled. Optionally
-// keeps a per-thread breakdown (see counter_threads.h). Owned and used by one thread (the
+// keeps a per-thread breakdown (see counter_threads.h); then every event is opened once per CPU. Owned and used by one thread (the
 // command's main thread); not signal-safe.
 #ifndef NATIVEPROF_SAMPLER_COUNTER_SET_H_
 #define NATIVEPROF_SAMPLER_COUNTER_SET_H_
@@ -37,16 +37,20 @@ struct CounterOptions {
   bool inherit = true;
   // Keep a per-thread breakdown (inherit_stat + PERF_RECORD_READ side band). Needs inherit.
   bool per_thread = false;
-  // Data pages of the per-thread side-band ring (power of two). Each exiting task writes ~48
-  // bytes per event; the ring is drained by Poll(), so this only has to hold one poll interval.
-  size_t ring_pages = 128;
+  // Data pages of each CPU's per-thread side-band ring (power of two). Each exiting task writes
+  // 64 bytes per event into every CPU's ring; the rings are drained by Poll(), so they only have
+  // to hold one poll interval.
+  size_t ring_pages = 64;
+  // Per-thread mode: the CPUs to open on; empty = every online CPU. A testing seam.
+  std::vector<int> cpus;
   // Testing seam; empty = the real syscall.
   PerfEventOpenFn open_fn;
 };
 
 class CounterSet {
  public:
-  // Opens one counting event per entry of `events` on `pid` (cpu = -1, every CPU it runs on).
+  // Opens one counting event per entry of `events` on `pid` (cpu = -1, every CPU it runs on; in
+  // per-thread mode one per CPU, summed by Read()).
   // Events the kernel cannot give (ENOENT, EOPNOTSUPP, ENODEV, EINVAL, ...) stay in the set as
   // unsupported. When the kernel refuses kernel-mode counting (EACCES/EPERM) the event is retried
   // with exclude_kernel, as perf does. Errors: kPermissionDenied with PerfPermissionMessage()
@@ -68,7 +72,7 @@ class CounterSet {
   // with supported == false. Errors: kDataLoss / the read errno code.
   absl::StatusOr<std::vector<CounterValue>> Read() const;
 
-  // Per-thread mode only: moves side-band records out of the ring. Call periodically while the
+  // Per-thread mode only: moves side-band records out of the rings. Call periodically while the
   // target runs (a full ring loses records) and once after it exited.
   void Poll();
 
@@ -77,9 +81,13 @@ class CounterSet {
   // sent no COMM record for it. Errors: kFailedPrecondition when not in per-thread mode; as Read().
   absl::StatusOr<std::vector<ThreadCounters>> ReadPerThread(const std::string& main_comm);
 
-  // Side-band records the kernel dropped because the ring was full (per-thread numbers of the
+  // Side-band records the kernel dropped because a ring was full (per-thread numbers of the
   // affected threads then stay with the main thread).
   uint64_t lost_records() const;
+  // Per-thread mode: tasks whose counts have not all arrived (see
+  // CounterSideband::incomplete_tasks). Once the whole target has exited, these are tasks whose
+  // missing counts stay with the main thread.
+  size_t incomplete_tasks() const;
 
   const std::vector<EventSpec>& events() const { return events_; }
   pid_t pid() const { return pid_; }
@@ -87,9 +95,10 @@ class CounterSet {
  private:
   struct Slot {
     EventSpec event;
-    ScopedFd fd;           // invalid when unsupported
+    std::vector<ScopedFd> fds;  // one (cpu -1), or one per CPU in per-thread mode; none when
+                                // unsupported
     std::string unsupported_reason;
-    uint64_t id = 0;
+    std::vector<uint64_t> ids;  // per-thread mode: PERF_EVENT_IOC_ID of each fd
   };
   CounterSet() = default;
 
@@ -97,8 +106,9 @@ class CounterSet {
   bool per_thread_ = false;
   std::vector<EventSpec> events_;
   std::vector<Slot> slots_;
-  ScopedFd ring_fd_;  // per-thread mode: the dummy event whose ring holds the side band
-  std::optional<CounterRing> ring_;
+  // Per-thread mode: one dummy event per CPU whose ring holds that CPU's side band.
+  std::vector<ScopedFd> ring_fds_;
+  std::vector<CounterRing> rings_;
   std::unique_ptr<CounterSideband> sideband_;
 };
 

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/errno_status.h"
@@ -25,67 +27,164 @@ uint64_t SaturatingSub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 }  // namespace
 
-CounterSideband::CounterSideband(std::vector<EventSpec> events, std::vector<uint64_t> ids)
-    : events_(std::move(events)) {
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] != 0) index_by_id_[ids[i]] = i;
+void AddCpuPart(const ReadFormatValues& part, ReadFormatValues* sum) {
+  sum->value += part.value;
+  sum->time_running += part.time_running;
+  sum->time_enabled = std::max({sum->time_enabled, part.time_enabled, sum->time_running});
+}
+
+CounterSideband::CounterSideband(std::vector<EventSpec> events,
+                                 std::vector<std::vector<uint64_t>> ids)
+    : events_(std::move(events)), expected_parts_(events_.size(), 0) {
+  for (size_t i = 0; i < ids.size() && i < events_.size(); ++i) {
+    for (uint64_t id : ids[i]) {
+      if (id == 0) continue;
+      index_by_id_[id] = i;
+      ++expected_parts_[i];
+    }
   }
+}
+
+size_t CounterSideband::incomplete_tasks() const {
+  size_t n = awaiting_read_.size();
+  for (const Task& task : tasks_) {
+    for (size_t i = 0; i < expected_parts_.size(); ++i) {
+      if (task.parts[i] < expected_parts_[i]) {
+        ++n;
+        break;
+      }
+    }
+  }
+  return n;
 }
 
 void CounterSideband::OnRecord(std::span<const uint8_t> record) {
   perf_event_header header;
-  if (!ReadAt(record, 0, &header) || header.size > record.size()) {
+  if (!ReadAt(record, 0, &header) || header.size > record.size() ||
+      header.size < sizeof(header) + kCounterSampleIdSize) {
     ++malformed_;
     return;
   }
   record = record.first(header.size);
   const size_t body = sizeof(perf_event_header);
+  const size_t body_end = record.size() - kCounterSampleIdSize;
+  Queued q;
+  q.type = header.type;
+  ReadAt(record, body_end + 8, &q.time);  // sample_id: pid, tid, time
   uint32_t pid = 0, tid = 0;
+  bool complete = false;
   switch (header.type) {
     case PERF_RECORD_READ: {
-      if (!ReadAt(record, body, &pid) || !ReadAt(record, body + 4, &tid)) break;
-      absl::StatusOr<ReadFormatValues> values =
-          ParseReadFormat(record.subspan(std::min(record.size(), body + 8)), /*with_id=*/true);
+      if (body_end < body + 8) break;
+      ReadAt(record, body, &pid);
+      ReadAt(record, body + 4, &tid);
+      absl::StatusOr<ReadFormatValues> values = ParseReadFormat(
+          record.subspan(body + 8, body_end - (body + 8)), /*with_id=*/true);
       if (!values.ok()) break;
       auto it = index_by_id_.find(values->id);
-      if (it == index_by_id_.end()) return;  // not one of ours (e.g. the dummy event)
-      Task& task = exited_[static_cast<pid_t>(tid)];
-      task.pid = static_cast<pid_t>(pid);
-      auto comm = comm_by_tid_.find(static_cast<pid_t>(tid));
-      if (comm != comm_by_tid_.end()) task.comm = comm->second;
-      task.reads[it->second] = *values;
-      return;
+      if (it == index_by_id_.end()) return;  // not one of ours
+      q.event_index = it->second;
+      q.values = *values;
+      complete = true;
+      break;
     }
     case PERF_RECORD_COMM: {
-      if (!ReadAt(record, body, &pid) || !ReadAt(record, body + 4, &tid)) break;
+      if (body_end < body + 8) break;
+      ReadAt(record, body, &pid);
+      ReadAt(record, body + 4, &tid);
       const char* name = reinterpret_cast<const char*>(record.data() + body + 8);
-      size_t max_len = record.size() - std::min(record.size(), body + 8);
-      comm_by_tid_[static_cast<pid_t>(tid)] = std::string(name, strnlen(name, max_len));
-      return;
+      q.comm.assign(name, strnlen(name, body_end - (body + 8)));
+      complete = true;
+      break;
     }
     case PERF_RECORD_FORK: {
       uint32_t ppid = 0, ptid = 0;
-      if (!ReadAt(record, body, &pid) || !ReadAt(record, body + 4, &ppid) ||
-          !ReadAt(record, body + 8, &tid) || !ReadAt(record, body + 12, &ptid)) {
-        break;
-      }
-      // A new task starts with its creator's name; only prctl/exec changes it (COMM records).
-      auto parent = comm_by_tid_.find(static_cast<pid_t>(ptid));
-      if (parent != comm_by_tid_.end()) comm_by_tid_[static_cast<pid_t>(tid)] = parent->second;
-      return;
+      if (body_end < body + 16) break;
+      ReadAt(record, body, &pid);
+      ReadAt(record, body + 4, &ppid);
+      ReadAt(record, body + 8, &tid);
+      ReadAt(record, body + 12, &ptid);
+      q.ptid = static_cast<pid_t>(ptid);
+      complete = true;
+      break;
     }
-    case PERF_RECORD_EXIT:
-      return;
     case PERF_RECORD_LOST: {
       uint64_t id = 0, lost = 0;
-      if (!ReadAt(record, body, &id) || !ReadAt(record, body + 8, &lost)) break;
+      if (body_end < body + 16) break;
+      ReadAt(record, body, &id);
+      ReadAt(record, body + 8, &lost);
       lost_ += lost;
       return;
     }
     default:
-      return;  // other side-band records are irrelevant to counting
+      return;  // EXIT and other side-band records are irrelevant to counting
   }
-  ++malformed_;
+  if (!complete) {
+    ++malformed_;
+    return;
+  }
+  q.pid = static_cast<pid_t>(pid);
+  q.tid = static_cast<pid_t>(tid);
+  newest_seen_ = std::max(newest_seen_, q.time);
+  queued_.push_back(std::move(q));
+}
+
+void CounterSideband::EndRound() {
+  ApplyQueuedUpTo(applied_limit_);
+  applied_limit_ = newest_seen_;
+}
+
+void CounterSideband::Finish() { ApplyQueuedUpTo(UINT64_MAX); }
+
+void CounterSideband::ApplyQueuedUpTo(uint64_t time) {
+  // FORK and COMM of one task, and its READs, can sit in different CPUs' rings; applying them in
+  // time order gives each task the name it had when it exited, and a reused tid a new row.
+  std::stable_sort(queued_.begin(), queued_.end(),
+                   [](const Queued& a, const Queued& b) { return a.time < b.time; });
+  auto end = std::partition_point(queued_.begin(), queued_.end(),
+                                  [time](const Queued& q) { return q.time <= time; });
+  for (auto it = queued_.begin(); it != end; ++it) Apply(*it);
+  queued_.erase(queued_.begin(), end);
+}
+
+void CounterSideband::Apply(const Queued& q) {
+  switch (q.type) {
+    case PERF_RECORD_FORK: {
+      // A new task starts with its creator's name; only prctl/exec changes it (COMM records).
+      auto parent = comm_by_tid_.find(q.ptid);
+      if (parent != comm_by_tid_.end()) {
+        std::string name = parent->second;
+        comm_by_tid_[q.tid] = std::move(name);
+      }
+      task_by_tid_.erase(q.tid);
+      awaiting_read_.insert(q.tid);
+      return;
+    }
+    case PERF_RECORD_COMM:
+      comm_by_tid_[q.tid] = q.comm;
+      return;
+    case PERF_RECORD_READ: {
+      auto [it, inserted] = task_by_tid_.try_emplace(q.tid, tasks_.size());
+      if (inserted) {
+        Task task;
+        task.pid = q.pid;
+        task.tid = q.tid;
+        auto comm = comm_by_tid_.find(q.tid);
+        if (comm != comm_by_tid_.end()) task.comm = comm->second;
+        task.reads.resize(events_.size());
+        task.parts.resize(events_.size());
+        tasks_.push_back(std::move(task));
+      }
+      std::optional<ReadFormatValues>& sum = tasks_[it->second].reads[q.event_index];
+      if (!sum.has_value()) sum.emplace();
+      AddCpuPart(q.values, &*sum);
+      ++tasks_[it->second].parts[q.event_index];
+      awaiting_read_.erase(q.tid);
+      return;
+    }
+    default:
+      return;
+  }
 }
 
 std::vector<ThreadCounters> CounterSideband::Build(const std::vector<CounterValue>& totals,
@@ -98,21 +197,20 @@ std::vector<ThreadCounters> CounterSideband::Build(const std::vector<CounterValu
     rest[i].time_running = totals[i].time_running;
   }
   std::vector<ThreadCounters> out;
-  for (const auto& [tid, task] : exited_) {
+  for (const Task& task : tasks_) {
     ThreadCounters row;
     row.pid = task.pid;
-    row.tid = tid;
+    row.tid = task.tid;
     row.comm = task.comm;
     for (size_t i = 0; i < totals.size(); ++i) {
       const CounterValue& total = totals[i];
-      auto it = task.reads.find(i);
       CounterValue v;
       if (!total.supported) {
         v = UnsupportedCounterValue(total.event, total.unsupported_reason);
-      } else if (it == task.reads.end()) {
+      } else if (i >= task.reads.size() || !task.reads[i].has_value()) {
         v = MakeCounterValue(total.event, 0, 0, 0);  // no READ record (lost): not counted
       } else {
-        const ReadFormatValues& r = it->second;
+        const ReadFormatValues& r = *task.reads[i];
         v = MakeCounterValue(total.event, r.value, r.time_enabled, r.time_running);
         rest[i].value = SaturatingSub(rest[i].value, r.value);
         rest[i].time_enabled = SaturatingSub(rest[i].time_enabled, r.time_enabled);
@@ -140,7 +238,7 @@ std::vector<ThreadCounters> CounterSideband::Build(const std::vector<CounterValu
     v.comm = main_row.comm;
     main_row.values.push_back(std::move(v));
   }
-  std::sort(out.begin(), out.end(), [](const ThreadCounters& a, const ThreadCounters& b) {
+  std::stable_sort(out.begin(), out.end(), [](const ThreadCounters& a, const ThreadCounters& b) {
     return std::pair(a.pid, a.tid) < std::pair(b.pid, b.tid);
   });
   out.insert(out.begin(), std::move(main_row));
@@ -187,6 +285,63 @@ void CounterRing::Drain(CounterSideband* sideband) {
     tail += header.size;
   }
   __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+namespace {
+
+// A record found past data_head is trusted only if its type is one the counting events write
+// and its sample_id trailer names the task the body names (two CPUs that wrote into the same
+// space leave records that fail this).
+bool PlausibleUnpublishedRecord(std::span<const uint8_t> record) {
+  perf_event_header header;
+  std::memcpy(&header, record.data(), sizeof(header));
+  uint32_t sample_tid = 0;
+  ReadAt(record, record.size() - kCounterSampleIdSize + 4, &sample_tid);
+  const size_t body = sizeof(header);
+  uint32_t tid = 0;
+  switch (header.type) {
+    case PERF_RECORD_READ:
+    case PERF_RECORD_COMM:
+      ReadAt(record, body + 4, &tid);  // pid, tid
+      return tid == sample_tid;
+    case PERF_RECORD_FORK:
+      ReadAt(record, body + 12, &tid);  // pid, ppid, tid, ptid: written by the creator
+      return tid == sample_tid;
+    case PERF_RECORD_EXIT:
+      ReadAt(record, body + 8, &tid);  // pid, ppid, tid, ptid: written by the exiting task
+      return tid == sample_tid;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+size_t CounterRing::DrainUnpublished(CounterSideband* sideband) {
+  auto* meta = static_cast<perf_event_mmap_page*>(map_.get());
+  const uint8_t* data = static_cast<const uint8_t*>(map_.get()) + page_size_;
+  uint64_t pos = meta->data_tail;
+  size_t recovered = 0;
+  // Only the first lap: there the bytes past data_head were zero until the kernel wrote a record,
+  // so a plausible record cannot be a stale one from an earlier lap. Records are 8-byte aligned;
+  // after a damaged one, step to the next aligned header that checks out.
+  while (pos + sizeof(perf_event_header) + kCounterSampleIdSize <= data_size_) {
+    perf_event_header header;
+    std::memcpy(&header, data + pos, sizeof(header));
+    if (header.size >= sizeof(header) + kCounterSampleIdSize && header.size % 8 == 0 &&
+        pos + header.size <= data_size_) {
+      std::span<const uint8_t> record(data + pos, header.size);
+      if (PlausibleUnpublishedRecord(record)) {
+        sideband->OnRecord(record);
+        pos += header.size;
+        ++recovered;
+        continue;
+      }
+    }
+    pos += 8;
+  }
+  if (recovered > 0) __atomic_store_n(&meta->data_tail, pos, __ATOMIC_RELEASE);
+  return recovered;
 }
 
 }  // namespace nativeprof::sampler

@@ -310,6 +310,12 @@ RunResult RunCommandOnce(const StatOptions& options) {
           "{} per-thread records were lost; those threads' counts stay with the main thread",
           set->lost_records());
     }
+    if (const size_t incomplete = set->incomplete_tasks(); incomplete > 0) {
+      Logger("main")->warn(
+          "the kernel lost part of the exit counts of {} threads (many exited at once on several "
+          "CPUs); their missing counts stay with the main thread",
+          incomplete);
+    }
   }
   absl::StatusOr<std::vector<sampler::CounterValue>> values = set->Read();
   if (!values.ok()) {

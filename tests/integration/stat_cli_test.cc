@@ -184,6 +184,42 @@ TEST(StatCliTest, PerThreadBreakdownFollowsEachThreadsWork) {
   EXPECT_THAT(ours.run.err, HasSubstr("stat-w3"));
 }
 
+// 160 threads in rounds of 8 that start and exit together on both CPUs. The per-thread side band
+// must name every one of them and give each its own count; where the kernel lost part of a
+// thread's exit counts (see sampler/counter_threads.h), the run must say so.
+TEST(StatCliTest, PerThreadSurvivesThreadsExitingTogether) {
+  NP_SKIP_IF_NO_PERF();
+  StatResult ours = Stat({"--per-thread", "-e", "task-clock,page-faults"},
+                         {TargetPath("stat_workload"), "churn", "8", "20", "200000"});
+  ASSERT_EQ(ours.run.exit_code, 0) << ours.run.err;
+  ASSERT_TRUE(ours.json["threads"].is_array()) << ours.run.err;
+  int workers = 0, counted = 0;
+  double sum_ms = 0, main_ms = 0;
+  std::set<int> tids;
+  for (const nlohmann::json& t : ours.json["threads"]) {
+    const nlohmann::json clock = Counter(t["counters"], "task-clock");
+    const double ms = clock["counted"].get<bool>() ? clock["value"].get<double>() : 0;
+    sum_ms += ms;
+    tids.insert(t["tid"].get<int>());
+    if (t["comm"].get<std::string>().rfind("stat-c", 0) == 0) {
+      ++workers;
+      if (ms > 0 && Counter(t["counters"], "page-faults")["counted"].get<bool>()) ++counted;
+    } else {
+      main_ms += ms;
+    }
+  }
+  EXPECT_EQ(tids.size(), 161u);
+  EXPECT_EQ(workers, 160) << ours.run.err;
+  if (counted < 160) {
+    EXPECT_THAT(ours.run.err, HasSubstr("the kernel lost part of the exit counts of"));
+    EXPECT_GE(counted, 150) << ours.run.err;
+  }
+  const double total = Counter(ours.json["counters"], "task-clock")["value"].get<double>();
+  EXPECT_NEAR(sum_ms, total, 0.01 * total + 0.01);
+  // The main thread only starts and joins threads: most of the CPU time is the workers'.
+  EXPECT_LT(main_ms, 0.5 * total) << ours.run.err;
+}
+
 TEST(StatCliTest, CountsChildProcessesSeparately) {
   NP_SKIP_IF_NO_PERF();
   StatResult ours = Stat({"--per-thread", "-e", "task-clock"},

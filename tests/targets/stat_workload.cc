@@ -65,11 +65,27 @@ void Threads(int n, unsigned long units) {
   for (std::thread& t : threads) t.join();
 }
 
+// Rounds of `n` equal threads that start and exit together: many tasks begin and end on both
+// CPUs at the same moment, which is when per-thread side-band records are most at risk.
+void Churn(int n, long rounds, unsigned long units) {
+  for (long r = 0; r < rounds; ++r) {
+    std::vector<std::thread> threads;
+    for (int i = 1; i <= n; ++i) {
+      threads.emplace_back([i, units] {
+        std::string name = "stat-c" + std::to_string(i);
+        pthread_setname_np(pthread_self(), name.c_str());
+        BurnIterations(units);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: stat_workload spin|pages|threads|fork|exit|signal|sleep ARG...\n");
+    fprintf(stderr, "usage: stat_workload spin|pages|threads|churn|fork|exit|signal|sleep ARG...\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -80,6 +96,9 @@ int main(int argc, char** argv) {
     TouchPages(arg);
   } else if (mode == "threads") {
     Threads(static_cast<int>(arg), argc > 3 ? strtoul(argv[3], nullptr, 10) : 10000000UL);
+  } else if (mode == "churn") {
+    Churn(static_cast<int>(arg), argc > 3 ? atol(argv[3]) : 10,
+          argc > 4 ? strtoul(argv[4], nullptr, 10) : 100000UL);
   } else if (mode == "fork") {
     pid_t child = fork();
     if (child == 0) {

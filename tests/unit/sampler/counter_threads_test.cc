@@ -10,12 +10,19 @@
 namespace nativeprof::sampler {
 namespace {
 
-// Byte-exact builders for the side-band records the kernel writes.
-std::vector<uint8_t> Record(uint32_t type, const std::vector<uint8_t>& body) {
-  perf_event_header h{type, 0, static_cast<uint16_t>(sizeof(h) + body.size())};
+// Byte-exact builders for the side-band records the kernel writes: body, then the sample_id
+// trailer {pid, tid, time} that sample_id_all with PERF_SAMPLE_TID | PERF_SAMPLE_TIME appends.
+std::vector<uint8_t> Record(uint32_t type, const std::vector<uint8_t>& body, uint64_t time) {
+  const size_t size = sizeof(perf_event_header) + body.size() + kCounterSampleIdSize;
+  perf_event_header h{type, 0, static_cast<uint16_t>(size)};
   std::vector<uint8_t> out(sizeof(h));
   std::memcpy(out.data(), &h, sizeof(h));
   out.insert(out.end(), body.begin(), body.end());
+  const uint32_t ids[2] = {0, 0};
+  const auto* p = reinterpret_cast<const uint8_t*>(ids);
+  out.insert(out.end(), p, p + sizeof(ids));
+  p = reinterpret_cast<const uint8_t*>(&time);
+  out.insert(out.end(), p, p + sizeof(time));
   return out;
 }
 template <typename T>
@@ -23,53 +30,57 @@ void Put(std::vector<uint8_t>* out, T v) {
   const auto* p = reinterpret_cast<const uint8_t*>(&v);
   out->insert(out->end(), p, p + sizeof(T));
 }
-std::vector<uint8_t> ReadRecord(uint32_t pid, uint32_t tid, uint64_t value, uint64_t enabled,
-                                uint64_t running, uint64_t id) {
+std::vector<uint8_t> ReadRecord(uint64_t time, uint32_t pid, uint32_t tid, uint64_t value,
+                                uint64_t enabled, uint64_t running, uint64_t id) {
   std::vector<uint8_t> body;
   for (uint32_t v : {pid, tid}) Put(&body, v);
   for (uint64_t v : {value, enabled, running, id}) Put(&body, v);
-  return Record(PERF_RECORD_READ, body);
+  return Record(PERF_RECORD_READ, body, time);
 }
-std::vector<uint8_t> CommRecord(uint32_t pid, uint32_t tid, const char* comm) {
+std::vector<uint8_t> CommRecord(uint64_t time, uint32_t pid, uint32_t tid, const char* comm) {
   std::vector<uint8_t> body;
   for (uint32_t v : {pid, tid}) Put(&body, v);
   char name[16] = {};
   std::strncpy(name, comm, 15);
   body.insert(body.end(), name, name + sizeof(name));
-  return Record(PERF_RECORD_COMM, body);
+  return Record(PERF_RECORD_COMM, body, time);
 }
-std::vector<uint8_t> ForkRecord(uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid) {
+std::vector<uint8_t> ForkRecord(uint64_t time, uint32_t pid, uint32_t ppid, uint32_t tid,
+                                uint32_t ptid) {
   std::vector<uint8_t> body;
   for (uint32_t v : {pid, ppid, tid, ptid}) Put(&body, v);
-  Put(&body, uint64_t{0});
-  return Record(PERF_RECORD_FORK, body);
+  Put(&body, time);
+  return Record(PERF_RECORD_FORK, body, time);
 }
 
 class CounterSidebandTest : public ::testing::Test {
  protected:
+  // One CPU: task-clock is id 101, page-faults 102; cycles is not opened.
   CounterSidebandTest()
       : events_(*ParseEventList("task-clock,page-faults,cycles")),
-        sideband_(events_, {101, 102, 0}) {}
+        sideband_(events_, {{101}, {102}, {}}) {}
   void Feed(const std::vector<uint8_t>& record) { sideband_.OnRecord(record); }
+  std::vector<CounterValue> Totals(uint64_t clock, uint64_t faults) {
+    return {MakeCounterValue(events_[0], clock, clock, clock),
+            MakeCounterValue(events_[1], faults, clock, clock),
+            UnsupportedCounterValue(events_[2], "No such file or directory")};
+  }
 
   std::vector<EventSpec> events_;
   CounterSideband sideband_;
 };
 
 TEST_F(CounterSidebandTest, SplitsTotalsIntoExitedThreadsAndMainRemainder) {
-  Feed(CommRecord(100, 100, "app"));
-  Feed(ForkRecord(100, 100, 200, 100));
-  Feed(CommRecord(100, 200, "worker"));
-  Feed(ForkRecord(100, 100, 300, 100));  // keeps the creator's name
-  Feed(ReadRecord(100, 200, 30'000'000, 30'000'000, 30'000'000, 101));
-  Feed(ReadRecord(100, 200, 4, 30'000'000, 30'000'000, 102));
-  Feed(ReadRecord(100, 300, 60'000'000, 60'000'000, 60'000'000, 101));
-  Feed(ReadRecord(100, 300, 6, 60'000'000, 60'000'000, 102));
-  std::vector<CounterValue> totals = {
-      MakeCounterValue(events_[0], 100'000'000, 100'000'000, 100'000'000),
-      MakeCounterValue(events_[1], 110, 100'000'000, 100'000'000),
-      UnsupportedCounterValue(events_[2], "No such file or directory")};
-  std::vector<ThreadCounters> rows = sideband_.Build(totals, 100, "fallback");
+  Feed(CommRecord(1, 100, 100, "app"));
+  Feed(ForkRecord(2, 100, 100, 200, 100));
+  Feed(CommRecord(3, 100, 200, "worker"));
+  Feed(ForkRecord(4, 100, 100, 300, 100));  // keeps the creator's name
+  Feed(ReadRecord(5, 100, 200, 30'000'000, 30'000'000, 30'000'000, 101));
+  Feed(ReadRecord(5, 100, 200, 4, 30'000'000, 30'000'000, 102));
+  Feed(ReadRecord(6, 100, 300, 60'000'000, 60'000'000, 60'000'000, 101));
+  Feed(ReadRecord(6, 100, 300, 6, 60'000'000, 60'000'000, 102));
+  sideband_.Finish();
+  std::vector<ThreadCounters> rows = sideband_.Build(Totals(100'000'000, 110), 100, "fallback");
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].tid, 100);
   EXPECT_EQ(rows[0].comm, "app");
@@ -89,13 +100,82 @@ TEST_F(CounterSidebandTest, SplitsTotalsIntoExitedThreadsAndMainRemainder) {
   uint64_t sum = 0;
   for (const ThreadCounters& r : rows) sum += r.values[0].raw;
   EXPECT_EQ(sum, 100'000'000u);
+  EXPECT_EQ(sideband_.incomplete_tasks(), 0u);
+}
+
+// Each CPU's ring is drained in turn, so a thread's COMM (written on the CPU it ran on) can be
+// read before the FORK its creator wrote on another CPU. Time order decides.
+TEST_F(CounterSidebandTest, RecordsFromSeveralRingsApplyInTimeOrder) {
+  // Two CPUs: task-clock is 101 on CPU 0 and 201 on CPU 1.
+  CounterSideband two_cpus(events_, {{101, 201}, {102, 202}, {}});
+  two_cpus.OnRecord(CommRecord(30, 100, 200, "worker"));       // CPU 1's ring
+  two_cpus.OnRecord(ReadRecord(90, 100, 200, 7, 9, 9, 201));   // CPU 1's ring
+  two_cpus.OnRecord(ReadRecord(90, 100, 200, 1, 9, 9, 202));   // CPU 1's ring
+  two_cpus.OnRecord(CommRecord(10, 100, 100, "app"));          // CPU 0's ring
+  two_cpus.OnRecord(ForkRecord(20, 100, 100, 200, 100));       // CPU 0's ring
+  two_cpus.OnRecord(ReadRecord(90, 100, 200, 3, 9, 0, 101));   // CPU 0's ring
+  two_cpus.Finish();
+  // page-faults of CPU 0's copy never arrived.
+  EXPECT_EQ(two_cpus.incomplete_tasks(), 1u);
+  two_cpus.OnRecord(ReadRecord(91, 100, 200, 0, 9, 0, 102));
+  two_cpus.Finish();
+  EXPECT_EQ(two_cpus.incomplete_tasks(), 0u);
+  std::vector<ThreadCounters> rows = two_cpus.Build(Totals(50, 5), 100, "fallback");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].comm, "worker");
+  // The per-CPU parts add up; enabled time runs on both CPUs' copies at once, so it is the max.
+  EXPECT_EQ(rows[1].values[0].raw, 10u);
+  EXPECT_EQ(rows[1].values[0].time_enabled, 9u);
+  EXPECT_EQ(rows[1].values[0].time_running, 9u);
+  EXPECT_EQ(rows[0].values[0].raw, 40u);
+}
+
+TEST_F(CounterSidebandTest, EndRoundHoldsBackRecordsNewerThanThePreviousRound) {
+  Feed(CommRecord(10, 100, 100, "app"));
+  Feed(ForkRecord(20, 100, 100, 200, 100));
+  sideband_.EndRound();  // nothing applied yet: another ring may still hold older records
+  EXPECT_EQ(sideband_.incomplete_tasks(), 0u);
+  Feed(CommRecord(15, 100, 100, "renamed"));  // older than the FORK, read one round later
+  sideband_.EndRound();  // applies up to time 20
+  EXPECT_EQ(sideband_.incomplete_tasks(), 1u);
+  Feed(ReadRecord(40, 100, 200, 5, 5, 5, 101));
+  Feed(ReadRecord(40, 100, 200, 0, 5, 5, 102));
+  sideband_.Finish();
+  std::vector<ThreadCounters> rows = sideband_.Build(Totals(50, 5), 100, "fallback");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].comm, "renamed");
+  EXPECT_EQ(rows[1].comm, "renamed");  // the name its creator had when it forked
+  EXPECT_EQ(sideband_.incomplete_tasks(), 0u);
+}
+
+TEST_F(CounterSidebandTest, ReusedTidGetsARowPerTask) {
+  Feed(ForkRecord(10, 100, 100, 200, 100));
+  Feed(CommRecord(11, 100, 200, "first"));
+  Feed(ReadRecord(12, 100, 200, 5, 5, 5, 101));
+  Feed(ForkRecord(20, 100, 100, 200, 100));
+  Feed(CommRecord(21, 100, 200, "second"));
+  Feed(ReadRecord(22, 100, 200, 7, 7, 7, 101));
+  sideband_.Finish();
+  std::vector<ThreadCounters> rows = sideband_.Build(Totals(20, 0), 100, "app");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1].comm, "first");
+  EXPECT_EQ(rows[1].values[0].raw, 5u);
+  EXPECT_EQ(rows[2].comm, "second");
+  EXPECT_EQ(rows[2].values[0].raw, 7u);
+  EXPECT_EQ(rows[0].values[0].raw, 8u);
+}
+
+TEST_F(CounterSidebandTest, TaskWithoutReadRecordIsReported) {
+  Feed(ForkRecord(10, 100, 100, 200, 100));
+  Feed(ForkRecord(11, 100, 100, 300, 100));
+  Feed(ReadRecord(12, 100, 300, 5, 5, 5, 101));
+  Feed(ReadRecord(12, 100, 300, 1, 5, 5, 102));
+  sideband_.Finish();
+  EXPECT_EQ(sideband_.incomplete_tasks(), 1u);
 }
 
 TEST_F(CounterSidebandTest, MainThreadFallsBackToGivenComm) {
-  std::vector<CounterValue> totals = {MakeCounterValue(events_[0], 5, 5, 5),
-                                      MakeCounterValue(events_[1], 1, 5, 5),
-                                      UnsupportedCounterValue(events_[2], "")};
-  std::vector<ThreadCounters> rows = sideband_.Build(totals, 42, "prog");
+  std::vector<ThreadCounters> rows = sideband_.Build(Totals(5, 1), 42, "prog");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].comm, "prog");
   EXPECT_EQ(rows[0].values[0].raw, 5u);
@@ -105,19 +185,17 @@ TEST_F(CounterSidebandTest, CountsLostAndIgnoresUnknownIdsAndGarbage) {
   std::vector<uint8_t> lost_body;
   Put(&lost_body, uint64_t{101});
   Put(&lost_body, uint64_t{7});
-  Feed(Record(PERF_RECORD_LOST, lost_body));
-  Feed(ReadRecord(1, 2, 3, 4, 5, /*id=*/999));
-  std::vector<uint8_t> truncated = ReadRecord(1, 2, 3, 4, 5, 101);
+  Feed(Record(PERF_RECORD_LOST, lost_body, 1));
+  Feed(ReadRecord(2, 1, 2, 3, 4, 5, /*id=*/999));
+  std::vector<uint8_t> truncated = ReadRecord(3, 1, 2, 3, 4, 5, 101);
   truncated.resize(20);
   Feed(truncated);
-  std::vector<uint8_t> short_read = Record(PERF_RECORD_READ, {1, 2, 3});
-  Feed(short_read);
+  Feed(Record(PERF_RECORD_READ, {1, 2, 3}, 4));
+  Feed(Record(PERF_RECORD_FORK, {1, 2, 3, 4, 5, 6, 7, 8}, 5));
   EXPECT_EQ(sideband_.lost(), 7u);
-  EXPECT_EQ(sideband_.malformed(), 2u);
-  std::vector<CounterValue> totals = {MakeCounterValue(events_[0], 5, 5, 5),
-                                      MakeCounterValue(events_[1], 1, 5, 5),
-                                      UnsupportedCounterValue(events_[2], "")};
-  EXPECT_EQ(sideband_.Build(totals, 1, "x").size(), 1u);
+  EXPECT_EQ(sideband_.malformed(), 3u);
+  sideband_.Finish();
+  EXPECT_EQ(sideband_.Build(Totals(5, 1), 1, "x").size(), 1u);
 }
 
 }  // namespace
