@@ -1,47 +1,22 @@
 #include "sampler/counter_attach.h"
 
-#include <dirent.h>
-#include <signal.h>
-
 #include <algorithm>
-#include <cerrno>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/errno_status.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "sampler/proc_maps.h"
 
 namespace nativeprof::sampler {
-namespace {
-
-absl::StatusOr<std::vector<pid_t>> ListThreads(pid_t pid) {
-  const std::string dir_path = absl::StrCat("/proc/", pid, "/task");
-  DIR* dir = ::opendir(dir_path.c_str());
-  if (dir == nullptr) {
-    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("no process with pid ", pid));
-    return ErrnoError(absl::StrCat("opendir ", dir_path));
-  }
-  std::vector<pid_t> tids;
-  while (dirent* entry = ::readdir(dir)) {
-    int tid = 0;
-    if (absl::SimpleAtoi(entry->d_name, &tid) && tid > 0) tids.push_back(tid);
-  }
-  ::closedir(dir);
-  std::sort(tids.begin(), tids.end());
-  // The main thread first: it is the one whose disappearance means the process is gone.
-  auto main = std::find(tids.begin(), tids.end(), pid);
-  if (main != tids.end()) std::rotate(tids.begin(), main, main + 1);
-  return tids;
-}
-
-}  // namespace
 
 absl::StatusOr<AttachedCounters> AttachedCounters::Open(const std::vector<EventSpec>& events,
                                                         pid_t pid, bool per_thread) {
   NP_ASSIGN_OR_RETURN(std::vector<pid_t> tids, ListThreads(pid));
-  if (tids.empty()) return absl::NotFoundError(absl::StrCat("no process with pid ", pid));
+  // The main thread first: it is the one whose disappearance means the process is gone.
+  auto main = std::find(tids.begin(), tids.end(), pid);
+  if (main != tids.end()) std::rotate(tids.begin(), main, main + 1);
   AttachedCounters attached;
   attached.pid_ = pid;
   CounterOptions options;
@@ -53,7 +28,7 @@ absl::StatusOr<AttachedCounters> AttachedCounters::Open(const std::vector<EventS
       // A thread that exited since the listing is not an error; the process vanishing is.
       if (absl::IsNotFound(set.status()) && tid != pid) continue;
       if (absl::IsNotFound(set.status())) {
-        return absl::NotFoundError(absl::StrCat("no process with pid ", pid));
+        return absl::NotFoundError(absl::StrCat("no process with PID ", pid));
       }
       if (absl::IsPermissionDenied(set.status())) {
         return absl::PermissionDeniedError(absl::StrCat(

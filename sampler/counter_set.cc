@@ -102,7 +102,7 @@ absl::Status OpenError(int err, const EventSpec& event, pid_t pid, std::string* 
     return absl::PermissionDeniedError(PerfPermissionMessage(
         event.name, err, paranoid.ok() ? std::optional<int64_t>(*paranoid) : std::nullopt));
   }
-  if (err == ESRCH) return absl::NotFoundError(absl::StrCat("no process with pid ", pid));
+  if (err == ESRCH) return absl::NotFoundError(absl::StrCat("no process with PID ", pid));
   if (!IsUnsupportedEventErrno(err)) {
     return ErrnoError(err, absl::StrCat("perf_event_open(", event.name, ")"));
   }
