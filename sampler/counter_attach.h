@@ -1,6 +1,7 @@
 // Counting events on a process that is already running (`nativeprof stat -p PID`): one
-// inherited CounterSet per thread listed in /proc/PID/task, enabled at once, so existing threads
-// and everything they create from now on are counted. Threads created between the listing and
+// inherited CounterSet over every thread listed in /proc/PID/task, enabled at once, so existing
+// threads and everything they create from now on are counted (in per-thread mode with one
+// side-band ring per CPU for all of them, not per thread). Threads created between the listing and
 // the opening by a thread not yet opened can be missed (a short race; perf has the same one).
 // Owned by the main thread.
 #ifndef NATIVEPROF_SAMPLER_COUNTER_ATTACH_H_
@@ -8,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,18 +37,13 @@ class AttachedCounters {
   // Per-thread mode: one row per attached thread and per task that exited meanwhile.
   absl::StatusOr<std::vector<ThreadCounters>> ReadPerThread();
 
-  size_t thread_count() const { return sets_.size(); }
+  size_t thread_count() const { return set_->tids().size(); }
 
  private:
-  AttachedCounters() = default;
-  pid_t pid_ = -1;
-  std::vector<CounterSet> sets_;
-  std::vector<std::string> comms_;  // comm of each set's thread at attach time
+  explicit AttachedCounters(CounterSet set) : set_(std::move(set)) {}
+  std::optional<CounterSet> set_;  // always set; optional only because CounterSet has no
+                                   // default constructor
 };
-
-// Element-wise sum of per-thread values (same events in the same order): raw counts, scaled
-// estimates and enabled/running times add up; supported/counted if any part was.
-std::vector<CounterValue> SumCounterValues(const std::vector<std::vector<CounterValue>>& parts);
 
 }  // namespace nativeprof::sampler
 

@@ -115,7 +115,14 @@ absl::Status OpenError(int err, const EventSpec& event, pid_t pid, std::string* 
 
 absl::StatusOr<CounterSet> CounterSet::Open(const std::vector<EventSpec>& events, pid_t pid,
                                             const CounterOptions& options) {
+  return Open(events, std::vector<pid_t>{pid}, options);
+}
+
+absl::StatusOr<CounterSet> CounterSet::Open(const std::vector<EventSpec>& events,
+                                            const std::vector<pid_t>& tids,
+                                            const CounterOptions& options) {
   if (events.empty()) return absl::InvalidArgumentError("no counter events given");
+  if (tids.empty()) return absl::InvalidArgumentError("no task to count given");
   if (options.per_thread && !options.inherit) {
     return absl::InvalidArgumentError("per-thread counting needs inherit");
   }
@@ -126,42 +133,68 @@ absl::StatusOr<CounterSet> CounterSet::Open(const std::vector<EventSpec>& events
   std::vector<int> cpus = {-1};
   if (options.per_thread) cpus = options.cpus.empty() ? OnlineCpus() : options.cpus;
   CounterSet set;
-  set.pid_ = pid;
+  set.pid_ = tids.front();
   set.per_thread_ = options.per_thread;
+  set.cpu_count_ = cpus.size();
   set.events_ = events;
-  bool have_sideband = false;
+  std::vector<perf_event_attr> attrs;
   for (const EventSpec& event : events) {
     Slot slot;
     slot.event = event;
-    perf_event_attr attr = CountingAttr(event, options);
+    set.slots_.push_back(std::move(slot));
+    attrs.push_back(CountingAttr(event, options));
     if (options.per_thread) {
-      // The first opened event also reports thread names: COMM (incl. exec) and FORK records.
-      if (!have_sideband) {
+      attrs.back().sample_id_all = 1;
+      attrs.back().sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+    }
+  }
+  bool have_sideband = false;
+  for (size_t t = 0; t < tids.size(); ++t) {
+    const pid_t tid = tids[t];
+    bool vanished = false;
+    for (size_t e = 0; e < events.size() && !vanished; ++e) {
+      Slot& slot = set.slots_[e];
+      if (t > 0 && slot.fds.empty()) continue;  // unsupported (found on the first task)
+      perf_event_attr& attr = attrs[e];
+      if (options.per_thread && !have_sideband) {
+        // The first event that opens also reports thread names: COMM (incl. exec) and FORK.
         attr.comm = 1;
         attr.comm_exec = 1;
         attr.task = 1;
       }
-      attr.sample_id_all = 1;
-      attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
-    }
-    for (int cpu : cpus) {
-      const int fd = OpenCounting(open_fn, &attr, pid, cpu, event);
-      if (fd < 0) {
+      for (int cpu : cpus) {
+        const int fd = OpenCounting(open_fn, &attr, tid, cpu, slot.event);
+        if (fd >= 0) {
+          slot.fds.emplace_back(fd);
+          continue;
+        }
         const int err = errno;
-        NP_RETURN_IF_ERROR(OpenError(err, event, pid, &slot.unsupported_reason));
-        slot.fds.clear();  // unsupported on one CPU: not counted anywhere
+        if (err == ESRCH && t > 0) {
+          vanished = true;  // a thread that exited since it was listed is not an error
+          break;
+        }
+        NP_RETURN_IF_ERROR(OpenError(err, slot.event, tid, &slot.unsupported_reason));
+        slot.fds.clear();  // unsupported on one CPU or task: not counted anywhere
+        attr.comm = attr.comm_exec = attr.task = 0;
         break;
       }
-      slot.fds.emplace_back(fd);
+      if (!slot.fds.empty()) have_sideband = true;
     }
-    if (!slot.fds.empty()) have_sideband = true;
-    set.slots_.push_back(std::move(slot));
+    if (vanished) {
+      const size_t keep = set.tids_.size() * set.cpu_count_;
+      for (Slot& slot : set.slots_) {
+        if (slot.fds.size() > keep) slot.fds.resize(keep);
+      }
+      continue;
+    }
+    set.tids_.push_back(tid);
   }
   if (options.per_thread) {
-    std::vector<std::vector<uint64_t>> ids;
+    std::vector<CounterSideband::CounterId> ids;
     for (size_t c = 0; c < cpus.size(); ++c) {
       // The kernel refuses mmap() on inherited events; a plain dummy event per CPU holds the
-      // ring, and SET_OUTPUT sends that CPU's counting events (and their inherited copies) there.
+      // ring, and SET_OUTPUT sends that CPU's counting events of every task (and their inherited
+      // copies) there.
       perf_event_attr attr;
       std::memset(&attr, 0, sizeof(attr));
       attr.size = sizeof(attr);
@@ -169,26 +202,28 @@ absl::StatusOr<CounterSet> CounterSet::Open(const std::vector<EventSpec>& events
       attr.config = PERF_COUNT_SW_DUMMY;
       attr.disabled = 1;
       attr.exclude_kernel = 1;
-      const int fd = open_fn(&attr, pid, cpus[c], -1, PERF_FLAG_FD_CLOEXEC);
+      const int fd = open_fn(&attr, set.pid_, cpus[c], -1, PERF_FLAG_FD_CLOEXEC);
       if (fd < 0) return ErrnoError("perf_event_open(dummy side-band event)");
       ScopedFd ring_fd(fd);
       NP_ASSIGN_OR_RETURN(CounterRing ring, CounterRing::Map(fd, options.ring_pages));
-      for (Slot& slot : set.slots_) {
-        if (slot.fds.empty()) continue;
-        uint64_t id = 0;
-        if (::ioctl(slot.fds[c].get(), PERF_EVENT_IOC_ID, &id) != 0) {
-          return ErrnoError(absl::StrCat("PERF_EVENT_IOC_ID(", slot.event.name, ")"));
+      for (size_t e = 0; e < set.slots_.size(); ++e) {
+        Slot& slot = set.slots_[e];
+        for (size_t t = 0; t < set.tids_.size() && !slot.fds.empty(); ++t) {
+          const int counting_fd = slot.fds[t * set.cpu_count_ + c].get();
+          uint64_t id = 0;
+          if (::ioctl(counting_fd, PERF_EVENT_IOC_ID, &id) != 0) {
+            return ErrnoError(absl::StrCat("PERF_EVENT_IOC_ID(", slot.event.name, ")"));
+          }
+          if (::ioctl(counting_fd, PERF_EVENT_IOC_SET_OUTPUT, fd) != 0) {
+            return ErrnoError(absl::StrCat("PERF_EVENT_IOC_SET_OUTPUT(", slot.event.name, ")"));
+          }
+          ids.push_back({.event = e, .owner = t, .id = id});
         }
-        if (::ioctl(slot.fds[c].get(), PERF_EVENT_IOC_SET_OUTPUT, fd) != 0) {
-          return ErrnoError(absl::StrCat("PERF_EVENT_IOC_SET_OUTPUT(", slot.event.name, ")"));
-        }
-        slot.ids.push_back(id);
       }
       set.ring_fds_.push_back(std::move(ring_fd));
       set.rings_.push_back(std::move(ring));
     }
-    for (const Slot& slot : set.slots_) ids.push_back(slot.ids);
-    set.sideband_ = std::make_unique<CounterSideband>(events, std::move(ids));
+    set.sideband_ = std::make_unique<CounterSideband>(events, cpus.size(), ids);
   }
   return set;
 }
@@ -215,6 +250,38 @@ absl::Status CounterSet::Disable() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<ReadFormatValues> CounterSet::ReadTask(const Slot& slot, size_t task) const {
+  ReadFormatValues sum;
+  for (size_t c = 0; c < cpu_count_; ++c) {
+    uint8_t buf[4 * sizeof(uint64_t)];
+    ssize_t n;
+    do {
+      n = ::read(slot.fds[task * cpu_count_ + c].get(), buf, sizeof(buf));
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) return ErrnoError(absl::StrCat("read counter ", slot.event.name));
+    NP_ASSIGN_OR_RETURN(ReadFormatValues r,
+                        ParseReadFormat(std::span<const uint8_t>(buf, static_cast<size_t>(n)),
+                                        per_thread_));
+    AddCpuPart(r, &sum);
+  }
+  return sum;
+}
+
+absl::StatusOr<std::vector<std::vector<CounterValue>>> CounterSet::ReadEachTask() const {
+  std::vector<std::vector<CounterValue>> out(tids_.size());
+  for (size_t t = 0; t < tids_.size(); ++t) {
+    for (const Slot& slot : slots_) {
+      if (slot.fds.empty()) {
+        out[t].push_back(UnsupportedCounterValue(slot.event, slot.unsupported_reason));
+        continue;
+      }
+      NP_ASSIGN_OR_RETURN(ReadFormatValues r, ReadTask(slot, t));
+      out[t].push_back(MakeCounterValue(slot.event, r.value, r.time_enabled, r.time_running));
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<CounterValue>> CounterSet::Read() const {
   std::vector<CounterValue> values;
   values.reserve(slots_.size());
@@ -223,18 +290,13 @@ absl::StatusOr<std::vector<CounterValue>> CounterSet::Read() const {
       values.push_back(UnsupportedCounterValue(slot.event, slot.unsupported_reason));
       continue;
     }
+    // Different tasks' times add up (each has its own enabled time).
     ReadFormatValues sum;
-    for (const ScopedFd& fd : slot.fds) {
-      uint8_t buf[4 * sizeof(uint64_t)];
-      ssize_t n;
-      do {
-        n = ::read(fd.get(), buf, sizeof(buf));
-      } while (n < 0 && errno == EINTR);
-      if (n < 0) return ErrnoError(absl::StrCat("read counter ", slot.event.name));
-      NP_ASSIGN_OR_RETURN(ReadFormatValues r,
-                          ParseReadFormat(std::span<const uint8_t>(buf, static_cast<size_t>(n)),
-                                          per_thread_));
-      AddCpuPart(r, &sum);
+    for (size_t t = 0; t < tids_.size(); ++t) {
+      NP_ASSIGN_OR_RETURN(ReadFormatValues r, ReadTask(slot, t));
+      sum.value += r.value;
+      sum.time_enabled += r.time_enabled;
+      sum.time_running += r.time_running;
     }
     values.push_back(MakeCounterValue(slot.event, sum.value, sum.time_enabled, sum.time_running));
   }
@@ -247,8 +309,14 @@ void CounterSet::Poll() {
   sideband_->EndRound();
 }
 
-absl::StatusOr<std::vector<ThreadCounters>> CounterSet::ReadPerThread(
-    const std::string& main_comm) {
+void CounterSet::NameTasks(const std::vector<std::string>& comms) {
+  if (sideband_ == nullptr) return;
+  for (size_t t = 0; t < comms.size() && t < tids_.size(); ++t) {
+    sideband_->NameTask(tids_[t], comms[t]);
+  }
+}
+
+absl::StatusOr<std::vector<ThreadCounters>> CounterSet::ReadPerThread() {
   if (!per_thread_ || sideband_ == nullptr) {
     return absl::FailedPreconditionError("counters were not opened per thread");
   }
@@ -261,8 +329,8 @@ absl::StatusOr<std::vector<ThreadCounters>> CounterSet::ReadPerThread(
     Logger("sampler")->debug("{} side-band records recovered past data_head", recovered);
   }
   sideband_->Finish();
-  NP_ASSIGN_OR_RETURN(std::vector<CounterValue> totals, Read());
-  return sideband_->Build(totals, pid_, main_comm);
+  NP_ASSIGN_OR_RETURN(std::vector<std::vector<CounterValue>> totals, ReadEachTask());
+  return sideband_->Build(totals, pid_, tids_);
 }
 
 size_t CounterSet::incomplete_tasks() const {

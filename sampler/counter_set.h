@@ -59,6 +59,13 @@ class CounterSet {
   static absl::StatusOr<CounterSet> Open(const std::vector<EventSpec>& events, pid_t pid,
                                          const CounterOptions& options);
 
+  // The same on several tasks at once (e.g. every thread of a running process), `tids[0]` the
+  // main one. A later task that no longer exists (ESRCH) is skipped; tids() lists those opened.
+  // In per-thread mode every task's events share one side-band ring per CPU.
+  static absl::StatusOr<CounterSet> Open(const std::vector<EventSpec>& events,
+                                         const std::vector<pid_t>& tids,
+                                         const CounterOptions& options);
+
   CounterSet(CounterSet&&) noexcept;
   CounterSet& operator=(CounterSet&&) noexcept;
   ~CounterSet();
@@ -68,18 +75,23 @@ class CounterSet {
   absl::Status Enable();
   absl::Status Disable();
 
-  // Totals over the whole target, one per event in Open() order. Unsupported events come back
-  // with supported == false. Errors: kDataLoss / the read errno code.
+  // Totals over the whole target (every task), one per event in Open() order. Unsupported
+  // events come back with supported == false. Errors: kDataLoss / the read errno code.
   absl::StatusOr<std::vector<CounterValue>> Read() const;
 
   // Per-thread mode only: moves side-band records out of the rings. Call periodically while the
   // target runs (a full ring loses records) and once after it exited.
   void Poll();
 
-  // Per-thread mode: one row per task that exited while counted, plus the main thread (which
-  // also carries whatever is still alive). `main_comm` names the main thread when the kernel
-  // sent no COMM record for it. Errors: kFailedPrecondition when not in per-thread mode; as Read().
-  absl::StatusOr<std::vector<ThreadCounters>> ReadPerThread(const std::string& main_comm);
+  // Per-thread mode: names tids()[i] `comms[i]` until a COMM record renames it. Threads that
+  // already ran before counting started send none, and what they create is named after them.
+  // Call before the target runs on.
+  void NameTasks(const std::vector<std::string>& comms);
+
+  // Per-thread mode: one row per task that exited while counted, plus one per opened task
+  // (which also carries what it created that is still alive). Errors: kFailedPrecondition when
+  // not in per-thread mode; as Read().
+  absl::StatusOr<std::vector<ThreadCounters>> ReadPerThread();
 
   // Side-band records the kernel dropped because a ring was full (per-thread numbers of the
   // affected threads then stay with the main thread).
@@ -91,18 +103,25 @@ class CounterSet {
 
   const std::vector<EventSpec>& events() const { return events_; }
   pid_t pid() const { return pid_; }
+  const std::vector<pid_t>& tids() const { return tids_; }
 
  private:
   struct Slot {
     EventSpec event;
-    std::vector<ScopedFd> fds;  // one (cpu -1), or one per CPU in per-thread mode; none when
-                                // unsupported
+    // Per task, one fd (cpu -1) or one per CPU in per-thread mode: fds[task * cpu_count_ + cpu].
+    // None when unsupported.
+    std::vector<ScopedFd> fds;
     std::string unsupported_reason;
-    std::vector<uint64_t> ids;  // per-thread mode: PERF_EVENT_IOC_ID of each fd
   };
   CounterSet() = default;
+  // One task's value of one event, its CPUs' parts summed.
+  absl::StatusOr<ReadFormatValues> ReadTask(const Slot& slot, size_t task) const;
+  // Per task, one value per event.
+  absl::StatusOr<std::vector<std::vector<CounterValue>>> ReadEachTask() const;
 
   pid_t pid_ = -1;
+  std::vector<pid_t> tids_;
+  size_t cpu_count_ = 1;
   bool per_thread_ = false;
   std::vector<EventSpec> events_;
   std::vector<Slot> slots_;

@@ -33,15 +33,13 @@ void AddCpuPart(const ReadFormatValues& part, ReadFormatValues* sum) {
   sum->time_enabled = std::max({sum->time_enabled, part.time_enabled, sum->time_running});
 }
 
-CounterSideband::CounterSideband(std::vector<EventSpec> events,
-                                 std::vector<std::vector<uint64_t>> ids)
+CounterSideband::CounterSideband(std::vector<EventSpec> events, size_t cpu_count,
+                                 const std::vector<CounterId>& ids)
     : events_(std::move(events)), expected_parts_(events_.size(), 0) {
-  for (size_t i = 0; i < ids.size() && i < events_.size(); ++i) {
-    for (uint64_t id : ids[i]) {
-      if (id == 0) continue;
-      index_by_id_[id] = i;
-      ++expected_parts_[i];
-    }
+  for (const CounterId& id : ids) {
+    if (id.id == 0 || id.event >= events_.size()) continue;
+    target_by_id_[id.id] = {.event = id.event, .owner = id.owner};
+    expected_parts_[id.event] = static_cast<uint32_t>(cpu_count);
   }
 }
 
@@ -81,9 +79,10 @@ void CounterSideband::OnRecord(std::span<const uint8_t> record) {
       absl::StatusOr<ReadFormatValues> values = ParseReadFormat(
           record.subspan(body + 8, body_end - (body + 8)), /*with_id=*/true);
       if (!values.ok()) break;
-      auto it = index_by_id_.find(values->id);
-      if (it == index_by_id_.end()) return;  // not one of ours
-      q.event_index = it->second;
+      auto it = target_by_id_.find(values->id);
+      if (it == target_by_id_.end()) return;  // not one of ours
+      q.event_index = it->second.event;
+      q.owner = it->second.owner;
       q.values = *values;
       complete = true;
       break;
@@ -136,6 +135,10 @@ void CounterSideband::EndRound() {
 
 void CounterSideband::Finish() { ApplyQueuedUpTo(UINT64_MAX); }
 
+void CounterSideband::NameTask(pid_t tid, std::string comm) {
+  comm_by_tid_[tid] = std::move(comm);
+}
+
 void CounterSideband::ApplyQueuedUpTo(uint64_t time) {
   // FORK and COMM of one task, and its READs, can sit in different CPUs' rings; applying them in
   // time order gives each task the name it had when it exited, and a reused tid a new row.
@@ -169,6 +172,7 @@ void CounterSideband::Apply(const Queued& q) {
         Task task;
         task.pid = q.pid;
         task.tid = q.tid;
+        task.owner = q.owner;
         auto comm = comm_by_tid_.find(q.tid);
         if (comm != comm_by_tid_.end()) task.comm = comm->second;
         task.reads.resize(events_.size());
@@ -187,23 +191,28 @@ void CounterSideband::Apply(const Queued& q) {
   }
 }
 
-std::vector<ThreadCounters> CounterSideband::Build(const std::vector<CounterValue>& totals,
-                                                   pid_t main_tid,
-                                                   const std::string& main_comm) const {
-  std::vector<ReadFormatValues> rest(totals.size());
-  for (size_t i = 0; i < totals.size(); ++i) {
-    rest[i].value = totals[i].raw;
-    rest[i].time_enabled = totals[i].time_enabled;
-    rest[i].time_running = totals[i].time_running;
+std::vector<ThreadCounters> CounterSideband::Build(
+    const std::vector<std::vector<CounterValue>>& totals, pid_t pid,
+    const std::vector<pid_t>& owner_tids) const {
+  // rest[owner][event]: the owner's total minus every task that inherited from it.
+  std::vector<std::vector<ReadFormatValues>> rest(totals.size());
+  for (size_t o = 0; o < totals.size(); ++o) {
+    for (const CounterValue& total : totals[o]) {
+      rest[o].push_back({.value = total.raw,
+                         .time_enabled = total.time_enabled,
+                         .time_running = total.time_running});
+    }
   }
   std::vector<ThreadCounters> out;
   for (const Task& task : tasks_) {
+    if (task.owner >= totals.size()) continue;
+    const std::vector<CounterValue>& owner_totals = totals[task.owner];
     ThreadCounters row;
     row.pid = task.pid;
     row.tid = task.tid;
     row.comm = task.comm;
-    for (size_t i = 0; i < totals.size(); ++i) {
-      const CounterValue& total = totals[i];
+    for (size_t i = 0; i < owner_totals.size(); ++i) {
+      const CounterValue& total = owner_totals[i];
       CounterValue v;
       if (!total.supported) {
         v = UnsupportedCounterValue(total.event, total.unsupported_reason);
@@ -212,9 +221,10 @@ std::vector<ThreadCounters> CounterSideband::Build(const std::vector<CounterValu
       } else {
         const ReadFormatValues& r = *task.reads[i];
         v = MakeCounterValue(total.event, r.value, r.time_enabled, r.time_running);
-        rest[i].value = SaturatingSub(rest[i].value, r.value);
-        rest[i].time_enabled = SaturatingSub(rest[i].time_enabled, r.time_enabled);
-        rest[i].time_running = SaturatingSub(rest[i].time_running, r.time_running);
+        ReadFormatValues& left = rest[task.owner][i];
+        left.value = SaturatingSub(left.value, r.value);
+        left.time_enabled = SaturatingSub(left.time_enabled, r.time_enabled);
+        left.time_running = SaturatingSub(left.time_running, r.time_running);
       }
       v.pid = row.pid;
       v.tid = row.tid;
@@ -223,25 +233,35 @@ std::vector<ThreadCounters> CounterSideband::Build(const std::vector<CounterValu
     }
     out.push_back(std::move(row));
   }
-  ThreadCounters main_row;
-  main_row.pid = main_tid;
-  main_row.tid = main_tid;
-  auto comm = comm_by_tid_.find(main_tid);
-  main_row.comm = comm != comm_by_tid_.end() ? comm->second : main_comm;
-  for (size_t i = 0; i < totals.size(); ++i) {
-    CounterValue v = totals[i].supported
-                         ? MakeCounterValue(totals[i].event, rest[i].value, rest[i].time_enabled,
-                                            rest[i].time_running)
-                         : UnsupportedCounterValue(totals[i].event, totals[i].unsupported_reason);
-    v.pid = main_row.pid;
-    v.tid = main_row.tid;
-    v.comm = main_row.comm;
-    main_row.values.push_back(std::move(v));
+  for (size_t o = 0; o < totals.size() && o < owner_tids.size(); ++o) {
+    ThreadCounters row;
+    row.pid = pid;
+    row.tid = owner_tids[o];
+    auto comm = comm_by_tid_.find(row.tid);
+    if (comm != comm_by_tid_.end()) row.comm = comm->second;
+    for (size_t i = 0; i < totals[o].size(); ++i) {
+      const CounterValue& total = totals[o][i];
+      const ReadFormatValues& left = rest[o][i];
+      CounterValue v =
+          total.supported
+              ? MakeCounterValue(total.event, left.value, left.time_enabled, left.time_running)
+              : UnsupportedCounterValue(total.event, total.unsupported_reason);
+      v.pid = row.pid;
+      v.tid = row.tid;
+      v.comm = row.comm;
+      row.values.push_back(std::move(v));
+    }
+    out.push_back(std::move(row));
   }
-  std::stable_sort(out.begin(), out.end(), [](const ThreadCounters& a, const ThreadCounters& b) {
+  // The first owner (the main thread) first, then everything by pid and tid.
+  const pid_t first = owner_tids.empty() ? -1 : owner_tids.front();
+  std::stable_sort(out.begin(), out.end(), [first, pid](const ThreadCounters& a,
+                                                        const ThreadCounters& b) {
+    const bool a_first = a.pid == pid && a.tid == first;
+    const bool b_first = b.pid == pid && b.tid == first;
+    if (a_first != b_first) return a_first;
     return std::pair(a.pid, a.tid) < std::pair(b.pid, b.tid);
   });
-  out.insert(out.begin(), std::move(main_row));
   return out;
 }
 

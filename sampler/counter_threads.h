@@ -49,9 +49,17 @@ void AddCpuPart(const ReadFormatValues& part, ReadFormatValues* sum);
 
 class CounterSideband {
  public:
-  // `ids[i]` holds every kernel id (PERF_EVENT_IOC_ID, one per CPU) of `events[i]`; empty for
-  // events not opened.
-  CounterSideband(std::vector<EventSpec> events, std::vector<std::vector<uint64_t>> ids);
+  // A kernel id (PERF_EVENT_IOC_ID) of one CPU's copy of event `event` opened on the counted
+  // task number `owner`; READ records of the tasks that owner creates carry it.
+  struct CounterId {
+    size_t event = 0;
+    size_t owner = 0;
+    uint64_t id = 0;
+  };
+  // `ids` lists every opened copy; an event without ids was not opened. Each owner has
+  // `cpu_count` copies of each opened event, so an exiting task sends that many READ records.
+  CounterSideband(std::vector<EventSpec> events, size_t cpu_count,
+                  const std::vector<CounterId>& ids);
 
   // Queues one whole record, header and sample_id trailer included. Unknown or short records are
   // counted in malformed() and otherwise ignored (the bytes come from the kernel, but a bug must
@@ -65,6 +73,10 @@ class CounterSideband {
   // Applies everything queued; for when the target is gone or counting stopped.
   void Finish();
 
+  // Names `tid` before any record does (a thread that existed before counting started has no
+  // COMM record; the tasks it creates are named after it). Later COMM records win.
+  void NameTask(pid_t tid, std::string comm);
+
   uint64_t lost() const { return lost_; }
   uint64_t malformed() const { return malformed_; }
   // Tasks whose counts did not all arrive: created (FORK) but with no READ record, or with fewer
@@ -76,11 +88,12 @@ class CounterSideband {
   size_t incomplete_tasks() const;
 
   // The per-task table of the records applied so far. Tasks that exited came with their own
-  // READ records; the rest of each total (the main thread `main_tid` plus anything still alive
-  // at read time) is attributed to the main thread, so the rows add up to `totals`. Sorted by
-  // pid, then tid; main thread first.
-  std::vector<ThreadCounters> Build(const std::vector<CounterValue>& totals, pid_t main_tid,
-                                    const std::string& main_comm) const;
+  // READ records; the rest of each owner's total (`totals[owner]`: the owner itself plus what it
+  // created that is still alive at read time) is the owner's row, so the rows add up to the
+  // totals. Owners are the threads `owner_tids` of process `pid`. Sorted by pid, then tid; the
+  // first owner first.
+  std::vector<ThreadCounters> Build(const std::vector<std::vector<CounterValue>>& totals,
+                                    pid_t pid, const std::vector<pid_t>& owner_tids) const;
 
  private:
   struct Queued {
@@ -90,12 +103,14 @@ class CounterSideband {
     pid_t tid = -1;
     pid_t ptid = -1;
     size_t event_index = 0;
+    size_t owner = 0;
     ReadFormatValues values;
     std::string comm;
   };
   struct Task {
     pid_t pid = -1;
     pid_t tid = -1;
+    size_t owner = 0;  // the counted task whose events it inherited
     std::string comm;
     std::vector<std::optional<ReadFormatValues>> reads;  // by event index, summed over CPUs
     std::vector<uint32_t> parts;                         // by event index: READ records seen
@@ -105,7 +120,11 @@ class CounterSideband {
 
   std::vector<EventSpec> events_;
   std::vector<uint32_t> expected_parts_;  // by event index: one READ per CPU copy
-  absl::flat_hash_map<uint64_t, size_t> index_by_id_;
+  struct IdTarget {
+    size_t event = 0;
+    size_t owner = 0;
+  };
+  absl::flat_hash_map<uint64_t, IdTarget> target_by_id_;
   std::vector<Queued> queued_;
   uint64_t newest_seen_ = 0;
   uint64_t applied_limit_ = 0;  // newest time seen when the previous round ended

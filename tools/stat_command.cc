@@ -276,6 +276,8 @@ RunResult RunCommandOnce(const StatOptions& options) {
     result.exit_code = CounterOpenFailure(set.status());
     return result;  // ~ChildProcess kills the never-released child
   }
+  // Until its exec's COMM record arrives the child is still called after nativeprof.
+  if (options.per_thread) set->NameTasks({CommOf(options.command[0])});
   rusage before{};
   getrusage(RUSAGE_CHILDREN, &before);
   const double start = MonotonicSeconds();
@@ -298,7 +300,7 @@ RunResult RunCommandOnce(const StatOptions& options) {
   result.run.sys_seconds = TimevalSeconds(after.ru_stime) - TimevalSeconds(before.ru_stime);
   if (options.per_thread) {
     absl::StatusOr<std::vector<sampler::ThreadCounters>> threads =
-        set->ReadPerThread(CommOf(options.command[0]));
+        set->ReadPerThread();
     if (!threads.ok()) {
       std::fprintf(stderr, "nativeprof: %s\n", StatusText(threads.status()).c_str());
       result.exit_code = kExitFailure;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct FakeKernel {
   };
   std::map<uint64_t, Reply> by_config;  // keyed by type << 32 | config
   std::vector<perf_event_attr> attrs;   // every attr passed, in order
+  std::set<pid_t> gone;                 // tasks that no longer exist (ESRCH)
 
   static uint64_t Key(uint32_t type, uint64_t config) {
     return (static_cast<uint64_t>(type) << 32) | config;
@@ -42,8 +44,12 @@ struct FakeKernel {
   }
 
   PerfEventOpenFn Fn() {
-    return [this](perf_event_attr* attr, pid_t, int, int, unsigned long) -> int {
+    return [this](perf_event_attr* attr, pid_t pid, int, int, unsigned long) -> int {
       attrs.push_back(*attr);
+      if (gone.count(pid) != 0) {
+        errno = ESRCH;
+        return -1;
+      }
       Reply& r = by_config[Key(attr->type, attr->config)];
       if (r.err != 0 && r.fail_times > 0) {
         --r.fail_times;
@@ -229,7 +235,9 @@ TEST(CounterSetTest, CountsOwnThreadWithRealKernel) {
   EXPECT_GT(values[0].raw, 0u);
   EXPECT_GE(values[1].raw, 60u);
   // cycles: a PMU may or may not exist; either way it must not pretend to be a counted 0.
-  if (values[2].supported && values[2].counted) EXPECT_GT(values[2].raw, 0u);
+  if (values[2].supported && values[2].counted) {
+    EXPECT_GT(values[2].raw, 0u);
+  }
 }
 
 // Per-thread mode on this process: events per CPU, a thread started after Open() gets its own
@@ -250,7 +258,7 @@ TEST(CounterSetTest, PerThreadRowForThreadStartedAfterOpen) {
   });
   worker.join();
   set.Poll();
-  NP_ASSERT_OK_AND_ASSIGN(std::vector<ThreadCounters> rows, set.ReadPerThread("main"));
+  NP_ASSERT_OK_AND_ASSIGN(std::vector<ThreadCounters> rows, set.ReadPerThread());
   NP_ASSERT_OK(set.Disable());
   const ThreadCounters* row = nullptr;
   for (const ThreadCounters& r : rows) {
@@ -264,19 +272,25 @@ TEST(CounterSetTest, PerThreadRowForThreadStartedAfterOpen) {
   EXPECT_EQ(set.incomplete_tasks(), 0u);
 }
 
-TEST(CounterAttachTest, SumAddsCountsAndTimes) {
-  EventSpec tc = *ParseEventSpec("task-clock");
-  EventSpec cy = *ParseEventSpec("cycles");
-  std::vector<std::vector<CounterValue>> parts = {
-      {MakeCounterValue(tc, 10, 10, 10), UnsupportedCounterValue(cy, "nope")},
-      {MakeCounterValue(tc, 5, 6, 6), UnsupportedCounterValue(cy, "nope")},
-  };
-  std::vector<CounterValue> sum = SumCounterValues(parts);
-  ASSERT_EQ(sum.size(), 2u);
-  EXPECT_EQ(sum[0].raw, 15u);
-  EXPECT_EQ(sum[0].time_enabled, 16u);
-  EXPECT_TRUE(sum[0].counted);
-  EXPECT_FALSE(sum[1].supported);
+// Several tasks in one set (`stat -p` on a multi-threaded process): values and times add up over
+// the tasks, and a task that exited since it was listed is skipped.
+TEST(CounterSetTest, SeveralTasksAddUpAndVanishedOnesAreSkipped) {
+  FakeKernel kernel;
+  kernel.Set("task-clock", {.value = 10, .enabled = 12, .running = 12});
+  kernel.gone = {31};
+  CounterOptions options;
+  options.open_fn = kernel.Fn();
+  NP_ASSERT_OK_AND_ASSIGN(CounterSet set,
+                          CounterSet::Open(*ParseEventList("task-clock"), {30, 31, 32}, options));
+  EXPECT_THAT(set.tids(), ::testing::ElementsAre(30, 32));
+  NP_ASSERT_OK_AND_ASSIGN(std::vector<CounterValue> values, set.Read());
+  EXPECT_EQ(values[0].raw, 20u);
+  EXPECT_EQ(values[0].time_enabled, 24u);
+  EXPECT_EQ(values[0].time_running, 24u);
+  // The first task vanishing means the target is gone.
+  kernel.gone = {30};
+  EXPECT_EQ(CounterSet::Open(*ParseEventList("task-clock"), {30, 32}, options).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST(CounterAttachTest, MissingProcessIsNotFound) {

@@ -15,14 +15,10 @@ namespace {
 std::vector<uint8_t> Record(uint32_t type, const std::vector<uint8_t>& body, uint64_t time) {
   const size_t size = sizeof(perf_event_header) + body.size() + kCounterSampleIdSize;
   perf_event_header h{type, 0, static_cast<uint16_t>(size)};
-  std::vector<uint8_t> out(sizeof(h));
+  std::vector<uint8_t> out(size, 0);  // the trailer's pid and tid stay 0
   std::memcpy(out.data(), &h, sizeof(h));
-  out.insert(out.end(), body.begin(), body.end());
-  const uint32_t ids[2] = {0, 0};
-  const auto* p = reinterpret_cast<const uint8_t*>(ids);
-  out.insert(out.end(), p, p + sizeof(ids));
-  p = reinterpret_cast<const uint8_t*>(&time);
-  out.insert(out.end(), p, p + sizeof(time));
+  if (!body.empty()) std::memcpy(out.data() + sizeof(h), body.data(), body.size());
+  std::memcpy(out.data() + size - sizeof(time), &time, sizeof(time));
   return out;
 }
 template <typename T>
@@ -55,15 +51,21 @@ std::vector<uint8_t> ForkRecord(uint64_t time, uint32_t pid, uint32_t ppid, uint
 
 class CounterSidebandTest : public ::testing::Test {
  protected:
-  // One CPU: task-clock is id 101, page-faults 102; cycles is not opened.
+  // One CPU, one counted task: task-clock is id 101, page-faults 102; cycles is not opened.
   CounterSidebandTest()
       : events_(*ParseEventList("task-clock,page-faults,cycles")),
-        sideband_(events_, {{101}, {102}, {}}) {}
+        sideband_(events_, 1, {{.event = 0, .owner = 0, .id = 101},
+                               {.event = 1, .owner = 0, .id = 102}}) {}
   void Feed(const std::vector<uint8_t>& record) { sideband_.OnRecord(record); }
   std::vector<CounterValue> Totals(uint64_t clock, uint64_t faults) {
     return {MakeCounterValue(events_[0], clock, clock, clock),
             MakeCounterValue(events_[1], faults, clock, clock),
             UnsupportedCounterValue(events_[2], "No such file or directory")};
+  }
+  // The rows of a run whose only counted task is `main_tid` of process `main_tid`.
+  std::vector<ThreadCounters> Build(const CounterSideband& sideband,
+                                    std::vector<CounterValue> totals, pid_t main_tid) {
+    return sideband.Build({std::move(totals)}, main_tid, {main_tid});
   }
 
   std::vector<EventSpec> events_;
@@ -80,7 +82,7 @@ TEST_F(CounterSidebandTest, SplitsTotalsIntoExitedThreadsAndMainRemainder) {
   Feed(ReadRecord(6, 100, 300, 60'000'000, 60'000'000, 60'000'000, 101));
   Feed(ReadRecord(6, 100, 300, 6, 60'000'000, 60'000'000, 102));
   sideband_.Finish();
-  std::vector<ThreadCounters> rows = sideband_.Build(Totals(100'000'000, 110), 100, "fallback");
+  std::vector<ThreadCounters> rows = Build(sideband_, Totals(100'000'000, 110), 100);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].tid, 100);
   EXPECT_EQ(rows[0].comm, "app");
@@ -107,7 +109,11 @@ TEST_F(CounterSidebandTest, SplitsTotalsIntoExitedThreadsAndMainRemainder) {
 // read before the FORK its creator wrote on another CPU. Time order decides.
 TEST_F(CounterSidebandTest, RecordsFromSeveralRingsApplyInTimeOrder) {
   // Two CPUs: task-clock is 101 on CPU 0 and 201 on CPU 1.
-  CounterSideband two_cpus(events_, {{101, 201}, {102, 202}, {}});
+  CounterSideband two_cpus(events_, 2,
+                           {{.event = 0, .owner = 0, .id = 101},
+                            {.event = 0, .owner = 0, .id = 201},
+                            {.event = 1, .owner = 0, .id = 102},
+                            {.event = 1, .owner = 0, .id = 202}});
   two_cpus.OnRecord(CommRecord(30, 100, 200, "worker"));       // CPU 1's ring
   two_cpus.OnRecord(ReadRecord(90, 100, 200, 7, 9, 9, 201));   // CPU 1's ring
   two_cpus.OnRecord(ReadRecord(90, 100, 200, 1, 9, 9, 202));   // CPU 1's ring
@@ -120,7 +126,7 @@ TEST_F(CounterSidebandTest, RecordsFromSeveralRingsApplyInTimeOrder) {
   two_cpus.OnRecord(ReadRecord(91, 100, 200, 0, 9, 0, 102));
   two_cpus.Finish();
   EXPECT_EQ(two_cpus.incomplete_tasks(), 0u);
-  std::vector<ThreadCounters> rows = two_cpus.Build(Totals(50, 5), 100, "fallback");
+  std::vector<ThreadCounters> rows = Build(two_cpus, Totals(50, 5), 100);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[1].comm, "worker");
   // The per-CPU parts add up; enabled time runs on both CPUs' copies at once, so it is the max.
@@ -141,7 +147,7 @@ TEST_F(CounterSidebandTest, EndRoundHoldsBackRecordsNewerThanThePreviousRound) {
   Feed(ReadRecord(40, 100, 200, 5, 5, 5, 101));
   Feed(ReadRecord(40, 100, 200, 0, 5, 5, 102));
   sideband_.Finish();
-  std::vector<ThreadCounters> rows = sideband_.Build(Totals(50, 5), 100, "fallback");
+  std::vector<ThreadCounters> rows = Build(sideband_, Totals(50, 5), 100);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].comm, "renamed");
   EXPECT_EQ(rows[1].comm, "renamed");  // the name its creator had when it forked
@@ -156,7 +162,7 @@ TEST_F(CounterSidebandTest, ReusedTidGetsARowPerTask) {
   Feed(CommRecord(21, 100, 200, "second"));
   Feed(ReadRecord(22, 100, 200, 7, 7, 7, 101));
   sideband_.Finish();
-  std::vector<ThreadCounters> rows = sideband_.Build(Totals(20, 0), 100, "app");
+  std::vector<ThreadCounters> rows = Build(sideband_, Totals(20, 0), 100);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[1].comm, "first");
   EXPECT_EQ(rows[1].values[0].raw, 5u);
@@ -174,8 +180,37 @@ TEST_F(CounterSidebandTest, TaskWithoutReadRecordIsReported) {
   EXPECT_EQ(sideband_.incomplete_tasks(), 1u);
 }
 
-TEST_F(CounterSidebandTest, MainThreadFallsBackToGivenComm) {
-  std::vector<ThreadCounters> rows = sideband_.Build(Totals(5, 1), 42, "prog");
+// `stat -p`: two threads of a running process are counted; a thread created by the second is
+// subtracted from the second's row, not the first's.
+TEST_F(CounterSidebandTest, TasksAreSubtractedFromTheThreadTheyInheritedFrom) {
+  CounterSideband sideband(events_, 1, {{.event = 0, .owner = 0, .id = 101},
+                                        {.event = 0, .owner = 1, .id = 111},
+                                        {.event = 1, .owner = 0, .id = 102},
+                                        {.event = 1, .owner = 1, .id = 112}});
+  sideband.NameTask(100, "server");
+  sideband.NameTask(101, "worker");
+  sideband.OnRecord(ForkRecord(10, 100, 100, 300, 101));
+  sideband.OnRecord(ReadRecord(20, 100, 300, 40, 40, 40, 111));
+  sideband.OnRecord(ReadRecord(20, 100, 300, 2, 40, 40, 112));
+  sideband.Finish();
+  std::vector<ThreadCounters> rows =
+      sideband.Build({Totals(10, 1), Totals(100, 3)}, 100, {100, 101});
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].tid, 100);
+  EXPECT_EQ(rows[0].comm, "server");
+  EXPECT_EQ(rows[0].values[0].raw, 10u);
+  EXPECT_EQ(rows[1].tid, 101);
+  EXPECT_EQ(rows[1].comm, "worker");
+  EXPECT_EQ(rows[1].values[0].raw, 60u);
+  EXPECT_EQ(rows[1].values[1].raw, 1u);
+  EXPECT_EQ(rows[2].tid, 300);
+  EXPECT_EQ(rows[2].comm, "worker");  // named after its creator
+  EXPECT_EQ(rows[2].values[0].raw, 40u);
+}
+
+TEST_F(CounterSidebandTest, MainThreadKeepsTheNameItWasGiven) {
+  sideband_.NameTask(42, "prog");
+  std::vector<ThreadCounters> rows = Build(sideband_, Totals(5, 1), 42);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].comm, "prog");
   EXPECT_EQ(rows[0].values[0].raw, 5u);
@@ -195,7 +230,7 @@ TEST_F(CounterSidebandTest, CountsLostAndIgnoresUnknownIdsAndGarbage) {
   EXPECT_EQ(sideband_.lost(), 7u);
   EXPECT_EQ(sideband_.malformed(), 3u);
   sideband_.Finish();
-  EXPECT_EQ(sideband_.Build(Totals(5, 1), 1, "x").size(), 1u);
+  EXPECT_EQ(Build(sideband_, Totals(5, 1), 1).size(), 1u);
 }
 
 }  // namespace
