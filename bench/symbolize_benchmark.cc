@@ -195,7 +195,9 @@ void BM_KernelSymbolsCacheMiss(benchmark::State& state) {
   auto live = LoadKallsyms();
   if (!live.ok()) return state.SkipWithError(std::string(live.status().message()).c_str());
   const uint64_t addr = live->symbols()[live->size() / 2].start;
-  int round = 0;
+  // Static: google-benchmark calls this function again for each repetition, and a directory
+  // name used before would be a cache hit.
+  static int round = 0;
   for (auto _ : state) {
     CacheDir cache(BenchCache().root() + "/miss-" + std::to_string(round++));
     KernelSymbols symbols(cache);
