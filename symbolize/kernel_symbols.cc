@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -37,19 +38,25 @@ struct KallsymsCounts {
   size_t zero = 0;
 };
 
+// Hex digit values by character; 0xff for anything else.
+constexpr std::array<uint8_t, 256> kHexDigit = [] {
+  std::array<uint8_t, 256> t{};
+  for (uint8_t& v : t) v = 0xff;
+  for (int c = 0; c < 10; ++c) t['0' + c] = static_cast<uint8_t>(c);
+  for (int c = 0; c < 6; ++c) {
+    t['a' + c] = static_cast<uint8_t>(10 + c);
+    t['A' + c] = static_cast<uint8_t>(10 + c);
+  }
+  return t;
+}();
+
 // The value of `hex` (1 to 16 hex digits, nothing else); false otherwise.
 bool ParseHex(absl::string_view hex, uint64_t* value) {
   if (hex.empty() || hex.size() > 16) return false;
   uint64_t v = 0;
   for (char c : hex) {
-    uint32_t d;
-    if (c >= '0' && c <= '9') {
-      d = static_cast<uint32_t>(c - '0');
-    } else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') {
-      d = static_cast<uint32_t>((c | 0x20) - 'a' + 10);
-    } else {
-      return false;
-    }
+    const uint8_t d = kHexDigit[static_cast<uint8_t>(c)];
+    if (d == 0xff) return false;
     v = v << 4 | d;
   }
   *value = v;
@@ -158,18 +165,6 @@ std::string ModulesFingerprint(absl::string_view modules) {
   return absl::StrCat(absl::Hex(h, absl::kZeroPad16));
 }
 
-// The address of a core kernel text symbol found by its exact line ("<addr> T <name>\n"), without
-// parsing the other 120,000 lines; 0 when absent.
-uint64_t CoreSymbolAddress(absl::string_view text, absl::string_view name) {
-  const std::string needle = absl::StrCat(" T ", name, "\n");
-  size_t at = text.find(needle);
-  if (at == absl::string_view::npos) return 0;
-  size_t line = text.rfind('\n', at);
-  line = line == absl::string_view::npos ? 0 : line + 1;
-  uint64_t addr = 0;
-  return ParseHex(text.substr(line, at - line), &addr) ? addr : 0;
-}
-
 }  // namespace
 
 absl::StatusOr<SymbolTable> ParseKallsyms(absl::string_view text) {
@@ -226,32 +221,46 @@ void KernelSymbols::BuildEntry(const std::string& entry, absl::string_view modul
     return;
   }
   const absl::string_view text(data.get(), size);
-  const uint64_t stext = CoreSymbolAddress(text, "_stext");
-  const uint64_t etext = CoreSymbolAddress(text, "_etext");
   std::vector<absl::string_view> listed;
   for (absl::string_view line : absl::StrSplit(modules, '\n', absl::SkipEmpty())) {
     listed.push_back(line.substr(0, line.find(' ')));
   }
-  // Modules span from their first to their last symbol's start: the end of the last function is
-  // unknown, and whatever follows it (a BPF program, say) must not be named from a stale list.
+  // One pass: the core kernel's text bounds (_stext, _etext) are symbols of the same pass, so its
+  // symbols are collected first and those outside the bounds (init text) dropped after. Modules
+  // span from their first to their last symbol's start: the end of the last function is unknown,
+  // and whatever follows it (a BPF program, say) must not be named from a stale list.
+  uint64_t stext = 0;
+  uint64_t etext = 0;
   std::vector<KernelSymbolInput> stable;
   stable.reserve(size / 40);  // kallsyms lines average ~45 bytes
+  std::vector<KernelSymbolInput> module_symbols;
   absl::flat_hash_map<absl::string_view, KernelRange> module_ranges;
   KallsymsCounts counts = ForEachTextSymbol(text, [&](const KallsymsLine& l) {
-    bool core = l.module.empty() && stext != 0 && l.addr >= stext && l.addr < etext;
-    bool module = !l.module.empty() &&
-                  std::find(listed.begin(), listed.end(), l.module) != listed.end();
-    if (!core && !module) return;
-    const bool global = l.type == 'T' || l.type == 'W';
-    stable.push_back(KernelSymbolInput{
-        l.addr, l.name,
-        SymbolTable::AliasRank(l.name, global ? SymbolTable::kGlobal : SymbolTable::kLocal)});
-    if (module) {
-      auto [it, inserted] = module_ranges.try_emplace(l.module, KernelRange{l.addr, l.addr + 1});
-      it->second.start = std::min(it->second.start, l.addr);
-      it->second.end = std::max(it->second.end, l.addr + 1);
+    const bool core = l.module.empty();
+    if (core && l.type == 'T') {
+      if (stext == 0 && l.name == "_stext") stext = l.addr;
+      if (etext == 0 && l.name == "_etext") etext = l.addr;
     }
+    if (!core && std::find(listed.begin(), listed.end(), l.module) == listed.end()) return;
+    const bool global = l.type == 'T' || l.type == 'W';
+    const KernelSymbolInput symbol{
+        l.addr, l.name,
+        SymbolTable::AliasRank(l.name, global ? SymbolTable::kGlobal : SymbolTable::kLocal)};
+    if (core) {
+      stable.push_back(symbol);
+      return;
+    }
+    module_symbols.push_back(symbol);
+    auto [it, inserted] = module_ranges.try_emplace(l.module, KernelRange{l.addr, l.addr + 1});
+    it->second.start = std::min(it->second.start, l.addr);
+    it->second.end = std::max(it->second.end, l.addr + 1);
   });
+  stable.erase(std::remove_if(stable.begin(), stable.end(),
+                              [stext, etext](const KernelSymbolInput& s) {
+                                return stext == 0 || s.start < stext || s.start >= etext;
+                              }),
+               stable.end());
+  stable.insert(stable.end(), module_symbols.begin(), module_symbols.end());
   if (absl::Status st = CountsStatus(counts); !st.ok()) {
     live_ = st;
     return;
