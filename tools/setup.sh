@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libunwind-dev libdw-dev libelf-dev libabsl-dev libspdlog-dev libfmt-dev
-  libbenchmark-dev libgtest-dev libgmock-dev liblzma-dev zlib1g-dev libzstd-dev libdeflate-dev nlohmann-json3-dev
+  libbenchmark-dev libgtest-dev libgmock-dev liblzma-dev zlib1g-dev libzstd-dev nlohmann-json3-dev
+  libdeflate-dev
   linux-perf binutils elfutils xz-utils libiberty-dev
   clang-14 libclang-rt-14-dev libc6-dbg
   python3

@@ -81,8 +81,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // 2. The bytes as symbols, 4 bytes each: a start (12 bits: aliases are common), a name and a
   // rank; names come in padding pairs so that shared name bytes are exercised.
-  static const char* const kNames[] = {"a",        "b",  "ab",   "__pfx_a",
-                                       "__pfx_b",  "__pfx_ab", "_a", "a@V"};
+  static const char* const kNames[] = {"a",       "b",        "ab", "__pfx_a",
+                                       "__pfx_b", "__pfx_ab", "_a", "a@V"};
   std::vector<KernelSymbolInput> symbols;
   for (size_t at = 0; at + 4 <= size && symbols.size() < 64; at += 4) {
     const uint64_t start = 0xffffffff81000000 + ((data[at] | (data[at + 1] & 0x0f) << 8) << 4);
