@@ -195,11 +195,19 @@ void BM_KernelSymbolsCacheMiss(benchmark::State& state) {
   auto live = LoadKallsyms();
   if (!live.ok()) return state.SkipWithError(std::string(live.status().message()).c_str());
   const uint64_t addr = live->symbols()[live->size() / 2].start;
-  int round = 0;
+  // Static: google-benchmark calls this function again for each repetition, and a directory
+  // name used before would be a cache hit.
+  static int round = 0;
   for (auto _ : state) {
-    CacheDir cache(BenchCache().root() + "/miss-" + std::to_string(round++));
-    KernelSymbols symbols(cache);
-    benchmark::DoNotOptimize(symbols.Lookup(addr).data());
+    const std::string dir = BenchCache().root() + "/miss-" + std::to_string(round++);
+    {
+      KernelSymbols symbols{CacheDir(dir)};
+      benchmark::DoNotOptimize(symbols.Lookup(addr).data());
+    }
+    // Each entry is megabytes: do not leave hundreds of them behind.
+    state.PauseTiming();
+    std::filesystem::remove_all(dir);
+    state.ResumeTiming();
   }
 }
 BENCHMARK(BM_KernelSymbolsCacheMiss)->Unit(benchmark::kMillisecond);

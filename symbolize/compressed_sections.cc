@@ -1,12 +1,12 @@
 #include "symbolize/compressed_sections.h"
 
 #include <elf.h>
-#include <zlib.h>
+#include <libdeflate.h>
 #include <zstd.h>
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -78,15 +78,20 @@ absl::Status Decompress(uint32_t type, const char* payload, size_t payload_size,
     if (got != out_size) return absl::DataLossError("zstd data: size differs from its header");
     return absl::OkStatus();
   }
-  if (payload_size > std::numeric_limits<uLong>::max() ||
-      out_size > std::numeric_limits<uLong>::max()) {
-    return absl::DataLossError("zlib section too large");
+  // libdeflate rather than zlib: the output size is known up front, which is all its
+  // whole-buffer decoder needs, and it inflates libc6-dbg's DWARF in well under half the time.
+  // One decompressor per call: it is a small allocation next to megabytes of output.
+  std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> decompressor(
+      libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
+  if (decompressor == nullptr) return absl::ResourceExhaustedError("out of memory for inflating");
+  size_t got = 0;
+  const libdeflate_result rc =
+      libdeflate_zlib_decompress(decompressor.get(), payload, payload_size, out, out_size, &got);
+  if (rc == LIBDEFLATE_SHORT_OUTPUT || rc == LIBDEFLATE_INSUFFICIENT_SPACE ||
+      (rc == LIBDEFLATE_SUCCESS && got != out_size)) {
+    return absl::DataLossError("zlib data: size differs from its header");
   }
-  uLongf got = static_cast<uLongf>(out_size);
-  const int rc = uncompress(reinterpret_cast<Bytef*>(out), &got,
-                            reinterpret_cast<const Bytef*>(payload), static_cast<uLong>(payload_size));
-  if (rc != Z_OK) return absl::DataLossError(absl::StrCat("corrupt zlib data (", zError(rc), ")"));
-  if (got != out_size) return absl::DataLossError("zlib data: size differs from its header");
+  if (rc != LIBDEFLATE_SUCCESS) return absl::DataLossError("corrupt zlib data");
   return absl::OkStatus();
 }
 

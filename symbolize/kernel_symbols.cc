@@ -1,17 +1,23 @@
 #include "symbolize/kernel_symbols.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <cerrno>
 #include <cstring>
-#include <functional>
+#include <memory>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/errno_status.h"
 #include "base/file_util.h"
 #include "base/logging.h"
+#include "base/status_macros.h"
 
 namespace nativeprof::symbolize {
 namespace {
@@ -32,22 +38,55 @@ struct KallsymsCounts {
   size_t zero = 0;
 };
 
-// Calls `fn` for each text symbol line ("<hex address> <type> <name>[\t[<module>]]").
-KallsymsCounts ForEachTextSymbol(absl::string_view text,
-                                 const std::function<void(const KallsymsLine&)>& fn) {
+// Hex digit values by character; 0xff for anything else.
+constexpr std::array<uint8_t, 256> kHexDigit = [] {
+  std::array<uint8_t, 256> t{};
+  for (uint8_t& v : t) v = 0xff;
+  for (int c = 0; c < 10; ++c) t['0' + c] = static_cast<uint8_t>(c);
+  for (int c = 0; c < 6; ++c) {
+    t['a' + c] = static_cast<uint8_t>(10 + c);
+    t['A' + c] = static_cast<uint8_t>(10 + c);
+  }
+  return t;
+}();
+
+// The value of `hex` (1 to 16 hex digits, nothing else); false otherwise.
+bool ParseHex(absl::string_view hex, uint64_t* value) {
+  if (hex.empty() || hex.size() > 16) return false;
+  uint64_t v = 0;
+  for (char c : hex) {
+    const uint8_t d = kHexDigit[static_cast<uint8_t>(c)];
+    if (d == 0xff) return false;
+    v = v << 4 | d;
+  }
+  *value = v;
+  return true;
+}
+
+// Calls `fn` for each text symbol line ("<hex address> <type> <name>[\t[<module>]]"). One pass
+// over the text without allocating: kallsyms has 120,000 lines and is read on the first profile
+// of every boot.
+template <typename Fn>
+KallsymsCounts ForEachTextSymbol(absl::string_view text, Fn fn) {
   KallsymsCounts counts;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    size_t sp1 = line.find(' ');
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  while (p < end) {
+    const char* eol = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+    if (eol == nullptr) eol = end;
+    const absl::string_view line(p, static_cast<size_t>(eol - p));
+    p = eol + 1;
+    const size_t sp1 = line.find(' ');
     if (sp1 == absl::string_view::npos || sp1 + 3 > line.size() || line[sp1 + 2] != ' ') continue;
     uint64_t addr = 0;
-    if (!absl::SimpleHexAtoi(line.substr(0, sp1), &addr)) continue;
+    if (!ParseHex(line.substr(0, sp1), &addr)) continue;
     ++counts.lines;
-    char type = line[sp1 + 1];
+    const char type = line[sp1 + 1];
     if (addr == 0) ++counts.zero;
     if (type != 't' && type != 'T' && type != 'w' && type != 'W') continue;
     absl::string_view name = line.substr(sp1 + 3);
     absl::string_view module;
-    size_t tab = name.find('\t');
+    const size_t tab = name.find('\t');
     if (tab != absl::string_view::npos) {
       module = name.substr(tab + 1);
       name = name.substr(0, tab);
@@ -59,6 +98,34 @@ KallsymsCounts ForEachTextSymbol(absl::string_view text,
     fn(KallsymsLine{addr, type, name, module});
   }
   return counts;
+}
+
+// Reads all of `path` (a /proc file: its size is unknown until EOF) into a buffer that is neither
+// zero-filled nor copied while it grows, as std::string would be: kallsyms is ~5 MB.
+absl::Status ReadText(const std::string& path, std::unique_ptr<char[]>* data, size_t* size) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoError(absl::StrCat("open ", path));
+  size_t capacity = size_t{8} << 20;  // untouched pages cost nothing
+  std::unique_ptr<char[]> buffer(new char[capacity]);
+  size_t used = 0;
+  while (true) {
+    if (used == capacity) {
+      std::unique_ptr<char[]> bigger(new char[capacity * 2]);
+      std::memcpy(bigger.get(), buffer.get(), used);
+      buffer = std::move(bigger);
+      capacity *= 2;
+    }
+    const ssize_t n = ::read(fd.get(), buffer.get() + used, capacity - used);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(absl::StrCat("read ", path));
+    }
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+  }
+  *data = std::move(buffer);
+  *size = used;
+  return absl::OkStatus();
 }
 
 absl::Status CountsStatus(const KallsymsCounts& counts) {
@@ -98,18 +165,6 @@ std::string ModulesFingerprint(absl::string_view modules) {
   return absl::StrCat(absl::Hex(h, absl::kZeroPad16));
 }
 
-// The address of a core kernel text symbol found by its exact line ("<addr> T <name>\n"), without
-// parsing the other 120,000 lines; 0 when absent.
-uint64_t CoreSymbolAddress(absl::string_view text, absl::string_view name) {
-  const std::string needle = absl::StrCat(" T ", name, "\n");
-  size_t at = text.find(needle);
-  if (at == absl::string_view::npos) return 0;
-  size_t line = text.rfind('\n', at);
-  line = line == absl::string_view::npos ? 0 : line + 1;
-  uint64_t addr = 0;
-  return absl::SimpleHexAtoi(text.substr(line, at - line), &addr) ? addr : 0;
-}
-
 }  // namespace
 
 absl::StatusOr<SymbolTable> ParseKallsyms(absl::string_view text) {
@@ -122,40 +177,14 @@ absl::StatusOr<SymbolTable> ParseKallsyms(absl::string_view text) {
 }
 
 absl::StatusOr<SymbolTable> LoadKallsyms(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadSmallFile(path);
-  if (!text.ok()) return text.status();
-  return ParseKallsyms(*text);
+  std::unique_ptr<char[]> text;
+  size_t size = 0;
+  NP_RETURN_IF_ERROR(ReadText(path, &text, &size));
+  return ParseKallsyms(absl::string_view(text.get(), size));
 }
 
 KernelSymbols::KernelSymbols(std::optional<CacheDir> cache, KernelSources sources)
     : cache_(std::move(cache)), sources_(std::move(sources)) {}
-
-bool KernelSymbols::InStableRange(uint64_t avma) const {
-  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), avma,
-                             [](uint64_t a, const Range& r) { return a < r.start; });
-  return it != ranges_.begin() && avma < std::prev(it)->end;
-}
-
-bool KernelSymbols::UseEntry(absl::string_view bytes) {
-  static_assert(sizeof(Range) == 16, "cache entries store each range as two u64");
-  // Layout: magic, range count, ranges (start, end), then a SymbolTable::Serialize() image.
-  uint64_t nranges = 0;
-  if (bytes.size() < 16 || bytes.substr(0, kEntryMagic.size()) != kEntryMagic) return false;
-  std::memcpy(&nranges, bytes.data() + 8, 8);
-  if (nranges == 0 || nranges > (bytes.size() - 16) / sizeof(Range)) return false;
-  std::vector<Range> ranges(nranges);
-  std::memcpy(ranges.data(), bytes.data() + 16, nranges * sizeof(Range));
-  if (!std::is_sorted(ranges.begin(), ranges.end(),
-                      [](const Range& x, const Range& y) { return x.start < y.start; })) {
-    return false;
-  }
-  absl::StatusOr<SymbolTableView> view =
-      SymbolTableView::Open(bytes.substr(16 + nranges * sizeof(Range)));
-  if (!view.ok()) return false;
-  stable_ = *view;
-  ranges_ = std::move(ranges);
-  return true;
-}
 
 void KernelSymbols::LoadStable() {
   stable_loaded_ = true;
@@ -163,12 +192,15 @@ void KernelSymbols::LoadStable() {
   absl::StatusOr<std::string> boot_id = ReadSmallFile(sources_.boot_id);
   if (!boot_id.ok()) return;
   absl::StatusOr<std::string> modules = ReadSmallFile(sources_.modules);
+  // "v2": the index format (kernel_symbol_index.h); entries of older builds keep their own names.
   const std::string entry =
-      absl::StrCat("kallsyms-", absl::StripAsciiWhitespace(*boot_id), "-",
+      absl::StrCat("kallsyms-v2-", absl::StripAsciiWhitespace(*boot_id), "-",
                    ModulesFingerprint(modules.ok() ? *modules : std::string()));
   const std::string path = cache_->PathOf("kernel", entry);
   if (absl::StatusOr<ScopedMmap> mapped = MapFileReadOnly(path); mapped.ok()) {
-    if (UseEntry(absl::string_view(static_cast<const char*>(mapped->get()), mapped->size()))) {
+    stable_ = KernelSymbolIndex::Open(
+        absl::string_view(static_cast<const char*>(mapped->get()), mapped->size()));
+    if (stable_.has_value()) {
       stable_file_ = *std::move(mapped);
       CacheDir::Touch(path);
       return;
@@ -181,72 +213,89 @@ void KernelSymbols::LoadStable() {
 void KernelSymbols::BuildEntry(const std::string& entry, absl::string_view modules) {
   // Read the live kallsyms once, keep its stable part (and use it for this run too), and hold on
   // to the text in case an address outside the stable ranges needs the rest.
-  absl::StatusOr<std::string> text = ReadSmallFile(sources_.kallsyms);
   read_kallsyms_ = true;
-  if (!text.ok()) {
-    live_ = text.status();
+  std::unique_ptr<char[]> data;
+  size_t size = 0;
+  if (absl::Status st = ReadText(sources_.kallsyms, &data, &size); !st.ok()) {
+    live_ = st;
     return;
   }
-  const uint64_t stext = CoreSymbolAddress(*text, "_stext");
-  const uint64_t etext = CoreSymbolAddress(*text, "_etext");
+  const absl::string_view text(data.get(), size);
   std::vector<absl::string_view> listed;
   for (absl::string_view line : absl::StrSplit(modules, '\n', absl::SkipEmpty())) {
     listed.push_back(line.substr(0, line.find(' ')));
   }
-  // Modules span from their first to their last symbol's start: the end of the last function is
-  // unknown, and whatever follows it (a BPF program, say) must not be named from a stale list.
-  SymbolTable stable;
-  absl::flat_hash_map<absl::string_view, Range> module_ranges;
-  KallsymsCounts counts = ForEachTextSymbol(*text, [&](const KallsymsLine& l) {
-    bool core = l.module.empty() && stext != 0 && l.addr >= stext && l.addr < etext;
-    bool module = !l.module.empty() &&
-                  std::find(listed.begin(), listed.end(), l.module) != listed.end();
-    if (!core && !module) return;
-    AddLine(&stable, l);
-    if (module) {
-      auto [it, inserted] = module_ranges.try_emplace(l.module, Range{l.addr, l.addr + 1});
-      it->second.start = std::min(it->second.start, l.addr);
-      it->second.end = std::max(it->second.end, l.addr + 1);
+  // One pass: the core kernel's text bounds (_stext, _etext) are symbols of the same pass, so its
+  // symbols are collected first and those outside the bounds (init text) dropped after. Modules
+  // span from their first to their last symbol's start: the end of the last function is unknown,
+  // and whatever follows it (a BPF program, say) must not be named from a stale list.
+  uint64_t stext = 0;
+  uint64_t etext = 0;
+  std::vector<KernelSymbolInput> stable;
+  stable.reserve(size / 40);  // kallsyms lines average ~45 bytes
+  std::vector<KernelSymbolInput> module_symbols;
+  absl::flat_hash_map<absl::string_view, KernelRange> module_ranges;
+  KallsymsCounts counts = ForEachTextSymbol(text, [&](const KallsymsLine& l) {
+    const bool core = l.module.empty();
+    if (core && l.type == 'T') {
+      if (stext == 0 && l.name == "_stext") stext = l.addr;
+      if (etext == 0 && l.name == "_etext") etext = l.addr;
     }
+    if (!core && std::find(listed.begin(), listed.end(), l.module) == listed.end()) return;
+    const bool global = l.type == 'T' || l.type == 'W';
+    const KernelSymbolInput symbol{
+        l.addr, l.name,
+        SymbolTable::AliasRank(l.name, global ? SymbolTable::kGlobal : SymbolTable::kLocal)};
+    if (core) {
+      stable.push_back(symbol);
+      return;
+    }
+    module_symbols.push_back(symbol);
+    auto [it, inserted] = module_ranges.try_emplace(l.module, KernelRange{l.addr, l.addr + 1});
+    it->second.start = std::min(it->second.start, l.addr);
+    it->second.end = std::max(it->second.end, l.addr + 1);
   });
+  stable.erase(std::remove_if(stable.begin(), stable.end(),
+                              [stext, etext](const KernelSymbolInput& s) {
+                                return stext == 0 || s.start < stext || s.start >= etext;
+                              }),
+               stable.end());
+  stable.insert(stable.end(), module_symbols.begin(), module_symbols.end());
   if (absl::Status st = CountsStatus(counts); !st.ok()) {
     live_ = st;
     return;
   }
-  stable.Finish();
-  std::vector<Range> ranges;
-  if (stext != 0 && etext > stext) ranges.push_back(Range{stext, etext});
+  std::vector<KernelRange> ranges;
+  if (stext != 0 && etext > stext) ranges.push_back(KernelRange{stext, etext});
   for (const auto& [name, range] : module_ranges) ranges.push_back(range);
   std::sort(ranges.begin(), ranges.end(),
-            [](const Range& x, const Range& y) { return x.start < y.start; });
-  live_text_ = *std::move(text);
-  if (ranges.empty()) return;
-
-  std::string bytes(kEntryMagic.data(), kEntryMagic.size());
-  const uint64_t n = ranges.size();
-  bytes.append(reinterpret_cast<const char*>(&n), 8);
-  bytes.append(reinterpret_cast<const char*>(ranges.data()), ranges.size() * sizeof(Range));
-  bytes += stable.Serialize();
-  if (absl::Status st = cache_->Put("kernel", entry, bytes, kKernelCacheBytes); !st.ok()) {
-    Logger("symbolize")->debug("kernel symbol cache: {}", st.message());
+            [](const KernelRange& x, const KernelRange& y) { return x.start < y.start; });
+  if (!ranges.empty()) {
+    std::string bytes = SerializeKernelSymbols(ranges, &stable);
+    if (absl::Status st = cache_->Put("kernel", entry, bytes, kKernelCacheBytes); !st.ok()) {
+      Logger("symbolize")->debug("kernel symbol cache: {}", st.message());
+    }
+    stable_bytes_ = std::move(bytes);
+    stable_ = KernelSymbolIndex::Open(stable_bytes_);
   }
-  stable_bytes_ = std::move(bytes);
-  UseEntry(stable_bytes_);
+  live_text_ = std::move(data);
+  live_text_size_ = size;
 }
 
 void KernelSymbols::LoadLive() {
-  if (live_text_.empty()) read_kallsyms_ = true;
-  live_ = live_text_.empty() ? LoadKallsyms(sources_.kallsyms) : ParseKallsyms(live_text_);
-  live_text_ = std::string();
+  if (live_text_ == nullptr) {
+    read_kallsyms_ = true;
+    live_ = LoadKallsyms(sources_.kallsyms);
+  } else {
+    live_ = ParseKallsyms(absl::string_view(live_text_.get(), live_text_size_));
+    live_text_.reset();
+  }
   if (!live_->ok()) status_ = live_->status();
 }
 
 absl::string_view KernelSymbols::Lookup(uint64_t avma) {
   if (!stable_loaded_) LoadStable();
-  if (stable_.has_value() && InStableRange(avma)) {
-    std::optional<SymbolTable::Symbol> symbol = stable_->Lookup(avma);
-    return symbol.has_value() ? stable_->Name(*symbol) : absl::string_view();
-  }
+  if (stable_.has_value() && stable_->InRange(avma)) return stable_->Lookup(avma);
   if (!live_.has_value()) LoadLive();
   if (!live_->ok()) {
     status_ = live_->status();

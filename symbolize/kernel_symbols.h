@@ -9,6 +9,7 @@
 #define NATIVEPROF_SYMBOLIZE_KERNEL_SYMBOLS_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "base/cache_dir.h"
 #include "base/scoped_fd.h"
+#include "symbolize/kernel_symbol_index.h"
 #include "symbolize/symbol_table.h"
 
 namespace nativeprof::symbolize {
@@ -51,29 +53,21 @@ class KernelSymbols {
   bool read_live() const { return read_kallsyms_; }
 
  private:
-  struct Range {
-    uint64_t start;
-    uint64_t end;
-  };
   // The cache entry of this boot and module list, when valid; else reads kallsyms and stores it.
   void LoadStable();
   // Reads kallsyms, keeps the symbols of the core kernel and of the `modules` listed, stores them
   // as cache entry `entry` and uses them for this run.
   void BuildEntry(const std::string& entry, absl::string_view modules);
-  // Takes the ranges and symbols of a cache entry (which must outlive this object's use of them);
-  // false when `bytes` is not a well-formed entry.
-  bool UseEntry(absl::string_view bytes);
   void LoadLive();
-  bool InStableRange(uint64_t avma) const;
 
   std::optional<CacheDir> cache_;
   KernelSources sources_;
   bool stable_loaded_ = false;
   ScopedMmap stable_file_;                    // the cache entry, mapped
   std::string stable_bytes_;                  // or the entry just built, when it was a miss
-  std::string live_text_;                     // kallsyms read on a miss, parsed only if needed
-  std::optional<SymbolTableView> stable_;     // its symbols, covering ranges_
-  std::vector<Range> ranges_;                 // where stable_ is authoritative
+  std::optional<KernelSymbolIndex> stable_;   // over one of them
+  std::unique_ptr<char[]> live_text_;         // kallsyms read on a miss, parsed only if needed
+  size_t live_text_size_ = 0;
   std::optional<absl::StatusOr<SymbolTable>> live_;  // the whole kallsyms of this moment
   absl::Status status_;
   bool read_kallsyms_ = false;
