@@ -16,24 +16,6 @@ constexpr uint64_t kUnboundedSymbolSpan = 4096;
 // How many earlier symbols Lookup inspects for one that encloses the address.
 constexpr int kMaxEnclosingSearch = 16;
 
-// Serialize's layout: magic, symbol count, names size, max_size_, then fixed-size symbol records
-// (start, size, name_offset, name_size, rank, zero padding), then the names.
-constexpr absl::string_view kSerialMagic("NPSYMT01", 8);
-constexpr size_t kSerialHeader = 8 + 3 * 8;
-constexpr size_t kSerialRecord = 32;
-
-template <typename T>
-void Put(std::string* out, T value) {
-  out->append(reinterpret_cast<const char*>(&value), sizeof(value));
-}
-
-template <typename T>
-T Get(const char* p) {
-  T value;
-  std::memcpy(&value, p, sizeof(value));
-  return value;
-}
-
 }  // namespace
 
 uint8_t SymbolTable::AliasRank(absl::string_view name, Binding binding) {
@@ -250,94 +232,16 @@ void SymbolTable::Finish() {
   // Names of dropped aliases stay in names_; compacting is not worth a second copy.
 }
 
-std::string SymbolTable::Serialize() const {
-  std::string names;
-  std::string out(kSerialMagic.data(), kSerialMagic.size());
-  Put<uint64_t>(&out, symbols_.size());
-  const size_t names_size_at = out.size();
-  Put<uint64_t>(&out, 0);
-  Put<uint64_t>(&out, max_size_);
-  out.reserve(out.size() + symbols_.size() * kSerialRecord);
-  for (const Symbol& s : symbols_) {
-    Put<uint64_t>(&out, s.start);
-    Put<uint64_t>(&out, s.size);
-    Put<uint32_t>(&out, static_cast<uint32_t>(names.size()));
-    Put<uint32_t>(&out, s.name_size);
-    Put<uint64_t>(&out, s.rank);
-    names.append(Name(s).data(), s.name_size);
-  }
-  const uint64_t names_size = names.size();
-  std::memcpy(out.data() + names_size_at, &names_size, sizeof(names_size));
-  out += names;
-  return out;
-}
-
-template <typename At>
-std::optional<size_t> SymbolTable::FindCovering(size_t count, uint64_t max_size, uint64_t svma,
-                                                At at) {
-  // The first symbol starting after svma, then back over the ones that might enclose it.
-  size_t lo = 0, hi = count;
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (svma < at(mid).start) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
-  }
-  for (int steps = 0; lo > 0 && steps < kMaxEnclosingSearch; ++steps) {
-    const Symbol s = at(--lo);
-    if (svma - s.start < s.size) return lo;
-    if (svma - s.start >= max_size) break;  // nothing earlier can reach this far
-  }
-  return std::nullopt;
-}
-
-absl::StatusOr<SymbolTableView> SymbolTableView::Open(absl::string_view bytes) {
-  if (bytes.size() < kSerialHeader || bytes.substr(0, kSerialMagic.size()) != kSerialMagic) {
-    return absl::DataLossError("not a serialized symbol table");
-  }
-  const uint64_t count = Get<uint64_t>(bytes.data() + 8);
-  const uint64_t names_size = Get<uint64_t>(bytes.data() + 16);
-  const uint64_t body = bytes.size() - kSerialHeader;
-  if (count > body / kSerialRecord || names_size != body - count * kSerialRecord) {
-    return absl::DataLossError("serialized symbol table: sizes do not match its length");
-  }
-  SymbolTableView view;
-  view.records_ = bytes.data() + kSerialHeader;
-  view.count_ = count;
-  view.names_ = bytes.substr(kSerialHeader + count * kSerialRecord);
-  view.max_size_ = Get<uint64_t>(bytes.data() + 24);
-  return view;
-}
-
-SymbolTable::Symbol SymbolTableView::Record(size_t i) const {
-  const char* p = records_ + i * kSerialRecord;
-  SymbolTable::Symbol s;
-  s.start = Get<uint64_t>(p);
-  s.size = Get<uint64_t>(p + 8);
-  s.name_offset = Get<uint32_t>(p + 16);
-  s.name_size = Get<uint32_t>(p + 20);
-  s.rank = static_cast<uint8_t>(p[24]);
-  return s;
-}
-
-std::optional<SymbolTable::Symbol> SymbolTableView::Lookup(uint64_t svma) const {
-  std::optional<size_t> i = SymbolTable::FindCovering(count_, max_size_, svma,
-                                                      [this](size_t k) { return Record(k); });
-  if (!i.has_value()) return std::nullopt;
-  return Record(*i);
-}
-
-absl::string_view SymbolTableView::Name(const SymbolTable::Symbol& symbol) const {
-  if (uint64_t{symbol.name_offset} + symbol.name_size > names_.size()) return absl::string_view();
-  return names_.substr(symbol.name_offset, symbol.name_size);
-}
-
 const SymbolTable::Symbol* SymbolTable::Lookup(uint64_t svma) const {
-  std::optional<size_t> i = FindCovering(symbols_.size(), max_size_, svma,
-                                         [this](size_t k) -> const Symbol& { return symbols_[k]; });
-  return i.has_value() ? &symbols_[*i] : nullptr;
+  // The first symbol starting after svma, then back over the ones that might enclose it.
+  auto after = std::upper_bound(symbols_.begin(), symbols_.end(), svma,
+                                [](uint64_t a, const Symbol& s) { return a < s.start; });
+  for (int steps = 0; after != symbols_.begin() && steps < kMaxEnclosingSearch; ++steps) {
+    const Symbol& s = *--after;
+    if (svma - s.start < s.size) return &s;
+    if (svma - s.start >= max_size_) break;  // nothing earlier can reach this far
+  }
+  return nullptr;
 }
 
 }  // namespace nativeprof::symbolize

@@ -7,7 +7,6 @@
 #define NATIVEPROF_SYMBOLIZE_SYMBOL_TABLE_H_
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,10 +42,6 @@ class SymbolTable {
   // symbol. Call once after the last Add; lookups before Finish() find nothing.
   void Finish();
 
-  // A compact binary form of a finished table (only the names still referenced), for caches;
-  // read it back with SymbolTableView.
-  std::string Serialize() const;
-
   // The symbol covering `svma`, or nullptr. Symbols with a size cover [start, start+size);
   // size-less ones reach to the next symbol or their section's end.
   const Symbol* Lookup(uint64_t svma) const;
@@ -63,11 +58,6 @@ class SymbolTable {
   static uint8_t AliasRank(absl::string_view name, Binding binding);
 
  private:
-  // The index of the symbol covering `svma` among `count` address-sorted symbols read by `at`.
-  template <typename At>
-  static std::optional<size_t> FindCovering(size_t count, uint64_t max_size, uint64_t svma, At at);
-  friend class SymbolTableView;
-
   // The .plt.got part of AddPltSymbols.
   size_t AddPltGotSymbols(const ElfFile& elf);
 
@@ -79,31 +69,6 @@ class SymbolTable {
   std::vector<Symbol> symbols_;
   std::string names_;
   uint64_t max_size_ = 0;  // longest symbol, bounds the backward search for enclosing symbols
-};
-
-// A SymbolTable::Serialize() image used in place (e.g. a cache file mapped into memory): opening
-// it checks the header and sizes only, and a lookup reads just the records its binary search
-// visits, so a 120,000-symbol table costs microseconds rather than a copy of megabytes. A record
-// damaged on disk can yield a wrong name or none, never a read outside `bytes`. The bytes must
-// outlive the view. Const lookups may run concurrently.
-class SymbolTableView {
- public:
-  // Errors: kDataLoss when `bytes` is not a Serialize() image (magic, sizes).
-  static absl::StatusOr<SymbolTableView> Open(absl::string_view bytes);
-
-  // The symbol covering `svma`, or nullopt.
-  std::optional<SymbolTable::Symbol> Lookup(uint64_t svma) const;
-  // The symbol's name; empty when its bounds lie outside the image.
-  absl::string_view Name(const SymbolTable::Symbol& symbol) const;
-  size_t size() const { return count_; }
-
- private:
-  SymbolTable::Symbol Record(size_t i) const;
-
-  const char* records_ = nullptr;
-  size_t count_ = 0;
-  absl::string_view names_;
-  uint64_t max_size_ = 0;
 };
 
 }  // namespace nativeprof::symbolize

