@@ -17,8 +17,11 @@ struct Shape {
 };
 
 struct Square final : Shape {
+  // The length varies with x (200,000-331,071 steps) so that the main loop's period does not stay
+  // in step with a 999 Hz sampling timer (see LeafWork in nofp_workload.c).
   __attribute__((noinline)) uint64_t Work(uint64_t x) const override {
-    for (int i = 0; i < 300000; ++i) x = x * x + static_cast<uint64_t>(i);
+    const int steps = 200000 + static_cast<int>(x & 0x1FFFF);
+    for (int i = 0; i < steps; ++i) x = x * x + static_cast<uint64_t>(i);
     return x;
   }
 };
