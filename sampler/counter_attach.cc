@@ -2,10 +2,7 @@
 
 #include <algorithm>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "base/errno_status.h"
-#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "sampler/proc_maps.h"
 
@@ -31,9 +28,8 @@ absl::StatusOr<AttachedCounters> AttachedCounters::Open(const std::vector<EventS
   }
   std::vector<std::string> comms;
   for (pid_t tid : set->tids()) {
-    absl::StatusOr<std::string> comm =
-        ReadSmallFile(absl::StrCat("/proc/", pid, "/task/", tid, "/comm"));
-    comms.push_back(comm.ok() ? std::string(absl::StripTrailingAsciiWhitespace(*comm)) : "");
+    absl::StatusOr<std::string> comm = ReadThreadComm(pid, tid);
+    comms.push_back(comm.ok() ? *std::move(comm) : "");
   }
   set->NameTasks(comms);
   return AttachedCounters(*std::move(set));

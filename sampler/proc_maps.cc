@@ -75,6 +75,13 @@ absl::StatusOr<std::vector<pid_t>> ListThreads(pid_t pid) {
   return tids;
 }
 
+absl::StatusOr<std::string> ReadThreadComm(pid_t pid, pid_t tid) {
+  absl::StatusOr<std::string> comm =
+      ReadSmallFile(absl::StrCat("/proc/", pid, "/task/", tid, "/comm"));
+  if (!comm.ok()) return comm.status();
+  return std::string(absl::StripTrailingAsciiWhitespace(*comm));
+}
+
 void SynthesizeProcessState(pid_t pid, const std::vector<ProcMapsEntry>& entries,
                             RecordSink& sink) {
   absl::StatusOr<std::vector<pid_t>> tids = ListThreads(pid);
@@ -86,14 +93,12 @@ void SynthesizeProcessState(pid_t pid, const std::vector<ProcMapsEntry>& entries
     }
   }
   for (pid_t tid : order) {
-    absl::StatusOr<std::string> comm =
-        ReadSmallFile(absl::StrCat("/proc/", pid, "/task/", tid, "/comm"));
-    if (!comm.ok()) continue;
-    std::string name(absl::StripTrailingAsciiWhitespace(*comm));
+    absl::StatusOr<std::string> name = ReadThreadComm(pid, tid);
+    if (!name.ok()) continue;
     CommView c;
     c.pid = static_cast<uint32_t>(pid);
     c.tid = static_cast<uint32_t>(tid);
-    c.comm = name;
+    c.comm = *name;
     sink.OnComm(c);
   }
   for (const ProcMapsEntry& e : entries) {

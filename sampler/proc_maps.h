@@ -38,6 +38,10 @@ absl::StatusOr<std::vector<ProcMapsEntry>> ReadProcMaps(pid_t pid);
 // The thread ids under /proc/PID/task. Errors: kNotFound when the process does not exist.
 absl::StatusOr<std::vector<pid_t>> ListThreads(pid_t pid);
 
+// The name (comm) of thread `tid` of process `pid`, from /proc/PID/task/TID/comm. Errors: as
+// reading the file (kNotFound when the thread is gone).
+absl::StatusOr<std::string> ReadThreadComm(pid_t pid, pid_t tid);
+
 // Feeds `sink` one COMM per thread (from /proc/PID/task/TID/comm) and one MMAP2 per executable
 // mapping of `entries`, with the build-id read from the mapped file when it has one.
 void SynthesizeProcessState(pid_t pid, const std::vector<ProcMapsEntry>& entries,
