@@ -31,7 +31,7 @@ std::unique_ptr<ElfFile> OpenDecompressedDebugFile(const ElfFile& elf, const Cac
   if (!image.ok()) return nullptr;
   // Location lists, macros and name indexes serve debuggers, not symbolization: leaving them out
   // saves inflating a quarter of libc6-dbg's DWARF.
-  absl::StatusOr<std::string> plain = CompactDecompressedImage(
+  absl::StatusOr<RewrittenImage> plain = CompactDecompressedImage(
       *image, ElfFile::kMaxDecompressedSectionBytes, kAllCompressedSections,
       {".debug_loc", ".debug_loclists", ".debug_macro", ".debug_macinfo", ".debug_pubnames",
        ".debug_pubtypes", ".debug_gnu_pubnames", ".debug_gnu_pubtypes", ".debug_names"});
@@ -39,7 +39,14 @@ std::unique_ptr<ElfFile> OpenDecompressedDebugFile(const ElfFile& elf, const Cac
     Logger("symbolize")->debug("{}: {}", elf.name(), plain.status().message());
     return nullptr;
   }
-  if (absl::Status st = cache.Put("debug", name, *plain, kDebugFileCacheBytes); st.ok()) {
+  if (!plain->skipped.empty()) {
+    // A section that does not inflate would be missing from every later run's copy without a
+    // word: read the original instead, whose reader reports it.
+    Logger("symbolize")->debug("{}: section {} {}; not cached", elf.name(),
+                               plain->skipped[0].name, plain->skipped[0].reason);
+    return nullptr;
+  }
+  if (absl::Status st = cache.Put("debug", name, plain->bytes, kDebugFileCacheBytes); st.ok()) {
     absl::StatusOr<std::unique_ptr<ElfFile>> stored = ElfFile::Open(path);
     if (stored.ok() && UsableCopy(**stored, elf.build_id())) return *std::move(stored);
   } else {
@@ -47,7 +54,7 @@ std::unique_ptr<ElfFile> OpenDecompressedDebugFile(const ElfFile& elf, const Cac
   }
   // No cache to keep it in: this run still reads the decompressed image from memory.
   absl::StatusOr<std::unique_ptr<ElfFile>> in_memory =
-      ElfFile::FromBytes(*std::move(plain), elf.name());
+      ElfFile::FromBytes(std::move(plain->bytes), elf.name());
   if (!in_memory.ok() || !UsableCopy(**in_memory, elf.build_id())) return nullptr;
   return *std::move(in_memory);
 }

@@ -61,30 +61,14 @@ absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::FromFd(ScopedFd fd, std::strin
         absl::StrCat(file->name_, ": libelf: ", elf_errmsg(-1)));
   }
   NP_RETURN_IF_ERROR(file->Init());
-  if (file->HasZstdSection()) {
-    // libelf/libdw 0.188 cannot decompress zstd sections: read the file and rewrite it in memory
-    // with those sections decompressed (symbolize/compressed_sections.h).
-    std::string bytes(file->size_, '\0');
-    ssize_t got = ::pread(file->fd_.get(), bytes.data(), bytes.size(), 0);
-    if (got == static_cast<ssize_t>(bytes.size())) {
-      absl::StatusOr<std::string> plain = DecompressSections(bytes, kMaxDecompressedSectionBytes, kZstdSections);
-      if (plain.ok()) return FromBytes(*std::move(plain), std::move(file->name_));
-    }
+  // libelf/libdw 0.188 cannot decompress zstd sections, and libelf sizes a zlib section's buffer
+  // from its header's claim: rewrite the image in memory when it has either kind, with zstd
+  // sections decompressed and implausible ones emptied (symbolize/compressed_sections.h).
+  absl::StatusOr<absl::string_view> image = file->RawImage();
+  if (image.ok() && NeedsDecompressing(*image, kZstdSections, kMaxDecompressedSectionBytes)) {
+    return FromBytes(std::string(*image), std::move(file->name_));
   }
   return file;
-}
-
-bool ElfFile::HasZstdSection() const {
-  Elf_Scn* scn = nullptr;
-  while ((scn = elf_nextscn(elf_, scn)) != nullptr) {
-    GElf_Shdr shdr;
-    if (gelf_getshdr(scn, &shdr) == nullptr || !(shdr.sh_flags & SHF_COMPRESSED)) continue;
-    GElf_Chdr chdr;
-    if (gelf_getchdr(scn, &chdr) != nullptr && chdr.ch_type == 2 /* ELFCOMPRESS_ZSTD */) {
-      return true;
-    }
-  }
-  return false;
 }
 
 absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::FromBytes(std::string bytes, std::string name) {
@@ -93,11 +77,18 @@ absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::FromBytes(std::string bytes, s
   file->name_ = std::move(name);
   file->bytes_ = std::move(bytes);
   file->size_ = file->bytes_.size();
-  if (HasCompressedSections(file->bytes_, kZstdSections)) {
-    absl::StatusOr<std::string> plain = DecompressSections(file->bytes_, kMaxDecompressedSectionBytes, kZstdSections);
+  if (NeedsDecompressing(file->bytes_, kZstdSections, kMaxDecompressedSectionBytes)) {
+    absl::StatusOr<RewrittenImage> plain =
+        DecompressSections(file->bytes_, kMaxDecompressedSectionBytes, kZstdSections);
     if (plain.ok()) {
-      file->bytes_ = *std::move(plain);
+      file->original_bytes_ = std::move(file->bytes_);
+      file->bytes_ = std::move(plain->bytes);
       file->size_ = file->bytes_.size();
+      for (const SkippedSection& skipped : plain->skipped) {
+        file->skipped_sections_.push_back(absl::StrCat("section ", skipped.name, " of ",
+                                                       file->name_, " ", skipped.reason,
+                                                       ", skipped"));
+      }
     }
   }
   file->elf_ = elf_memory(file->bytes_.data(), file->bytes_.size());
@@ -229,6 +220,7 @@ std::optional<DebugLink> ElfFile::debug_link() const {
 }
 
 absl::StatusOr<absl::string_view> ElfFile::RawImage() const {
+  if (!original_bytes_.empty()) return absl::string_view(original_bytes_);
   size_t size = 0;
   char* raw = elf_rawfile(elf_, &size);
   if (raw == nullptr) {

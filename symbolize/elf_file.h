@@ -77,26 +77,33 @@ class ElfFile {
   // kDataLoss (truncated or undecompressable).
   absl::StatusOr<absl::string_view> SectionData(absl::string_view name);
 
-  // Larger decompressed sections are left alone (and unreadable), bounding memory on bad input.
+  // Compressed sections whose claimed size cannot be believed, or whose data does not inflate,
+  // are left out of the image (no data), one message each: "section .debug_info of FILE claims N
+  // bytes from M compressed: corrupt, skipped". The rest of the image serves as usual.
+  const std::vector<std::string>& skipped_sections() const { return skipped_sections_; }
+
+  // Larger decompressed sections are left out, bounding memory on bad input.
   static constexpr uint64_t kMaxDecompressedSectionBytes = uint64_t{1} << 30;
 
-  // The contents of the whole image, for CRC checks. Errors: kInternal when unreadable.
+  // The contents of the whole image as it was read (before any decompressing rewrite), for CRC
+  // checks and the debug-file cache. Errors: kInternal when unreadable.
   absl::StatusOr<absl::string_view> RawImage() const;
 
  private:
   ElfFile() = default;
   absl::Status Init();
-  bool HasZstdSection() const;
 
   std::string name_;
   ScopedFd fd_;
   std::string bytes_;  // owned image when built from memory
+  std::string original_bytes_;  // the image before a decompressing rewrite; empty without one
   Elf* elf_ = nullptr;
   GElf_Ehdr ehdr_{};
   uint64_t size_ = 0;
   std::string build_id_;
   std::vector<LoadSegment> loads_;
   size_t shstrndx_ = 0;
+  std::vector<std::string> skipped_sections_;
 };
 
 // Reads the NT_GNU_BUILD_ID out of raw note bytes; empty when none. Exposed for tests.

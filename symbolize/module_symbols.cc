@@ -83,6 +83,15 @@ std::unique_ptr<ModuleSymbols> ModuleSymbols::Load(std::unique_ptr<ElfFile> file
   return m;
 }
 
+std::vector<std::string> ModuleSymbols::skipped_sections() const {
+  std::vector<std::string> all = file_->skipped_sections();
+  if (debug_elf_ != nullptr) {
+    all.insert(all.end(), debug_elf_->skipped_sections().begin(),
+               debug_elf_->skipped_sections().end());
+  }
+  return all;
+}
+
 const std::string& ModuleSymbols::DisplayNameOf(const SymbolTable::Symbol* symbol,
                                                 bool full_names) {
   std::vector<std::string>& cache = full_names ? full_names_ : names_;

@@ -56,6 +56,9 @@ class ModuleSymbols {
   const std::string& debug_file_how() const { return debug_file_how_; }
   // Whether unwind info exists (.eh_frame or .debug_frame), for the quality report.
   bool has_cfi() const { return has_cfi_; }
+  // Sections of the module's file or its debug file left out as corrupt, one message each
+  // (ElfFile::skipped_sections).
+  std::vector<std::string> skipped_sections() const;
   // DWARF for inline frames and lines; nullptr when the module has none.
   DwarfInfo* dwarf() { return dwarf_.get(); }
 

@@ -210,6 +210,7 @@ void ElfSymbolizer::Resolve(sampler::ModuleId module, ModuleState& state) {
   }
   state.symbols = Intern(std::move(*file), path);
   CheckOptimization(*state.symbols, path);
+  for (std::string& skipped : state.symbols->skipped_sections()) Warn(std::move(skipped));
 
   switch (state.symbols->source()) {
     case NameSource::kNone:

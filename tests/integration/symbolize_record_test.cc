@@ -2,15 +2,21 @@
 // a PIE and its shared library, inlined frames (_[i]) unless --no-inline, a stripped binary through
 // its debug file and through MiniDebugInfo, libc internals through libc6-dbg, Rust generics and
 // closures (legacy and v0 mangling), JIT code through /tmp/perf-PID.map.
+#include <elf.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/folded_testing.h"
@@ -20,6 +26,30 @@ namespace nativeprof::testing {
 namespace {
 
 using ::testing::HasSubstr;
+
+// File offset of section `name`'s contents in `image`; 0 when absent.
+uint64_t SectionOffset(std::string& image, const char* name) {
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_memory(image.data(), image.size());
+  if (elf == nullptr) return 0;
+  size_t shstrndx = 0;
+  uint64_t at = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) == 0) {
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+      GElf_Shdr shdr;
+      const char* sname = gelf_getshdr(scn, &shdr) != nullptr
+                              ? elf_strptr(elf, shstrndx, shdr.sh_name)
+                              : nullptr;
+      if (sname != nullptr && std::string(sname) == name) at = shdr.sh_offset;
+    }
+  }
+  elf_end(elf);
+  return at;
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
 
 class SymbolizeRecordTest : public ::testing::Test {
  protected:
@@ -86,6 +116,45 @@ TEST_F(SymbolizeRecordTest, StrippedBinaryNamedThroughDebuglinkAndMiniDebugInfo)
     EXPECT_GT(p.Total("symtest::Worker<int>::Run"), 0u) << text_;
     EXPECT_GT(p.Total("sym_c_function"), 0u) << text_;
   }
+}
+
+// A debug file whose compressed .debug_info claims 2 GiB (issue 15's libFuzzer finding, in a real
+// debug file): the section is left out with one line that names it, the debug file's symbol
+// table still names the stripped program, and nativeprof stays far from allocating the claim.
+TEST_F(SymbolizeRecordTest, DebugFileWithImplausibleCompressedSectionStillNames) {
+  const std::string debug = dir_ + "/hostile.debug";
+  const std::string program = dir_ + "/hostile_prog";
+  ASSERT_EQ(RunCommand({"objcopy", "--only-keep-debug", "--compress-debug-sections=zlib-gabi",
+                        TargetPath("sym_prog"), debug})
+                .exit_code,
+            0);
+  std::string image = ReadFileOrEmpty(debug);
+  const uint64_t chdr_at = SectionOffset(image, ".debug_info");
+  ASSERT_NE(chdr_at, 0u);
+  Elf64_Chdr chdr;
+  std::memcpy(&chdr, image.data() + chdr_at, sizeof(chdr));
+  ASSERT_EQ(chdr.ch_type, static_cast<uint32_t>(ELFCOMPRESS_ZLIB));
+  chdr.ch_size = uint64_t{1} << 31;
+  std::memcpy(image.data() + chdr_at, &chdr, sizeof(chdr));
+  WriteFile(debug, image);
+  ASSERT_EQ(RunCommand({"strip", "--strip-all", "-o", program, TargetPath("sym_prog")}).exit_code, 0);
+  // objcopy takes the debuglink's CRC from the file as it is now, hostile header included.
+  ASSERT_EQ(RunCommand({"objcopy", "--add-gnu-debuglink=" + debug, program}).exit_code, 0);
+
+  FoldedProfile p = Record({program, "spin", "0.5"}, {"--call-graph", "fp"});
+  ASSERT_GT(p.total(), 50u) << last_.err;
+  EXPECT_GT(p.Total("sym_c_function"), 0u) << text_;
+  const std::string want = "section .debug_info of " + debug +
+                           " claims 2147483648 bytes from ";
+  size_t lines = 0;
+  for (absl::string_view line : absl::StrSplit(last_.err, '\n')) {
+    if (absl::StrContains(line, want)) {
+      ++lines;
+      EXPECT_TRUE(absl::EndsWith(line, " compressed: corrupt, skipped")) << line;
+    }
+  }
+  EXPECT_EQ(lines, 1u) << last_.err;
+  EXPECT_LT(last_.max_rss_kb, 100 * 1024) << "peak RSS of nativeprof";
 }
 
 TEST_F(SymbolizeRecordTest, RustGenericsAndClosures) {

@@ -26,6 +26,7 @@ struct CommandResult {
   int exit_code = -1;  // exit status, or 128 + signal
   std::string out;     // stdout
   std::string err;     // stderr
+  long max_rss_kb = 0;  // peak resident set of the command itself (ru_maxrss)
 };
 // Runs argv (no shell) with stdin from /dev/null; waits for it.
 CommandResult RunCommand(const std::vector<std::string>& argv);
