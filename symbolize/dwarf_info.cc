@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
+#include "base/logging.h"
 #include "symbolize/display_name.h"
 
 namespace nativeprof::symbolize {
@@ -105,6 +106,7 @@ std::unique_ptr<DwarfInfo> DwarfInfo::Open(const ElfFile& elf) {
   if (dwarf == nullptr) return nullptr;
   std::unique_ptr<DwarfInfo> info(new DwarfInfo());
   info->dwarf_ = dwarf;
+  info->elf_ = &elf;
 
   // Unit headers only (no DIEs, no abbreviations): libc6-dbg has 2,000 units, and reading each
   // unit's DIE for its ranges cost more than the rest of loading libc.
@@ -161,6 +163,47 @@ Dwarf_Die* DwarfInfo::CuDie(size_t cu) {
     cus_[cu] = die;
   }
   return &*cus_[cu];
+}
+
+Dwarf_Die* DwarfInfo::LinesCuDie(size_t cu) {
+  Dwarf_Die* cudie = CuDie(cu);
+  if (cudie == nullptr) return nullptr;
+  CuIndex::Lines& lines = index_[cu].lines;
+  if (lines == CuIndex::Lines::kUnchecked) {
+    lines = LineProgramUsable(cudie) ? CuIndex::Lines::kUsable : CuIndex::Lines::kUnusable;
+  }
+  return lines == CuIndex::Lines::kUsable ? cudie : nullptr;
+}
+
+bool DwarfInfo::LineProgramUsable(Dwarf_Die* cudie) {
+  Dwarf_Attribute attr;
+  Dwarf_Word offset = 0;
+  if (dwarf_attr(cudie, DW_AT_stmt_list, &attr) == nullptr ||
+      dwarf_formudata(&attr, &offset) != 0) {
+    return false;  // no line table
+  }
+  uint8_t address_size = 0;
+  Dwarf_Die unit;
+  if (dwarf_diecu(cudie, &unit, &address_size, nullptr) == nullptr) return false;
+  if (!line_sections_.has_value()) {
+    // The sections as libdw reads them: dwarf_begin_elf has already decompressed them in place.
+    auto bytes = [this](absl::string_view name) -> absl::string_view {
+      GElf_Shdr shdr;
+      Elf_Scn* scn = elf_->FindSection(name, &shdr);
+      if (scn == nullptr || shdr.sh_type == SHT_NOBITS) return {};
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      if (data == nullptr || data->d_buf == nullptr) return {};
+      return absl::string_view(static_cast<const char*>(data->d_buf), data->d_size);
+    };
+    line_sections_ =
+        LineSections{bytes(".debug_line"), bytes(".debug_str"), bytes(".debug_line_str")};
+  }
+  if (absl::Status st = CheckLineProgram(*line_sections_, offset, address_size); !st.ok()) {
+    Logger("symbolize")->debug("{}: line table at .debug_line+{:#x} not read: {}", elf_->name(),
+                               offset, st.message());
+    return false;
+  }
+  return true;
 }
 
 const DwarfInfo::CuRange* DwarfInfo::FindCu(uint64_t svma) const {
@@ -241,7 +284,7 @@ void DwarfInfo::BuildIndex(size_t cu) {
   size_t nfiles = 0;
   Dwarf_Die* cudie = CuDie(cu);
   if (cudie == nullptr) return;
-  if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0) files = nullptr;
+  if (LinesCuDie(cu) == nullptr || dwarf_getsrcfiles(cudie, &files, &nfiles) != 0) files = nullptr;
   int budget = kMaxDiesScanned * 10;
   IndexChildren(cudie, -1, 0, &index, files, nfiles, &budget);
   std::sort(index.ranges.begin(), index.ranges.end(),
@@ -291,7 +334,8 @@ bool DwarfInfo::Describe(uint64_t svma, bool inline_frames, bool full_names,
   uint32_t line = 0;
   Dwarf_Die* cudie = CuDie(range->cu);
   if (cudie == nullptr) return false;
-  if (Dwarf_Line* row = dwarf_getsrc_die(cudie, svma); row != nullptr) {
+  if (Dwarf_Line* row = LinesCuDie(range->cu) != nullptr ? dwarf_getsrc_die(cudie, svma) : nullptr;
+      row != nullptr) {
     const char* src = dwarf_linesrc(row, nullptr, nullptr);
     if (src != nullptr) file = src;
     int lineno = 0;

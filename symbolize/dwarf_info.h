@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "symbolize/elf_file.h"
+#include "symbolize/line_program_check.h"
 
 namespace nativeprof::symbolize {
 
@@ -73,6 +74,8 @@ class DwarfInfo {
   // search instead of libdw's per-call tree walk.
   struct CuIndex {
     bool built = false;
+    // Whether the unit's line program passed CheckLineProgram (see LinesCuDie).
+    enum class Lines : uint8_t { kUnchecked, kUsable, kUnusable } lines = Lines::kUnchecked;
     std::vector<FunctionDie> functions;
     std::vector<FunctionRange> ranges;  // sorted by (start, depth)
     std::vector<uint64_t> max_end;      // prefix maximum of ranges[i].end
@@ -81,12 +84,19 @@ class DwarfInfo {
   const CuRange* FindCu(uint64_t svma) const;
   // The unit DIE of unit `cu`, read on first use (most units of a large library never are).
   Dwarf_Die* CuDie(size_t cu);
+  // The unit DIE of unit `cu` for libdw's line-table calls (dwarf_getsrcfiles, dwarf_getsrc_die):
+  // nullptr unless its line program is well formed (symbolize/line_program_check.h), since
+  // elfutils 0.188 reads past the end of malformed ones.
+  Dwarf_Die* LinesCuDie(size_t cu);
+  bool LineProgramUsable(Dwarf_Die* cudie);
   void BuildIndex(size_t cu);
   void IndexChildren(Dwarf_Die* parent, int32_t parent_function, uint32_t depth, CuIndex* index,
                      Dwarf_Files* files, size_t nfiles, int* budget);
   const std::string& NameOf(FunctionDie& function, bool full_names);
 
   Dwarf* dwarf_ = nullptr;
+  const ElfFile* elf_ = nullptr;
+  std::optional<LineSections> line_sections_;  // read on the first line program checked
   std::vector<Dwarf_Off> cu_offsets_;  // each unit's DIE offset in .debug_info
   std::vector<std::optional<Dwarf_Die>> cus_;  // parallel: each unit's DIE, once read
   std::vector<CuRange> ranges_;        // sorted by start
