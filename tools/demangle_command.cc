@@ -45,6 +45,12 @@ std::string DemangleLine(absl::string_view line, const symbolize::DemangleOption
     }
     size_t start = i;
     while (i < line.size() && IsSymbolChar(line[i])) ++i;
+    // A ThinLTO suffix may carry a symbol version ("_RC3foo.llvm.9D1C9369@@16"): rustc-demangle
+    // takes '@' as part of it, while '@' ends every other word, as in c++filt.
+    if (i < line.size() && line[i] == '@' &&
+        line.substr(start, i - start).find(".llvm.") != absl::string_view::npos) {
+      while (i < line.size() && (IsSymbolChar(line[i]) || line[i] == '@')) ++i;
+    }
     out.append(symbolize::DemangleForDisplay(line.substr(start, i - start), options));
   }
   return out;

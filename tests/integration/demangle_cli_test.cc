@@ -56,6 +56,8 @@ TEST(DemangleCliTest, StdinWordsAreDemangledInPlace) {
       "  #3 0x0000555 in _ZN3FooclEv (x.cc:3)\n"
       "_RNvC1a4main;_Z3foov.cold 17\n"
       "plain text, no symbols\n"
+      "at _ZN9backtrace3foo17hbb467fcdaea5d79bE.llvm.A5310EB9@@16 and _RC3foo.llvm.9D1C9369@@16\n"
+      "_Z1fv@@GLIBC_2.2.5\n"
       "last line without newline _Z1fv";
   auto r = RunCommand(
       {"/bin/sh", "-c",
@@ -65,6 +67,8 @@ TEST(DemangleCliTest, StdinWordsAreDemangledInPlace) {
             "  #3 0x0000555 in Foo::operator()() (x.cc:3)\n"
             "a::main;foo() [clone .cold] 17\n"
             "plain text, no symbols\n"
+            "at backtrace::foo and foo\n"
+            "f()@@GLIBC_2.2.5\n"
             "last line without newline f()");
 }
 
