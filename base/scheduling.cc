@@ -45,9 +45,8 @@ absl::StatusOr<double> ParseProcessAgeSeconds(absl::string_view stat, double boo
         absl::StrSplit(stat.substr(paren + 1), ' ', absl::SkipEmpty());
     // fields[0] is field 3 (state), so starttime (field 22) is fields[19].
     if (fields.size() > 19 && absl::SimpleAtoi(fields[19], &start_ticks)) {
-      const double age =
-          boot_seconds_now - static_cast<double>(start_ticks) / static_cast<double>(ticks_per_second);
-      return std::max(age, 0.0);
+      const double start = static_cast<double>(start_ticks) / static_cast<double>(ticks_per_second);
+      return std::max(boot_seconds_now - start, 0.0);
     }
   }
   return absl::DataLossError("malformed /proc/PID/stat");
@@ -132,7 +131,7 @@ PriorityBoost RaiseThreadPriority(const SchedulerCalls& calls) {
     target = calls.nice_floor();
     if (target >= current || calls.set_nice(target) != 0) {
       boost.why = absl::StrCat("SCHED_FIFO refused (", fifo_error, "), nice ", kBoostNice,
-                               " refused; needs root or CAP_SYS_NICE, or RLIMIT_RTPRIO/RLIMIT_NICE");
+                               " refused; needs root, CAP_SYS_NICE or RLIMIT_RTPRIO/RLIMIT_NICE");
       return boost;
     }
   }

@@ -3,7 +3,9 @@
 run-queue wait of `nativeprof record -p PID --duration D`, and of `perf record -p PID` for the
 same D, against tests/targets/overload_spinners (THREADS always-runnable threads).
 
-The script itself runs at SCHED_FIFO 2 when it may (so its clock and its /proc sampling are not
+nativeprof's own metadata adds its priority and startup_ms (its age when it raised its priority;
+before that, exec and dynamic loading wait for a CPU at normal priority). The script itself runs
+at SCHED_FIFO 2 when it may (so its clock and its /proc sampling are not
 starved like the profilers it measures) and starts each profiler at SCHED_OTHER, nice 0, exactly
 as a user's shell would. The run-queue wait is read from /proc/PID/schedstat of the profiler's
 main thread every 10 ms until it exits (the last reading before exit).
@@ -89,10 +91,14 @@ def main():
             except OSError:
                 pass
             summary = [line for line in err.splitlines() if "lost" in line]
+            sched = meta.get("scheduling", {})
+            startup = sched.get("startup_ms")
             print(f"nativeprof: wall {wall:.2f} s, samples {samples}, lost {lost_n} "
                   f"({share:.2f} %), run-queue wait {wait * 1000:.0f} ms, on-CPU "
                   f"{cpu * 1000:.0f} ms, {len(threads)} threads sampled, "
-                  f"sampling {meta.get('duration_seconds', 0):.2f} s")
+                  f"sampling {meta.get('duration_seconds', 0):.2f} s" +
+                  (f", {sched.get('priority')}, startup {startup:.0f} ms, wall after startup "
+                   f"{wall - startup / 1000:.2f} s" if startup is not None else ""))
             for line in summary:
                 print("   ", line)
         if a.perf:

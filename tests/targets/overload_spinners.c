@@ -1,7 +1,9 @@
 // An overloaded machine in one process (issue 15): argv[1] threads (default 256) that never block,
 // each spinning in overload_spin_leaf under overload_spin_outer and named "spin-<i>", so every
 // thread is always runnable and a profiler attached to it has to compete with all of them for a
-// CPU. Prints "ready <threads>" on stdout once every thread runs; runs until killed.
+// CPU. Prints "ready <threads>" on stdout once every thread runs; runs until killed. With
+// argv[2] = MS the main thread exits (pthread_exit) MS milliseconds after "ready" while the
+// spinners go on: the event a profiler opened on it then hangs up.
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,7 +33,7 @@ static void* Spinner(void* arg) {
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? atoi(argv[1]) : 256;
   if (threads <= 0) {
-    fprintf(stderr, "usage: overload_spinners [THREADS]\n");
+    fprintf(stderr, "usage: overload_spinners [THREADS [MAIN_EXITS_AFTER_MS]]\n");
     return 2;
   }
   pthread_attr_t attr;
@@ -48,5 +50,9 @@ int main(int argc, char** argv) {
   while (atomic_load(&g_started) < threads) usleep(1000);
   printf("ready %d\n", threads);
   fflush(stdout);
+  if (argc > 2) {
+    usleep((useconds_t)atoi(argv[2]) * 1000);
+    pthread_exit(NULL);
+  }
   for (;;) pause();
 }
