@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,7 +17,7 @@ namespace nativeprof::sampler {
 namespace {
 
 // Runs in the forked child: only async-signal-safe calls until exec.
-[[noreturn]] void ChildMain(int release_fd, int error_fd, char** argv) {
+[[noreturn]] void ChildMain(int release_fd, int error_fd, char** argv, std::optional<int> nice) {
   // Restore default dispositions the parent may have changed, so the target behaves as if run
   // from a shell (SIGINT terminates it, SIGPIPE is not ignored).
   struct sigaction dfl {};
@@ -25,6 +26,9 @@ namespace {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  // A positive nice is always permitted; a negative one only where it was before (root). If
+  // refused, nice 0 is the closest the child can get.
+  if (nice.has_value()) (void)::setpriority(PRIO_PROCESS, 0, *nice);
 
   char byte;
   ssize_t n;
@@ -42,7 +46,8 @@ namespace {
 
 }  // namespace
 
-absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv) {
+absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
+                                                 const SpawnOptions& options) {
   if (argv.empty()) return absl::InvalidArgumentError("no command given");
   int release_pipe[2];
   int error_pipe[2];
@@ -59,7 +64,7 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
 
   pid_t pid = ::fork();
   if (pid < 0) return ErrnoError("fork");
-  if (pid == 0) ChildMain(release_read.get(), error_write.get(), cargv.data());
+  if (pid == 0) ChildMain(release_read.get(), error_write.get(), cargv.data(), options.nice);
 
   ChildProcess child(pid, std::move(release_write), std::move(error_read));
   child.program_ = argv[0];

@@ -17,11 +17,18 @@
 
 namespace nativeprof::sampler {
 
+struct SpawnOptions {
+  // The nice value the child sets before exec: the one the profiler was started with, when the
+  // profiler raised its own priority with SCHED_RESET_ON_FORK (which starts the child at nice 0).
+  std::optional<int> nice;
+};
+
 class ChildProcess {
  public:
   // Forks a child that blocks until Release(). `argv[0]` is searched in PATH like execvp.
   // Errors: kInvalidArgument (empty argv), fork/pipe errno codes.
-  static absl::StatusOr<ChildProcess> Spawn(const std::vector<std::string>& argv);
+  static absl::StatusOr<ChildProcess> Spawn(const std::vector<std::string>& argv,
+                                            const SpawnOptions& options = {});
 
   ChildProcess(ChildProcess&&) noexcept;
   ChildProcess& operator=(ChildProcess&&) noexcept;

@@ -26,12 +26,16 @@ absl::StatusOr<AttachedCounters> AttachedCounters::Open(const std::vector<EventS
     }
     return set.status();
   }
-  std::vector<std::string> comms;
-  for (pid_t tid : set->tids()) {
-    absl::StatusOr<std::string> comm = ReadThreadComm(pid, tid);
-    comms.push_back(comm.ok() ? *std::move(comm) : "");
+  // Names matter only for the per-thread table; reading /proc/PID/task/TID/comm of every thread
+  // of a large process otherwise just delays the start of sampling.
+  if (per_thread) {
+    std::vector<std::string> comms;
+    for (pid_t tid : set->tids()) {
+      absl::StatusOr<std::string> comm = ReadThreadComm(pid, tid);
+      comms.push_back(comm.ok() ? *std::move(comm) : "");
+    }
+    set->NameTasks(comms);
   }
-  set->NameTasks(comms);
   return AttachedCounters(*std::move(set));
 }
 

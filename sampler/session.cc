@@ -137,9 +137,20 @@ absl::Status Session::Disable() {
 
 bool Session::Poll(std::span<pollfd> extra, int timeout_ms) {
   pollfds_.clear();
-  for (size_t i = 0; i < rings_.size(); ++i) pollfds_.push_back({fds_[i].get(), POLLIN, 0});
+  hung_up_.resize(rings_.size());
+  for (size_t i = 0; i < rings_.size(); ++i) {
+    // poll() skips a negative fd; a hung-up ring is drained on the timeout instead.
+    pollfds_.push_back({hung_up_[i] ? -1 : fds_[i].get(), POLLIN, 0});
+  }
   for (const pollfd& p : extra) pollfds_.push_back({p.fd, p.events, 0});
   int n = ::poll(pollfds_.data(), pollfds_.size(), timeout_ms);
+  for (size_t i = 0; i < rings_.size() && n > 0; ++i) {
+    // The event that owns a ring reports POLLHUP for good once its task exited with no inherited
+    // copies left (perf_poll, is_event_hup), even while other tasks still write into the ring
+    // through SET_OUTPUT. Polling it again would return at once, every time: a busy loop, which
+    // at real-time priority would take a whole CPU from the target.
+    if (pollfds_[i].revents & (POLLHUP | POLLERR)) hung_up_[i] = true;
+  }
   for (size_t i = 0; i < extra.size(); ++i) {
     extra[i].revents = n > 0 ? pollfds_[rings_.size() + i].revents : 0;
   }

@@ -60,7 +60,9 @@ class Session {
   absl::Status Disable();
 
   // Blocks until a ring reaches its wakeup mark, one of `extra` becomes ready, or `timeout_ms`
-  // passes. Fills each extra pollfd's revents. Returns false on EINTR (caller re-checks state).
+  // passes. Fills each extra pollfd's revents (an extra with a negative fd is skipped, as by
+  // poll()). A ring whose event hung up (its task exited) is no longer waited on, so this never
+  // returns at once forever; it is still drained. Returns false on EINTR (caller re-checks state).
   bool Poll(std::span<pollfd> extra, int timeout_ms);
 
   // Delivers every record now in the rings, merged by timestamp across CPUs.
@@ -95,6 +97,7 @@ class Session {
   std::vector<ScopedFd> fds_;      // every event; fds_[i] for i < rings_.size() own the rings
   std::vector<RingBuffer> rings_;  // one per CPU
   std::vector<pollfd> pollfds_;    // scratch: rings then extras
+  std::vector<bool> hung_up_;      // per ring: its fd reported POLLHUP/POLLERR
   SessionStats stats_;
 };
 

@@ -28,6 +28,7 @@ enum LongOnly {
   kNoCounters,
   kCounters,
   kDuration,
+  kNoBoost,
 };
 
 absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
@@ -89,7 +90,9 @@ Runs COMMAND (or attaches to PIDs) and samples the stacks of every thread and ch
       --flamechart        SVG in time order instead of merged
       --no-counters       do not count events beside sampling
   -p, --pid PID[,PID...]  attach to running processes instead of running a command
-      --duration SECONDS  stop after this long
+      --duration SECONDS  stop this long after sampling started (wall time)
+      --no-boost          do not raise nativeprof's priority (by default, where permitted, the
+                          thread that drains the rings runs at SCHED_FIFO 1, else nice -20)
   -v, --verbose           more diagnostics on stderr (repeat for more)
   -h, --help              this text
 
@@ -125,6 +128,7 @@ absl::StatusOr<RecordOptions> ParseRecordOptions(int argc, char** argv) {
       {"no-counters", no_argument, nullptr, kNoCounters},
       {"counters", required_argument, nullptr, kCounters},
       {"duration", required_argument, nullptr, kDuration},
+      {"no-boost", no_argument, nullptr, kNoBoost},
       {nullptr, 0, nullptr, 0},
   };
   optind = 0;
@@ -233,6 +237,9 @@ absl::StatusOr<RecordOptions> ParseRecordOptions(int argc, char** argv) {
         o.duration_seconds = s;
         break;
       }
+      case kNoBoost:
+        o.boost = false;
+        break;
       case 'v':
         ++o.verbosity;
         break;

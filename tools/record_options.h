@@ -33,6 +33,9 @@ struct RecordOptions {
   symbolize::SymbolizerOptions symbolizer;
   output::WriteOptions write;
   bool counters = true;                // counting events beside the sampling event
+  // Raise the drain thread's priority (SCHED_FIFO, else a negative nice) where permitted, so it
+  // keeps up on a saturated machine; --no-boost leaves it as started.
+  bool boost = true;
   std::vector<sampler::EventSpec> counter_events;  // empty = the default set (CounterEvents())
   std::vector<int> pids;               // -p: attach instead of running a command
   double duration_seconds = 0;         // --duration; 0 = until the target exits / Ctrl-C

@@ -43,13 +43,11 @@ double NamedFrameShare(const symbolize::Profile& profile) {
 }
 
 void PrintQualityWarnings(const RecordOptions& o, const unwind::StackCollector& collector,
-                          const symbolize::SymbolizationStats& symbols, double named_share) {
+                          const symbolize::SymbolizationStats& symbols, double named_share,
+                          const RunState& state) {
   const unwind::CollectorStats& s = collector.stats();
   const uint64_t lost = s.lost_records + s.lost_samples;
-  if (lost > 0) {
-    PrintLine(absl::StrCat(lost, " records lost because the ring buffer was full; try a larger -m ",
-                           "or a lower -F"));
-  }
+  if (lost > 0) PrintLine(LostRecordsLine(lost, state));
   const uint64_t truncated = s.ends[static_cast<size_t>(unwind::StackEnd::kTruncatedStack)];
   if (truncated > 0) {
     PrintLine(absl::StrCat(Plural(truncated, "stack", "stacks"), " truncated at ",
@@ -85,7 +83,45 @@ void PrintQualityWarnings(const RecordOptions& o, const unwind::StackCollector& 
   for (const std::string& w : symbols.warnings) PrintLine(w);
 }
 
+nlohmann::json SchedulingJson(const DrainScheduling& d) {
+  nlohmann::json j = {{"priority", d.boost.Describe()}};
+  if (d.boost.kind == PriorityKind::kUnchanged) {
+    j["priority_note"] = d.boost_disabled ? "--no-boost" : d.boost.why;
+  }
+  auto ms = [](double seconds) { return seconds * 1e3; };
+  if (d.wait_seconds.has_value()) j["run_queue_wait_ms"] = ms(*d.wait_seconds);
+  if (d.on_cpu_seconds.has_value()) j["on_cpu_ms"] = ms(*d.on_cpu_seconds);
+  if (d.setup_wait_seconds.has_value()) j["setup_run_queue_wait_ms"] = ms(*d.setup_wait_seconds);
+  if (d.startup_seconds.has_value()) j["startup_ms"] = ms(*d.startup_seconds);
+  return j;
+}
+
 }  // namespace
+
+std::string LostRecordsLine(uint64_t lost, const RunState& state) {
+  const DrainScheduling& d = state.scheduling;
+  if (!d.wait_seconds.has_value() || state.duration_seconds <= 0 ||
+      *d.wait_seconds < kStarvedWaitShare * state.duration_seconds) {
+    return absl::StrCat(lost, " records lost because the ring buffer was full; try a larger -m ",
+                        "or a lower -F");
+  }
+  // A larger ring would only fill later: the drain thread was runnable but not running.
+  std::string fix;
+  if (d.boost_disabled) {
+    fix = "drop --no-boost so it can raise its priority, or lower -F";
+  } else if (d.boost.kind == PriorityKind::kRealtime) {
+    fix = absl::StrCat("it ran at ", d.boost.Describe(),
+                       " and still waited (other real-time tasks or RT throttling); lower -F");
+  } else if (d.boost.kind == PriorityKind::kNice) {
+    fix = absl::StrCat("it ran at ", d.boost.Describe(),
+                       "; run as root / with CAP_SYS_NICE so it can use SCHED_FIFO, or lower -F");
+  } else {
+    fix = "run as root / with CAP_SYS_NICE so it can raise its priority, or lower -F";
+  }
+  return absl::StrFormat("%d records lost while nativeprof waited %.0f ms for a CPU (machine "
+                         "saturated): %s",
+                         lost, *d.wait_seconds * 1e3, fix);
+}
 
 nlohmann::json RecordMetadata(const RecordOptions& o, const sampler::Session& session,
                               const unwind::StackCollector& collector,
@@ -118,6 +154,7 @@ nlohmann::json RecordMetadata(const RecordOptions& o, const sampler::Session& se
                {"records", session.stats().records}, {"bytes", session.stats().bytes},
                {"corrupt_batches", session.stats().corrupt_batches},
                {"parse_errors", session.stats().parse_errors}};
+  j["scheduling"] = SchedulingJson(state.scheduling);
   nlohmann::json ends = nlohmann::json::object();
   for (int e = 0; e < unwind::kStackEndCount; ++e) {
     ends[unwind::StackEndName(static_cast<unwind::StackEnd>(e))] = s.ends[e];
@@ -194,7 +231,7 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   if (!counters.empty()) {
     std::fputs(output::FormatCounterTable(counters, state.duration_seconds).c_str(), stderr);
   }
-  PrintQualityWarnings(o, collector, symbols, named_share);
+  PrintQualityWarnings(o, collector, symbols, named_share, state);
   const unwind::CollectorStats& s = collector.stats();
   PrintLine(absl::StrFormat("%d samples, %d lost, %.2f s, %s, %s -> %s", s.samples,
                             s.lost_records + s.lost_samples, state.duration_seconds,

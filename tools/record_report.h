@@ -4,9 +4,13 @@
 #ifndef NATIVEPROF_TOOLS_RECORD_REPORT_H_
 #define NATIVEPROF_TOOLS_RECORD_REPORT_H_
 
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "base/scheduling.h"
 #include "nlohmann/json.hpp"
 #include "sampler/counter_value.h"
 #include "sampler/session.h"
@@ -17,13 +21,39 @@
 
 namespace nativeprof::tools {
 
+// How the drain thread was scheduled, to tell losses from a starved profiler from losses from a
+// small ring (issue 15).
+struct DrainScheduling {
+  PriorityBoost boost;          // what the drain thread ran at
+  bool boost_disabled = false;  // --no-boost
+  // The drain thread's run-queue wait and CPU time (/proc/thread-self/schedstat) while sampling
+  // (from enabling the events to the last drain), and its wait from the boost to the start of
+  // sampling (opening events, reading maps); unset where the kernel does not report them.
+  std::optional<double> wait_seconds;
+  std::optional<double> on_cpu_seconds;
+  std::optional<double> setup_wait_seconds;
+  // From the creation of the process to the boost (tick resolution): on a saturated machine,
+  // mostly exec and dynamic loading waiting for a CPU at the priority nativeprof was started with.
+  std::optional<double> startup_seconds;
+};
+
 struct RunState {
   double duration_seconds = 0;
   int exit_code = 0;           // the target's, as nativeprof will exit with it
   int signals_received = 0;
   bool interrupted = false;    // a signal was forwarded to the target
   bool stopped_waiting = false;  // second SIGINT: stopped before the target exited
+  DrainScheduling scheduling;
 };
+
+// The run-queue wait, as a share of the sampling time, from which records lost to full rings are
+// blamed on the profiler waiting for a CPU rather than on the ring size. A drain thread that gets
+// a CPU when it wakes waits microseconds per wakeup, far below this.
+inline constexpr double kStarvedWaitShare = 0.05;
+
+// The one-line explanation of `lost` records for the summary: the machine was saturated and
+// nativeprof waited for a CPU (with what to do about it), or the ring was too small.
+std::string LostRecordsLine(uint64_t lost, const RunState& state);
 
 // Makes the symbolizer for a recording and connects it to the collector's mapping records, so
 // files deleted or replaced during the run and the vdso are read while the process is alive.

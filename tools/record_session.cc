@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "base/file_util.h"
 #include "base/logging.h"
+#include "base/scheduling.h"
 #include "base/scoped_fd.h"
 #include "output/counter_report.h"
 #include "sampler/child_process.h"
@@ -97,9 +98,66 @@ void ApplyCallGraph(const RecordOptions& o, sampler::SessionOptions* so) {
   }
 }
 
+// Raises the priority of this thread, which opens the events and drains the rings, unless
+// --no-boost.
+DrainScheduling BoostDrainThread(const RecordOptions& o) {
+  DrainScheduling d;
+  if (absl::StatusOr<double> age = ProcessAgeSeconds(); age.ok()) d.startup_seconds = *age;
+  if (!o.boost) {
+    d.boost_disabled = true;
+    return d;
+  }
+  d.boost = RaiseThreadPriority();
+  if (d.boost.kind == PriorityKind::kUnchanged) {
+    Logger("main")->debug("drain thread priority left as it was: {}", d.boost.why);
+  } else {
+    Logger("main")->debug("drain thread runs at {}", d.boost.Describe());
+  }
+  return d;
+}
+
+std::optional<SchedStat> SchedNow() {
+  absl::StatusOr<SchedStat> s = ReadThreadSchedStat();
+  if (!s.ok()) return std::nullopt;
+  return *s;
+}
+
+double NsToSeconds(uint64_t from, uint64_t to) {
+  return to > from ? static_cast<double>(to - from) * 1e-9 : 0.0;
+}
+
+// Fills the run-queue figures of `d` from readings taken right after the boost, when sampling
+// started, and (now) after the last drain.
+void NoteWaits(const std::optional<SchedStat>& setup, const std::optional<SchedStat>& start,
+               DrainScheduling* d) {
+  const std::optional<SchedStat> end = SchedNow();
+  if (!start.has_value() || !end.has_value()) return;
+  d->wait_seconds = NsToSeconds(start->run_queue_ns, end->run_queue_ns);
+  d->on_cpu_seconds = NsToSeconds(start->on_cpu_ns, end->on_cpu_ns);
+  if (setup.has_value()) {
+    d->setup_wait_seconds = NsToSeconds(setup->run_queue_ns, start->run_queue_ns);
+  }
+}
+
+// The poll timeout: at most 100 ms (exit and signal checks stay prompt), and no later than the
+// deadline, rounded up so the loop does not spin through its last millisecond.
+int PollTimeoutMs(std::chrono::steady_clock::time_point deadline) {
+  constexpr int kMaxMs = 100;
+  if (deadline == std::chrono::steady_clock::time_point::max()) return kMaxMs;
+  const auto left = deadline - std::chrono::steady_clock::now();
+  if (left <= std::chrono::steady_clock::duration::zero()) return 0;
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+  return static_cast<int>(std::min<int64_t>(ms, kMaxMs));
+}
+
+double MillisecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
 // `record -p`: samples running processes without touching them. Stops on SIGINT/SIGTERM (not
 // forwarded: the targets keep running), after --duration, or when every target has exited.
-int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader& signals) {
+int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader& signals,
+                const std::optional<SchedStat>& setup_sched, DrainScheduling scheduling) {
   sampler::SessionOptions session_options;
   ApplyCallGraph(o, &session_options);
   session_options.sampling.enable_on_exec = false;
@@ -111,6 +169,7 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
     }
     session_options.targets.insert(session_options.targets.end(), tids->begin(), tids->end());
   }
+  auto opening = std::chrono::steady_clock::now();
   absl::StatusOr<std::unique_ptr<sampler::Session>> session =
       sampler::Session::Open(session_options);
   if (!session.ok()) {
@@ -128,14 +187,19 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
     return ExitCodeForStartError(session.status());
   }
   for (const std::string& note : (*session)->notes()) PrintError(note);
+  Logger("main")->debug("sampling events on {} threads opened in {:.1f} ms",
+                        session_options.targets.size(), MillisecondsSince(opening));
 
   // Counters for a single attached process (the usual case); several PIDs get stacks only.
   std::optional<sampler::AttachedCounters> counters;
   if (o.counters && o.pids.size() == 1) {
+    opening = std::chrono::steady_clock::now();
     absl::StatusOr<sampler::AttachedCounters> opened =
         sampler::AttachedCounters::Open(o.CounterEvents(), o.pids[0], /*per_thread=*/false);
     if (opened.ok()) {
       counters.emplace(*std::move(opened));
+      Logger("main")->debug("counters on {} threads opened in {:.1f} ms", counters->thread_count(),
+                            MillisecondsSince(opening));
     } else {
       PrintError(absl::StrCat("counters disabled: ", opened.status().message()));
     }
@@ -144,7 +208,9 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   unwind::StackCollector collector(&unwinder, /*keep_timeline=*/true);
   std::unique_ptr<symbolize::Symbolizer> symbolizer = MakeRecordingSymbolizer(o, collector);
   std::vector<ScopedFd> pidfds;
+  // --duration counts from here, the start of sampling.
   const auto start = std::chrono::steady_clock::now();
+  const std::optional<SchedStat> start_sched = SchedNow();
   if (absl::Status st = (*session)->Enable(); !st.ok()) {
     PrintError(st.message());
     return kExitFailure;
@@ -167,19 +233,24 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
           ? start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                         std::chrono::duration<double>(o.duration_seconds))
           : std::chrono::steady_clock::time_point::max();
+  size_t exited = 0;
   while (true) {
-    (*session)->Poll(std::span<pollfd>(extra), 100);
+    (*session)->Poll(std::span<pollfd>(extra), PollTimeoutMs(deadline));
     (*session)->Drain(collector);
     if (extra[0].revents & POLLIN) {
       while (signals.Read() != 0) ++state.signals_received;
       state.interrupted = true;
       break;
     }
-    bool all_exited = extra.size() > 1;
     for (size_t i = 1; i < extra.size(); ++i) {
-      if (!(extra[i].revents & POLLIN)) all_exited = false;
+      // An exited process's pidfd stays readable: stop polling it, or every later poll() would
+      // return at once while the other targets run.
+      if (extra[i].fd >= 0 && (extra[i].revents & POLLIN)) {
+        extra[i].fd = -1;
+        ++exited;
+      }
     }
-    if (all_exited) break;
+    if (extra.size() > 1 && exited == extra.size() - 1) break;
     if (extra.size() == 1) {
       // No pidfds (old kernel): check for the processes by signal 0.
       bool any = false;
@@ -193,6 +264,8 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   state.duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   state.exit_code = kExitOk;
+  state.scheduling = std::move(scheduling);
+  NoteWaits(setup_sched, start_sched, &state.scheduling);
   std::vector<sampler::CounterValue> counter_values;
   if (counters.has_value()) {
     (void)counters->Disable();
@@ -205,6 +278,12 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
 }  // namespace
 
 int RunRecording(const RecordOptions& o) {
+  // First of all: on a saturated machine every slice of CPU that this thread uses at normal
+  // priority costs a wait behind every other runnable task (a few ms of setup and one event
+  // opened per thread and CPU became seconds). The command forked later must not inherit it:
+  // SCHED_RESET_ON_FORK resets it, and the child restores the nice it was started with.
+  DrainScheduling scheduling = BoostDrainThread(o);
+  const std::optional<SchedStat> setup_sched = SchedNow();
   auto log = Logger("main");
   // Everything that can be checked before the target starts is checked now, so a bad path never
   // costs a run.
@@ -234,9 +313,15 @@ int RunRecording(const RecordOptions& o) {
     return kExitFailure;
   }
 
-  if (!o.pids.empty()) return RunAttached(o, **unwinder, signals);
+  if (!o.pids.empty()) {
+    return RunAttached(o, **unwinder, signals, setup_sched, std::move(scheduling));
+  }
 
-  absl::StatusOr<sampler::ChildProcess> child = sampler::ChildProcess::Spawn(o.command);
+  sampler::SpawnOptions spawn;
+  if (scheduling.boost.kind != PriorityKind::kUnchanged) {
+    spawn.nice = scheduling.boost.original_nice;
+  }
+  absl::StatusOr<sampler::ChildProcess> child = sampler::ChildProcess::Spawn(o.command, spawn);
   if (!child.ok()) {
     PrintError(child.status().message());
     return kExitFailure;
@@ -270,6 +355,7 @@ int RunRecording(const RecordOptions& o) {
   unwind::StackCollector collector(unwinder->get(), /*keep_timeline=*/true);
   std::unique_ptr<symbolize::Symbolizer> symbolizer = MakeRecordingSymbolizer(o, collector);
   const auto start = std::chrono::steady_clock::now();
+  const std::optional<SchedStat> start_sched = SchedNow();
   if (absl::Status st = child->Release(); !st.ok()) {
     PrintError(st.message());
     return absl::IsNotFound(st) ? kExitNotFound : kExitNotExecutable;
@@ -303,6 +389,8 @@ int RunRecording(const RecordOptions& o) {
   state.duration_seconds = std::chrono::duration<double>(end - start).count();
   state.exit_code = wait_status.has_value() ? sampler::ExitCodeFromWaitStatus(*wait_status)
                                             : 128 + SIGINT;
+  state.scheduling = std::move(scheduling);
+  NoteWaits(setup_sched, start_sched, &state.scheduling);
   if (state.stopped_waiting && !wait_status.has_value()) {
     PrintError("second interrupt: stopped waiting for the target; writing what was recorded");
   }

@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,68 +12,17 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/folded_testing.h"
 #include "tests/testing/test_support.h"
 
-extern char** environ;
-
 namespace nativeprof::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-// A process started in the background, killed and reaped when the test ends.
-class Background {
- public:
-  explicit Background(const std::vector<std::string>& argv, bool capture_stdout = false) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    if (capture_stdout) {
-      int p[2];
-      if (pipe(p) == 0) {
-        posix_spawn_file_actions_adddup2(&actions, p[1], 1);
-        posix_spawn_file_actions_addclose(&actions, p[0]);
-        out_fd_ = p[0];
-        write_end_ = p[1];
-      }
-    }
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    if (posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-    if (write_end_ >= 0) close(write_end_);
-  }
-  ~Background() {
-    if (pid_ > 0 && !reaped_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (out_fd_ >= 0) close(out_fd_);
-  }
-  pid_t pid() const { return pid_; }
-  std::string ReadLine() {
-    std::string line;
-    char c;
-    while (out_fd_ >= 0 && read(out_fd_, &c, 1) == 1 && c != '\n') line += c;
-    return line;
-  }
-  int Wait() {
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    reaped_ = true;
-    return status;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int out_fd_ = -1;
-  int write_end_ = -1;
-  bool reaped_ = false;
-};
 
 std::string Ask(int port, const std::string& request) {
   int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -95,7 +43,7 @@ std::string Ask(int port, const std::string& request) {
 
 TEST(AttachTest, SamplesEveryThreadOfARunningServerAndLeavesItServing) {
   NP_SKIP_IF_NO_PERF();
-  Background server({TargetPath("attach_server")}, /*capture_stdout=*/true);
+  BackgroundProcess server({TargetPath("attach_server")}, /*capture_stdout=*/true);
   ASSERT_GT(server.pid(), 0);
   std::string port_line = server.ReadLine();
   ASSERT_THAT(port_line, HasSubstr("PORT "));
@@ -137,7 +85,7 @@ TEST(AttachTest, SamplesEveryThreadOfARunningServerAndLeavesItServing) {
 
 TEST(AttachTest, StopsWhenTheTargetExitsAndWritesWhatWasSampled) {
   NP_SKIP_IF_NO_PERF();
-  Background target({TargetPath("fp_threads"), "600"});
+  BackgroundProcess target({TargetPath("fp_threads"), "600"});
   ASSERT_GT(target.pid(), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   std::string folded = MakeTempDir() + "/exit.folded";
@@ -151,11 +99,11 @@ TEST(AttachTest, StopsWhenTheTargetExitsAndWritesWhatWasSampled) {
 
 TEST(AttachTest, SigintStopsProfilingButNotTheTarget) {
   NP_SKIP_IF_NO_PERF();
-  Background target({TargetPath("fp_until_signal")}, /*capture_stdout=*/true);
+  BackgroundProcess target({TargetPath("fp_until_signal")}, /*capture_stdout=*/true);
   ASSERT_EQ(target.ReadLine(), "ready");
   std::string folded = MakeTempDir() + "/int.folded";
-  Background profiler({NativeprofBinary(), "record", "-p", std::to_string(target.pid()), "-o",
-                       folded});
+  BackgroundProcess profiler(
+      {NativeprofBinary(), "record", "-p", std::to_string(target.pid()), "-o", folded});
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
   ASSERT_EQ(kill(profiler.pid(), SIGINT), 0);
   int status = profiler.Wait();
@@ -164,6 +112,32 @@ TEST(AttachTest, SigintStopsProfilingButNotTheTarget) {
   EXPECT_EQ(kill(target.pid(), 0), 0) << "SIGINT must not be forwarded to an attached target";
   FoldedProfile p = FoldedProfile::Parse(ReadFileOrEmpty(folded));
   EXPECT_GT(p.Self("spin_until_signal"), 20u);
+}
+
+// Issue 15: with the drain thread at real-time priority a poll() that returns at once forever
+// would take a whole CPU from the target. Two ways that happened: the event on a thread that
+// exited reports POLLHUP for good, and so does the pidfd of a target process that exited.
+TEST(AttachTest, DoesNotBusyLoopAfterAThreadOrOneOfTheProcessesExited) {
+  NP_SKIP_IF_NO_PERF();
+  // Two spinners whose main thread (owner of the first event on each CPU) exits after 300 ms.
+  BackgroundProcess spinners({TargetPath("overload_spinners"), "2", "300"},
+                             /*capture_stdout=*/true);
+  ASSERT_EQ(spinners.ReadLine(), "ready 2");
+  BackgroundProcess short_lived({TargetPath("fp_threads"), "100"});
+  std::string folded = MakeTempDir() + "/hup.folded";
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "-p",
+                                absl::StrCat(spinners.pid(), ",", short_lived.pid()),
+                                "--duration", "2", "--no-counters", "-o", folded});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json meta = nlohmann::json::parse(ReadFileOrEmpty(folded + ".json"), nullptr, false);
+  ASSERT_TRUE(meta.is_object());
+  ASSERT_TRUE(meta["scheduling"].contains("on_cpu_ms")) << "kernel without schedstat";
+  // Unwinding ~2000 samples a second costs a few percent of a CPU; a busy loop costs all the
+  // CPU the scheduler gives it (a quarter to all of one here).
+  EXPECT_LT(meta["scheduling"]["on_cpu_ms"].get<double>(),
+            0.1 * meta["duration_seconds"].get<double>() * 1e3);
+  FoldedProfile p = FoldedProfile::Parse(ReadFileOrEmpty(folded));
+  EXPECT_GT(p.Self("overload_spin_leaf"), 100u) << "the spinners were sampled to the end";
 }
 
 TEST(AttachBadInputTest, NoSuchProcess) {

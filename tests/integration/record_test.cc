@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -206,6 +207,26 @@ TEST(RecordTest, FallsBackFromCyclesToCpuClockAndSaysSo) {
   EXPECT_THAT(r.run.err, HasSubstr("cycles is not supported"));
   EXPECT_THAT(r.run.err, HasSubstr("sampling cpu-clock instead"));
   EXPECT_GT(r.profile.Self("heavy_function"), 50u);
+}
+
+// Issue 15: nativeprof raises its own priority (SCHED_FIFO as root) before it starts the command,
+// and the command must still run as if nativeprof were not there: SCHED_OTHER, and the nice
+// nativeprof was started with.
+TEST(RecordTest, TheCommandRunsAtThePriorityNativeprofWasStartedWith) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string folded = MakeTempDir() + "/prio.folded";
+  CommandResult r = RunCommand({"/usr/bin/nice", "-n", "3", NativeprofBinary(), "record", "-o",
+                                folded, "--", "/bin/cat", "/proc/self/stat"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Fields after the command name: [0] is field 3, so nice (19) is [16] and policy (41) is [38].
+  std::istringstream fields(r.out.substr(r.out.rfind(')') + 2));
+  std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
+  ASSERT_GT(f.size(), 38u) << r.out;
+  EXPECT_EQ(f[16], "3") << "nice";
+  EXPECT_EQ(f[38], "0") << "policy: SCHED_OTHER";
+  nlohmann::json meta = nlohmann::json::parse(ReadFileOrEmpty(folded + ".json"), nullptr, false);
+  ASSERT_TRUE(meta.is_object());
+  if (geteuid() == 0) EXPECT_EQ(meta["scheduling"]["priority"], "SCHED_FIFO 1");
 }
 
 TEST(RecordTest, ExitsWithTheTargetsStatus) {

@@ -37,6 +37,9 @@ np_test_target(dwarf_fp_deep SOURCES ${CMAKE_CURRENT_LIST_DIR}/nofp_workload.c
                FLAGS -O2 -fno-omit-frame-pointer LINK nofp_shared pthread)
 np_test_target(attach_server SOURCES ${CMAKE_CURRENT_LIST_DIR}/attach_server.c FLAGS ${NP_FP_FLAGS}
                LINK pthread)
+# Overload (issue 15): more always-runnable threads than the CPUs can serve.
+np_test_target(overload_spinners SOURCES ${CMAKE_CURRENT_LIST_DIR}/overload_spinners.c
+               FLAGS ${NP_FP_FLAGS} LINK pthread)
 # libnativeprof (issue 6): the sample benchmark of bench/ linked against the shared library, so the
 # integration tests check its output (and the library gets built before them).
 find_package(benchmark QUIET)

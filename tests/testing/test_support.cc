@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -114,6 +115,49 @@ CommandResult RunCommand(const std::vector<std::string>& argv) {
   result.max_rss_kb = usage.ru_maxrss;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, bool capture_stdout) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  int write_end = -1;
+  if (capture_stdout) {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) == 0) {
+      posix_spawn_file_actions_adddup2(&actions, p[1], 1);
+      out_fd_ = p[0];
+      write_end = p[1];
+    }
+  }
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  if (::posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ) != 0) pid_ = -1;
+  posix_spawn_file_actions_destroy(&actions);
+  if (write_end >= 0) ::close(write_end);
+}
+
+BackgroundProcess::~BackgroundProcess() {
+  if (pid_ > 0 && !reaped_) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  if (out_fd_ >= 0) ::close(out_fd_);
+}
+
+std::string BackgroundProcess::ReadLine() {
+  std::string line;
+  char c;
+  while (out_fd_ >= 0 && ::read(out_fd_, &c, 1) == 1 && c != '\n') line += c;
+  return line;
+}
+
+int BackgroundProcess::Wait() {
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  reaped_ = true;
+  return status;
 }
 
 std::string ReadFileOrEmpty(const std::string& path) {

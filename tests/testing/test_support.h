@@ -3,6 +3,8 @@
 #ifndef NATIVEPROF_TESTS_TESTING_TEST_SUPPORT_H_
 #define NATIVEPROF_TESTS_TESTING_TEST_SUPPORT_H_
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -30,6 +32,28 @@ struct CommandResult {
 };
 // Runs argv (no shell) with stdin from /dev/null; waits for it.
 CommandResult RunCommand(const std::vector<std::string>& argv);
+
+// A process started in the background (no shell), killed (SIGKILL) and reaped when the object
+// goes away unless Wait() reaped it first.
+class BackgroundProcess {
+ public:
+  // pid() is -1 when the spawn failed. With `capture_stdout`, ReadLine() reads its stdout.
+  explicit BackgroundProcess(const std::vector<std::string>& argv, bool capture_stdout = false);
+  ~BackgroundProcess();
+  BackgroundProcess(const BackgroundProcess&) = delete;
+  BackgroundProcess& operator=(const BackgroundProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // The next line of stdout without its newline; "" at EOF.
+  std::string ReadLine();
+  // Blocks until it exits; returns the wait status.
+  int Wait();
+
+ private:
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  bool reaped_ = false;
+};
 
 // Reads a whole file; empty string if it does not exist.
 std::string ReadFileOrEmpty(const std::string& path);

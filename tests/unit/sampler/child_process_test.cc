@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -73,6 +75,30 @@ TEST(ChildProcessTest, SignalReachesTheChild) {
   EXPECT_FALSE(child->TryWait().has_value());
   child->Signal(SIGKILL);
   EXPECT_EQ(ExitCodeFromWaitStatus(child->Wait()), 128 + SIGKILL);
+}
+
+// Field 19 of /proc/PID/stat.
+int NiceOf(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // from field 3
+  std::string field;
+  for (int i = 3; i <= 19 && fields >> field; ++i) {
+  }
+  return std::stoi(field);
+}
+
+TEST(ChildProcessTest, ChildSetsTheNiceItWasAskedFor) {
+  // What a boosted profiler passes: the nice it was started with, which SCHED_RESET_ON_FORK
+  // would otherwise reset to 0 in the child. A higher nice is always permitted.
+  SpawnOptions options;
+  options.nice = 7;
+  absl::StatusOr<ChildProcess> child = ChildProcess::Spawn({"/bin/sleep", "30"}, options);
+  ASSERT_TRUE(child.ok()) << child.status();
+  ASSERT_TRUE(child->Release().ok());  // returns after the exec: the nice was set before it
+  EXPECT_EQ(NiceOf(child->pid()), 7);
+  child->Signal(SIGKILL);
+  child->Wait();
 }
 
 TEST(ChildProcessTest, ExitCodeFromWaitStatusEncodings) {

@@ -1,0 +1,61 @@
+#include "tools/record_report.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace nativeprof::tools {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+RunState Waited(double wait_seconds, double duration_seconds) {
+  RunState state;
+  state.duration_seconds = duration_seconds;
+  state.scheduling.wait_seconds = wait_seconds;
+  return state;
+}
+
+TEST(LostRecordsLineTest, BlamesTheRingWhenTheDrainThreadGotACpu) {
+  EXPECT_EQ(LostRecordsLine(12, Waited(0.01, 2.0)),
+            "12 records lost because the ring buffer was full; try a larger -m or a lower -F");
+  // A kernel without schedstat: nothing to blame the CPU with.
+  RunState unknown;
+  unknown.duration_seconds = 2.0;
+  EXPECT_THAT(LostRecordsLine(3, unknown), HasSubstr("try a larger -m"));
+}
+
+TEST(LostRecordsLineTest, BlamesTheCpuWhenTheDrainThreadWaitedForOne) {
+  const std::string line = LostRecordsLine(3503, Waited(1.5, 2.0));
+  EXPECT_EQ(line,
+            "3503 records lost while nativeprof waited 1500 ms for a CPU (machine saturated): run "
+            "as root / with CAP_SYS_NICE so it can raise its priority, or lower -F");
+  EXPECT_THAT(line, Not(HasSubstr("-m")));
+  // The threshold is a share of the sampling time.
+  EXPECT_THAT(LostRecordsLine(1, Waited(kStarvedWaitShare * 2.0, 2.0)), HasSubstr("waited"));
+}
+
+TEST(LostRecordsLineTest, AdviceFollowsWhatThePriorityWas) {
+  RunState no_boost = Waited(1.0, 2.0);
+  no_boost.scheduling.boost_disabled = true;
+  EXPECT_THAT(LostRecordsLine(5, no_boost), HasSubstr("drop --no-boost"));
+
+  RunState niced = Waited(1.0, 2.0);
+  niced.scheduling.boost.kind = PriorityKind::kNice;
+  niced.scheduling.boost.value = -5;
+  EXPECT_THAT(LostRecordsLine(5, niced), HasSubstr("it ran at nice -5; run as root"));
+
+  RunState fifo = Waited(1.0, 2.0);
+  fifo.scheduling.boost.kind = PriorityKind::kRealtime;
+  fifo.scheduling.boost.value = 1;
+  EXPECT_THAT(LostRecordsLine(5, fifo),
+              AllOf(StartsWith("5 records lost while nativeprof waited 1000 ms"),
+                    HasSubstr("it ran at SCHED_FIFO 1 and still waited"), Not(HasSubstr("root"))));
+}
+
+}  // namespace
+}  // namespace nativeprof::tools
