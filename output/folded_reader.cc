@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "base/text_escape.h"
 
 namespace nativeprof::output {
 
@@ -59,14 +60,16 @@ absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
     const size_t sep = line.find_last_of(" \t");
     if (sep == absl::string_view::npos) {
       return absl::InvalidArgumentError(
-          absl::StrCat("line ", line_no, ": no sample count (expected 'comm;frame;... COUNT')"));
+          absl::StrCat("line ", line_no, ": '", EscapeForMessage(line),
+                       "' has no sample count (expected 'comm;frame;... COUNT')"));
     }
     absl::string_view count_text = line.substr(sep + 1);
     uint64_t count = 0;
     if (count_text.empty() || !absl::SimpleAtoi(count_text, &count) || count_text[0] == '-' ||
         count_text[0] == '+') {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "line ", line_no, ": sample count '", count_text, "' is not a non-negative integer"));
+      return absl::InvalidArgumentError(absl::StrCat("line ", line_no, ": sample count '",
+                                                     EscapeForMessage(count_text),
+                                                     "' is not a non-negative integer"));
     }
     absl::string_view stack_text = line.substr(0, sep);
     while (!stack_text.empty() && (stack_text.back() == ' ' || stack_text.back() == '\t')) {

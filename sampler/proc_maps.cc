@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/file_util.h"
+#include "base/text_escape.h"
 #include "sampler/build_id_reader.h"
 
 namespace nativeprof::sampler {
@@ -31,7 +32,8 @@ absl::StatusOr<std::vector<ProcMapsEntry>> ParseProcMaps(absl::string_view text)
     std::vector<absl::string_view> f =
         absl::StrSplit(line, absl::MaxSplits(' ', 5), absl::SkipEmpty());
     if (f.size() < 5) {
-      return absl::DataLossError(absl::StrCat("malformed maps line ", number, ": ", line));
+      return absl::DataLossError(
+          absl::StrCat("malformed maps line ", number, ": ", EscapeForMessage(line)));
     }
     ProcMapsEntry e;
     std::pair<absl::string_view, absl::string_view> range = absl::StrSplit(f[0], '-');
@@ -40,7 +42,8 @@ absl::StatusOr<std::vector<ProcMapsEntry>> ParseProcMaps(absl::string_view text)
     if (!ParseHex(range.first, &e.start_avma) || !ParseHex(range.second, &e.end_avma) ||
         !ParseHex(f[2], &e.file_offset) || !ParseHex(dev.first, &major) ||
         !ParseHex(dev.second, &minor) || !absl::SimpleAtoi(f[4], &e.inode) || f[1].size() < 4) {
-      return absl::DataLossError(absl::StrCat("malformed maps line ", number, ": ", line));
+      return absl::DataLossError(
+          absl::StrCat("malformed maps line ", number, ": ", EscapeForMessage(line)));
     }
     e.dev_major = static_cast<uint32_t>(major);
     e.dev_minor = static_cast<uint32_t>(minor);

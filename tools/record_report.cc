@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/file_util.h"
+#include "base/text_escape.h"
 #include "output/counter_report.h"
 #include "output/profile_writer.h"
 #include "symbolize/profile_builder.h"
@@ -78,7 +79,9 @@ void PrintQualityWarnings(const RecordOptions& o, const unwind::StackCollector& 
     int shown = 0;
     for (const auto& miss : symbols.worst_modules) {
       if (shown++ == 3) break;
-      PrintLine(absl::StrCat("  ", miss.module, ": ", miss.unnamed, " unnamed (", miss.reason, ")",
+      // The module's path is the kernel's copy of a file name: any bytes but '/' and NUL.
+      PrintLine(absl::StrCat("  ", EscapeForMessage(miss.module, kMaxQuotedPathBytes), ": ",
+                             miss.unnamed, " unnamed (", miss.reason, ")",
                              miss.advice.empty() ? "" : absl::StrCat("; ", miss.advice)));
     }
   }

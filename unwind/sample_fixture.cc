@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "base/text_escape.h"
 
 namespace nativeprof::unwind {
 namespace {
@@ -168,7 +169,8 @@ absl::StatusOr<std::unique_ptr<LoadedFixture>> LoadedFixture::Load(const std::st
   std::vector<sampler::ModuleId> ids;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
     std::vector<std::string> w = absl::StrSplit(line, ' ');
-    const auto bad = absl::DataLossError(absl::StrCat("bad fixture line: ", line));
+    const auto bad =
+        absl::DataLossError(absl::StrCat("bad fixture line: ", EscapeForMessage(line)));
     if (w[0] == "regs_mask" && w.size() == 2) {
       if (!absl::SimpleHexAtoi(w[1], &f->data_.regs_mask)) return bad;
     } else if (w[0] == "module" && w.size() >= 4) {
