@@ -7,6 +7,7 @@
 #include "base/file_util.h"
 #include "base/text_escape.h"
 #include "output/counter_report.h"
+#include "output/json_util.h"
 #include "output/profile_writer.h"
 #include "symbolize/profile_builder.h"
 #include "tools/exit_codes.h"
@@ -189,7 +190,9 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   const double named_share = NamedFrameShare(profile);
   nlohmann::json metadata = RecordMetadata(o, session, collector, symbols, counters, state);
   metadata["symbolization"]["named_frame_share"] = named_share;
-  if (absl::Status st = WriteFileAtomically(o.MetadataPath(), metadata.dump(2) + "\n"); !st.ok()) {
+  if (absl::Status st =
+          WriteFileAtomically(o.MetadataPath(), output::RenderJsonDocument(metadata) + "\n");
+      !st.ok()) {
     PrintLine(absl::StrCat("cannot write ", o.MetadataPath(), ": ", st.message()));
     exit_code = kExitOutput;
   }
