@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -24,21 +25,35 @@ std::string DirectoryOf(const std::string& path) {
   return path.substr(0, slash);
 }
 
+absl::Status TooLarge(const std::string& path, size_t max_bytes) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat(path, " is larger than the ", max_bytes, "-byte limit for reading it whole"));
+}
+
 }  // namespace
 
-absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t max_bytes) {
+  // O_NONBLOCK only for open(): on a FIFO that nobody writes (a perf map in /tmp can be one) open
+  // would block forever; reads block as usual once it is cleared.
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) return ErrnoError(absl::StrCat("open ", path));
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return ErrnoError(absl::StrCat("fcntl ", path));
+  }
   // Regular files are read straight into a buffer of their size; /proc files report size 0 and
   // are read in chunks until EOF.
   struct stat st;
   size_t chunk = 8192;
   if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    if (static_cast<uint64_t>(st.st_size) > max_bytes) return TooLarge(path, max_bytes);
     chunk = static_cast<size_t>(st.st_size) + 1;  // +1 sees EOF without another grow
   }
   std::string out;
   size_t used = 0;
   while (true) {
+    // One byte beyond the limit tells a file of exactly max_bytes from a longer one.
+    chunk = std::min(chunk, max_bytes + 1 - used);
     out.resize(used + chunk);
     ssize_t n = ::read(fd.get(), out.data() + used, chunk);
     if (n < 0) {
@@ -47,6 +62,7 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
     }
     if (n == 0) break;
     used += static_cast<size_t>(n);
+    if (used > max_bytes) return TooLarge(path, max_bytes);
     if (chunk < (size_t{1} << 20)) chunk *= 2;
   }
   out.resize(used);

@@ -12,9 +12,17 @@
 
 namespace nativeprof {
 
-// Reads a whole file. /proc files report size 0, so this reads until EOF rather than stat()ing.
-// Errors: the ErrnoToStatus code of open/read (kNotFound, kPermissionDenied, ...).
-absl::StatusOr<std::string> ReadSmallFile(const std::string& path);
+// The largest file ReadSmallFile reads by default: far above any /proc or /sys file it is used
+// for, far below what would exhaust memory.
+inline constexpr size_t kMaxSmallFileBytes = size_t{64} << 20;
+
+// Reads a whole file of at most `max_bytes`. /proc files report size 0, so this reads until EOF
+// rather than trusting stat(). A FIFO without a writer reads as empty instead of blocking open.
+// Errors: the ErrnoToStatus code of open/read (kNotFound, kPermissionDenied, ...);
+// kResourceExhausted when the file holds more than `max_bytes` (a regular file's size is checked
+// before anything is allocated for it, so a sparse or endless file costs no memory).
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path,
+                                          size_t max_bytes = kMaxSmallFileBytes);
 
 // Maps a whole regular file read-only (private), for caches read in place: only the pages a
 // reader touches are faulted in. Errors: the errno code of open/fstat/mmap; kDataLoss when empty.
