@@ -52,6 +52,7 @@ absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
   std::string frame_key;
   std::string stack_key;
   std::vector<uint32_t> frames;
+  uint64_t total = 0;
   size_t line_no = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_no;
@@ -71,6 +72,11 @@ absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
                                                      EscapeForMessage(count_text),
                                                      "' is not a non-negative integer"));
     }
+    if (count > UINT64_MAX - total) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", line_no, ": sample count ", count, " takes the total beyond 2^64 - 1"));
+    }
+    total += count;
     absl::string_view stack_text = line.substr(0, sep);
     while (!stack_text.empty() && (stack_text.back() == ' ' || stack_text.back() == '\t')) {
       stack_text.remove_suffix(1);
@@ -118,7 +124,7 @@ absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
 }
 
 absl::StatusOr<Profile> ReadFoldedFile(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadSmallFile(path);
+  absl::StatusOr<std::string> text = ReadSmallFile(path, kMaxFoldedFileBytes);
   if (!text.ok()) return text.status();  // already names the call and the path
   absl::StatusOr<Profile> profile = ParseFolded(*text);
   if (!profile.ok()) {
