@@ -367,7 +367,13 @@ void ElfSymbolizer::SymbolizeUnmapped(int32_t pid, uint64_t avma,
   if (it == perf_maps_.end()) {
     absl::StatusOr<SymbolTable> table = LoadPerfMap(pid, options_.perf_map_dir);
     std::unique_ptr<SymbolTable> owned;
-    if (table.ok()) owned = std::make_unique<SymbolTable>(std::move(*table));
+    if (table.ok()) {
+      owned = std::make_unique<SymbolTable>(std::move(*table));
+    } else if (!absl::IsNotFound(table.status())) {
+      // No map is the common case (no JIT); one that exists but cannot be used deserves a word.
+      Warn(absl::StrCat("JIT frames of PID ", pid, " are unnamed: ",
+                        EscapeForMessage(table.status().message(), kMaxQuotedPathBytes)));
+    }
     it = perf_maps_.emplace(pid, std::move(owned)).first;
   }
   if (it->second != nullptr) {
