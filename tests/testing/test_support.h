@@ -3,6 +3,8 @@
 #ifndef NATIVEPROF_TESTS_TESTING_TEST_SUPPORT_H_
 #define NATIVEPROF_TESTS_TESTING_TEST_SUPPORT_H_
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -29,6 +31,18 @@ struct CommandResult {
 };
 // Runs argv (no shell) with stdin from /dev/null; waits for it.
 CommandResult RunCommand(const std::vector<std::string>& argv);
+
+// Runs argv (no shell) under ptrace and kills it with SIGKILL as it enters its first rename(2)
+// (rename, renameat or renameat2): the moment a temp-and-rename writer has written its temporary
+// file but not put it in place, as a SIGKILL that lands there would. `out`/`err` are read from
+// files, so the traced process never blocks on a pipe. exit_code is 128 + 9 when the kill
+// happened; *pid is the process's pid (its temporary files carry it). GTEST_SKIP-worthy failures
+// (ptrace refused) come back as exit_code -1 with the reason in err.
+CommandResult RunCommandKilledAtFirstRename(const std::vector<std::string>& argv, pid_t* pid);
+
+// The pid of a process that has exited and been reaped: no process has it (until the kernel
+// reuses it, which takes pid_max more forks).
+pid_t ReapedPid();
 
 // Reads a whole file; empty string if it does not exist.
 std::string ReadFileOrEmpty(const std::string& path);

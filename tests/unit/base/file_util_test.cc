@@ -50,5 +50,53 @@ TEST(ReadSmallFileTest, FifoWithoutWriterReadsEmptyInsteadOfBlocking) {
   EXPECT_EQ(text, "");
 }
 
+TEST(StaleTempFileTest, OnlyTheExactNameOfADeadWriterIsStale) {
+  const std::string dead = std::to_string(testing::ReapedPid());
+  const std::string live = std::to_string(::getppid());
+  const std::string self = std::to_string(::getpid());
+  EXPECT_TRUE(IsStaleTempFile("out.folded.tmp." + dead, "out.folded"));
+  EXPECT_TRUE(IsStaleTempFile("out.folded.tmp." + dead, ""));  // any output
+  EXPECT_FALSE(IsStaleTempFile("out.folded.tmp." + live, "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile("out.folded.tmp." + self, "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile("other.folded.tmp." + dead, "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile("xout.folded.tmp." + dead, "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile("out.folded.tmp." + dead + "x", "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile("out.folded.tmp.0" + dead, "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile("out.folded.tmp.-" + dead, "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile("out.folded.tmp.", "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile("out.folded.tmp.99999999999", "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile(".tmp." + dead, ""));
+  EXPECT_FALSE(IsStaleTempFile("out.folded", "out.folded"));
+}
+
+TEST(StaleTempFileTest, WriteRemovesDeadWritersTempFilesOfThatOutputOnly) {
+  const std::string dir = MakeTempDir();
+  const std::string out = dir + "/out.folded";
+  const std::string dead = std::to_string(testing::ReapedPid());
+  const std::string live = std::to_string(::getppid());
+  for (const std::string& name :
+       {"out.folded.tmp." + dead, "out.folded.tmp." + live, "other.folded.tmp." + dead,
+        "out.folded.tmp." + dead + ".bak"}) {
+    NP_ASSERT_OK(WriteFileAtomically(dir + "/" + name, "partial"));
+  }
+  // A directory and a symlink under a stale name are not files this writer made.
+  const std::string dead_dir = dir + "/out.folded.tmp." + std::to_string(testing::ReapedPid());
+  ASSERT_EQ(::mkdir(dead_dir.c_str(), 0700), 0);
+  const std::string dead_link = dir + "/out.folded.tmp." + std::to_string(testing::ReapedPid());
+  ASSERT_EQ(::symlink(out.c_str(), dead_link.c_str()), 0);
+
+  NP_ASSERT_OK(WriteFileAtomically(out, "app;main 1\n"));
+  EXPECT_EQ(testing::ReadFileOrEmpty(out), "app;main 1\n");
+  EXPECT_NE(::access((dir + "/out.folded.tmp." + dead).c_str(), F_OK), 0) << "stale: removed";
+  for (const std::string& kept :
+       {"out.folded.tmp." + live, "other.folded.tmp." + dead, "out.folded.tmp." + dead + ".bak"}) {
+    EXPECT_EQ(testing::ReadFileOrEmpty(dir + "/" + kept), "partial") << kept;
+  }
+  struct stat st;
+  EXPECT_EQ(::lstat(dead_dir.c_str(), &st), 0);
+  EXPECT_EQ(::lstat(dead_link.c_str(), &st), 0);
+  EXPECT_EQ(RemoveStaleTempFiles(out), 0u);
+}
+
 }  // namespace
 }  // namespace nativeprof
