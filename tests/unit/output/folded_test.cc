@@ -116,6 +116,16 @@ TEST(FoldedReaderTest, ParsesKindsThreadsAndSumsDuplicates) {
   EXPECT_EQ(p.stacks[2].samples, 2u);
 }
 
+TEST(FoldedWriterTest, BlankNamesAreWrittenAsUnknownSoTheLineParsesBack) {
+  // A thread of carriage returns with no frames once became the line "  2", which has no stack.
+  NP_ASSERT_OK_AND_ASSIGN(Profile p, ParseFolded("\r\r\t2\n\t;main;  ; 3\n"));
+  const std::string text = RenderFolded(p);
+  EXPECT_EQ(text, "[unknown] 2\n[unknown];main;[unknown];[unknown] 3\n");
+  NP_ASSERT_OK_AND_ASSIGN(Profile again, ParseFolded(text));
+  ASSERT_EQ(again.stacks.size(), 2u);
+  EXPECT_EQ(again.stacks[0].samples + again.stacks[1].samples, 5u);
+}
+
 TEST(FoldedReaderTest, RoundTripIsByteIdentical) {
   const std::string text =
       "Worker;work 7\n"
