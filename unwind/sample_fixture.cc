@@ -99,6 +99,10 @@ void ZeroAllButUnwindTables(std::string* image) {
   }
   if (eh.e_shstrndx >= sh.size()) return;
   const Elf64_Shdr& strtab = sh[eh.e_shstrndx];
+  // Names are read from the table in place: it must lie inside the image.
+  if (strtab.sh_offset > image->size() || strtab.sh_size > image->size() - strtab.sh_offset) {
+    return;
+  }
   keep_range(strtab.sh_offset, strtab.sh_size);
   for (const Elf64_Shdr& s : sh) {
     if (s.sh_type == SHT_NOBITS || s.sh_name >= strtab.sh_size) continue;
