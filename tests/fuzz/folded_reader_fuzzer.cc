@@ -12,26 +12,19 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
-#include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "base/text_escape.h"
 #include "output/diff_report.h"
 #include "output/folded_reader.h"
 #include "output/folded_writer.h"
 #include "output/text_report.h"
+#include "tests/fuzz/fuzz_checks.h"
 
 namespace {
 
-void Check(bool condition, int line = __builtin_LINE()) {
-  if (!condition) {
-    std::fprintf(stderr, "folded_reader_fuzzer.cc:%d: check failed\n", line);
-    std::abort();
-  }
-}
+using nativeprof::fuzz::Check;
 
 uint64_t Total(const nativeprof::symbolize::Profile& profile) {
   uint64_t total = 0;
@@ -48,14 +41,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view text(reinterpret_cast<const char*>(data), size);
   absl::StatusOr<nativeprof::symbolize::Profile> profile = nativeprof::output::ParseFolded(text);
   if (!profile.ok()) {
-    const absl::string_view message = profile.status().message();
-    Check(absl::StartsWith(message, "line "));
     // Fixed text, a line number and one quote of at most 80 bytes, 4 characters each escaped.
-    Check(message.size() <= 200 + 4 * nativeprof::kMaxQuotedBytes);
-    for (char c : message) {
-      const auto b = static_cast<unsigned char>(c);
-      Check(b >= 0x20 && b != 0x7f);
-    }
+    nativeprof::fuzz::CheckEscapedMessage(profile.status().message(), "line ",
+                                          200 + 4 * nativeprof::kMaxQuotedBytes);
     return 0;
   }
   const uint64_t total = Total(*profile);

@@ -7,19 +7,17 @@
 // .NET write them, with and without 0x, and overlapping and wrapping ranges.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "symbolize/perf_map.h"
+#include "tests/fuzz/fuzz_checks.h"
 
 namespace {
 
 using nativeprof::symbolize::SymbolTable;
 
-void Check(bool condition) {
-  if (!condition) std::abort();
-}
+using nativeprof::fuzz::Check;
 
 }  // namespace
 

@@ -6,18 +6,15 @@
 // [vdso], anonymous mappings), and lines with a backwards range and control bytes.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 
-#include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "base/text_escape.h"
 #include "sampler/proc_maps.h"
+#include "tests/fuzz/fuzz_checks.h"
 
 namespace {
 
-void Check(bool condition) {
-  if (!condition) std::abort();
-}
+using nativeprof::fuzz::Check;
 
 }  // namespace
 
@@ -26,13 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<std::vector<nativeprof::sampler::ProcMapsEntry>> entries =
       nativeprof::sampler::ParseProcMaps(text);
   if (!entries.ok()) {
-    const absl::string_view message = entries.status().message();
-    Check(absl::StartsWith(message, "malformed maps line "));
-    Check(message.size() <= 64 + 4 * nativeprof::kMaxQuotedBytes);
-    for (char c : message) {
-      const auto b = static_cast<unsigned char>(c);
-      Check(b >= 0x20 && b != 0x7f);
-    }
+    nativeprof::fuzz::CheckEscapedMessage(entries.status().message(), "malformed maps line ",
+                                          64 + 4 * nativeprof::kMaxQuotedBytes);
     return 0;
   }
   for (const nativeprof::sampler::ProcMapsEntry& e : *entries) {
