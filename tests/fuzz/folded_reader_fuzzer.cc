@@ -11,7 +11,6 @@
 // carriage returns, no frames, was written back as a line with no stack).
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 
 #include "absl/strings/string_view.h"
