@@ -81,8 +81,12 @@ void CacheDir::Trim(const std::string& bucket_dir, uint64_t max_bytes) const {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(bucket_dir, ec)) {
     std::error_code e1, e2;
-    // Another process's entry in the making is not ours to remove.
-    if (!e.is_regular_file(e1) || absl::StrContains(e.path().filename().string(), ".tmp.")) {
+    if (!e.is_regular_file(e1)) continue;
+    const std::string file_name = e.path().filename().string();
+    if (absl::StrContains(file_name, ".tmp.")) {
+      // Another process's entry in the making is not ours to remove, but what a process killed
+      // while writing left (under any entry's name: Put only cleans its own) is.
+      if (IsStaleTempFile(file_name, "")) std::filesystem::remove(e.path(), e2);
       continue;
     }
     Entry entry{e.last_write_time(e1), e.file_size(e2), e.path()};

@@ -29,9 +29,11 @@ class CacheDir {
   // Where entry `name` of `bucket` (a subdirectory: "debug", "kernel") lives, present or not.
   std::string PathOf(absl::string_view bucket, absl::string_view name) const;
 
-  // Stores `contents` as entry `name` of `bucket`, creating directories as needed; then, when the
-  // bucket holds more than `max_bucket_bytes`, removes its least recently used entries (by
-  // mtime, which Touch refreshes) until it fits. Errors: the errno code of mkdir/write/rename.
+  // Stores `contents` as entry `name` of `bucket`, creating directories as needed; then removes
+  // the bucket's stale temporary files (IsStaleTempFile: of processes killed while writing an
+  // entry) and, when the bucket holds more than `max_bucket_bytes`, its least recently used
+  // entries (by mtime, which Touch refreshes) until it fits. Errors: the errno code of
+  // mkdir/write/rename.
   absl::Status Put(absl::string_view bucket, absl::string_view name, absl::string_view contents,
                    uint64_t max_bucket_bytes) const;
   // Marks an entry as used now, so that trimming keeps it over older ones. Best effort.

@@ -1,13 +1,17 @@
 #include "base/file_util.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -17,6 +21,9 @@
 namespace nativeprof {
 namespace {
 
+// WriteFileAtomically's temporary names are "<path>.tmp.<pid>"; IsStaleTempFile parses them.
+constexpr absl::string_view kTempInfix = ".tmp.";
+
 std::string DirectoryOf(const std::string& path) {
   size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
@@ -24,21 +31,40 @@ std::string DirectoryOf(const std::string& path) {
   return path.substr(0, slash);
 }
 
+absl::string_view BaseNameOf(absl::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == absl::string_view::npos ? path : path.substr(slash + 1);
+}
+
+absl::Status TooLarge(const std::string& path, size_t max_bytes) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat(path, " is larger than the ", max_bytes, "-byte limit for reading it whole"));
+}
+
 }  // namespace
 
-absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t max_bytes) {
+  // O_NONBLOCK only for open(): on a FIFO that nobody writes (a perf map in /tmp can be one) open
+  // would block forever; reads block as usual once it is cleared.
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) return ErrnoError(absl::StrCat("open ", path));
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return ErrnoError(absl::StrCat("fcntl ", path));
+  }
   // Regular files are read straight into a buffer of their size; /proc files report size 0 and
   // are read in chunks until EOF.
   struct stat st;
   size_t chunk = 8192;
   if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    if (static_cast<uint64_t>(st.st_size) > max_bytes) return TooLarge(path, max_bytes);
     chunk = static_cast<size_t>(st.st_size) + 1;  // +1 sees EOF without another grow
   }
   std::string out;
   size_t used = 0;
   while (true) {
+    // One byte beyond the limit tells a file of exactly max_bytes from a longer one.
+    chunk = std::min(chunk, max_bytes + 1 - used);
     out.resize(used + chunk);
     ssize_t n = ::read(fd.get(), out.data() + used, chunk);
     if (n < 0) {
@@ -47,6 +73,7 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
     }
     if (n == 0) break;
     used += static_cast<size_t>(n);
+    if (used > max_bytes) return TooLarge(path, max_bytes);
     if (chunk < (size_t{1} << 20)) chunk *= 2;
   }
   out.resize(used);
@@ -77,9 +104,46 @@ absl::StatusOr<int64_t> ReadIntegerFile(const std::string& path) {
   return value;
 }
 
+bool IsStaleTempFile(absl::string_view file_name, absl::string_view output_name) {
+  const size_t infix = file_name.rfind(kTempInfix);
+  if (infix == absl::string_view::npos || infix == 0) return false;
+  if (!output_name.empty() && file_name.substr(0, infix) != output_name) return false;
+  // Exactly the decimal form getpid() is written in: digits, no sign, no leading zero.
+  const absl::string_view digits = file_name.substr(infix + kTempInfix.size());
+  pid_t pid = 0;
+  if (digits.empty() || digits[0] == '0' ||
+      digits.find_first_not_of("0123456789") != absl::string_view::npos ||
+      !absl::SimpleAtoi(digits, &pid) || pid <= 0 || pid == ::getpid()) {
+    return false;
+  }
+  return ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+size_t RemoveStaleTempFiles(const std::string& path) {
+  const absl::string_view name = BaseNameOf(path);
+  if (name.empty()) return 0;  // a directory path names no output
+  DIR* dir = ::opendir(DirectoryOf(path).c_str());
+  if (dir == nullptr) return 0;
+  size_t removed = 0;
+  const int dir_fd = ::dirfd(dir);
+  while (const dirent* entry = ::readdir(dir)) {
+    const absl::string_view file_name(entry->d_name);
+    // Cheap name test first: a directory of many files costs one readdir pass and no syscalls.
+    if (!absl::StartsWith(file_name, name) || !IsStaleTempFile(file_name, name)) continue;
+    struct stat st;
+    if (::fstatat(dir_fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
+      continue;
+    }
+    if (::unlinkat(dir_fd, entry->d_name, 0) == 0) ++removed;
+  }
+  ::closedir(dir);
+  return removed;
+}
+
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
                                  bool durable) {
-  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  RemoveStaleTempFiles(path);
+  std::string tmp = absl::StrCat(path, kTempInfix, ::getpid());
   {
     ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (!fd.valid()) return ErrnoError(absl::StrCat("cannot create ", tmp));

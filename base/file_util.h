@@ -12,9 +12,17 @@
 
 namespace nativeprof {
 
-// Reads a whole file. /proc files report size 0, so this reads until EOF rather than stat()ing.
-// Errors: the ErrnoToStatus code of open/read (kNotFound, kPermissionDenied, ...).
-absl::StatusOr<std::string> ReadSmallFile(const std::string& path);
+// The largest file ReadSmallFile reads by default: far above any /proc or /sys file it is used
+// for, far below what would exhaust memory.
+inline constexpr size_t kMaxSmallFileBytes = size_t{64} << 20;
+
+// Reads a whole file of at most `max_bytes`. /proc files report size 0, so this reads until EOF
+// rather than trusting stat(). A FIFO without a writer reads as empty instead of blocking open.
+// Errors: the ErrnoToStatus code of open/read (kNotFound, kPermissionDenied, ...);
+// kResourceExhausted when the file holds more than `max_bytes` (a regular file's size is checked
+// before anything is allocated for it, so a sparse or endless file costs no memory).
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path,
+                                          size_t max_bytes = kMaxSmallFileBytes);
 
 // Maps a whole regular file read-only (private), for caches read in place: only the pages a
 // reader touches are faulted in. Errors: the errno code of open/fstat/mmap; kDataLoss when empty.
@@ -26,9 +34,23 @@ absl::StatusOr<int64_t> ReadIntegerFile(const std::string& path);
 // Writes `contents` to `path` so that readers see either the old file or the complete new one:
 // writes `path`.tmp.<pid> in the same directory, fsyncs it (unless `durable` is false: caches
 // that validate what they read and can rebuild it need not wait for the disk), then renames it
-// over `path`.
+// over `path`. First removes what earlier writers of `path` that died before their rename
+// left behind (RemoveStaleTempFiles).
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
                                  bool durable = true);
+
+// Whether `file_name` (a name in a directory, no slash) is a temporary file WriteFileAtomically
+// made for output `output_name` ("OUTPUT.tmp.PID"; any OUTPUT when `output_name` is empty) in a
+// process that no longer exists: kill(PID, 0) fails with ESRCH, so it died (SIGKILL, a crash)
+// between writing and renaming. This process's own, a live process's, and one kill() may not
+// probe (EPERM: another user's) are not stale. A writer in another PID namespace sharing the
+// directory is invisible to kill() and looks dead.
+bool IsStaleTempFile(absl::string_view file_name, absl::string_view output_name);
+
+// Removes the stale temporary files (IsStaleTempFile) of output `path` from its directory:
+// regular files only, never symlinks or directories. Best effort (errors are ignored); returns
+// how many were removed.
+size_t RemoveStaleTempFiles(const std::string& path);
 
 // Checks, before any work is done, that `path` can later be written by WriteFileAtomically:
 // its directory exists and accepts new files. Errors: kNotFound, kPermissionDenied,

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/text_escape.h"
 
 namespace nativeprof::output {
 namespace {
@@ -358,7 +359,9 @@ std::string FormatCounterSummary(const CounterSummary& summary) {
   if (!summary.threads.empty()) {
     absl::StrAppend(&out, "\n Per thread (pid/tid comm):\n\n");
     for (const sampler::ThreadCounters& t : summary.threads) {
-      std::string prefix = absl::StrFormat(" %7d/%-7d %-16s", t.pid, t.tid, t.comm);
+      // The profiled program names its threads (prctl PR_SET_NAME): any 15 bytes.
+      std::string prefix =
+          absl::StrFormat(" %7d/%-7d %-16s", t.pid, t.tid, EscapeForMessage(t.comm));
       for (const CounterValue& v : t.values) {
         // Per-thread rows carry no metrics: rates per thread would need per-thread wall time.
         absl::StrAppend(&out, FormatRow(v, {}, std::nullopt, prefix), "\n");

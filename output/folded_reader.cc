@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "base/text_escape.h"
 
 namespace nativeprof::output {
 
@@ -51,6 +52,7 @@ absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
   std::string frame_key;
   std::string stack_key;
   std::vector<uint32_t> frames;
+  uint64_t total = 0;
   size_t line_no = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_no;
@@ -59,15 +61,22 @@ absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
     const size_t sep = line.find_last_of(" \t");
     if (sep == absl::string_view::npos) {
       return absl::InvalidArgumentError(
-          absl::StrCat("line ", line_no, ": no sample count (expected 'comm;frame;... COUNT')"));
+          absl::StrCat("line ", line_no, ": '", EscapeForMessage(line),
+                       "' has no sample count (expected 'comm;frame;... COUNT')"));
     }
     absl::string_view count_text = line.substr(sep + 1);
     uint64_t count = 0;
     if (count_text.empty() || !absl::SimpleAtoi(count_text, &count) || count_text[0] == '-' ||
         count_text[0] == '+') {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "line ", line_no, ": sample count '", count_text, "' is not a non-negative integer"));
+      return absl::InvalidArgumentError(absl::StrCat("line ", line_no, ": sample count '",
+                                                     EscapeForMessage(count_text),
+                                                     "' is not a non-negative integer"));
     }
+    if (count > UINT64_MAX - total) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", line_no, ": sample count ", count, " takes the total beyond 2^64 - 1"));
+    }
+    total += count;
     absl::string_view stack_text = line.substr(0, sep);
     while (!stack_text.empty() && (stack_text.back() == ' ' || stack_text.back() == '\t')) {
       stack_text.remove_suffix(1);
@@ -115,7 +124,7 @@ absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
 }
 
 absl::StatusOr<Profile> ReadFoldedFile(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadSmallFile(path);
+  absl::StatusOr<std::string> text = ReadSmallFile(path, kMaxFoldedFileBytes);
   if (!text.ok()) return text.status();  // already names the call and the path
   absl::StatusOr<Profile> profile = ParseFolded(*text);
   if (!profile.ok()) {

@@ -13,15 +13,21 @@
 
 namespace nativeprof::output {
 
+// The largest folded file ReadFoldedFile reads. Each frame takes at least one byte (its ';'), so
+// this also keeps frame and stack counts within the writers' 32-bit indexes.
+inline constexpr size_t kMaxFoldedFileBytes = size_t{1} << 30;
+
 // Parses folded text. Blank lines are skipped; the count is split off at the last space or tab
 // and must be a non-negative integer; identical stacks on several lines are summed. The result has
 // weight == samples, weight_unit "samples", an empty event, no timeline, and stacks in first-seen
 // order.
-// Errors: kInvalidArgument "line N: <problem>".
+// Errors: kInvalidArgument "line N: <problem>", also when the counts add up to more than 2^64 - 1
+// (every total a report or writer computes then fits in 64 bits).
 absl::StatusOr<symbolize::Profile> ParseFolded(absl::string_view text);
 
 // Reads and parses a folded file. Errors: kNotFound / kPermissionDenied (with the path) when it
-// cannot be read, kInvalidArgument "<path>:N: <problem>" when it is malformed.
+// cannot be read, kResourceExhausted when it is larger than kMaxFoldedFileBytes,
+// kInvalidArgument "<path>:N: <problem>" when it is malformed.
 absl::StatusOr<symbolize::Profile> ReadFoldedFile(const std::string& path);
 
 }  // namespace nativeprof::output

@@ -18,8 +18,11 @@ using symbolize::ProfileFrame;
 using symbolize::ProfileStack;
 
 std::string SanitizeFoldedName(absl::string_view name) {
-  if (name.empty()) return "[unknown]";
-  return symbolize::EscapeFoldedFrame(name);
+  std::string escaped = symbolize::EscapeFoldedFrame(name);
+  // Readers trim blanks before the count, so a blank name would vanish: a thread without frames
+  // would leave a line with no stack, which no reader (ours included) accepts.
+  if (escaped.find_first_not_of(" \t") == std::string::npos) return "[unknown]";
+  return escaped;
 }
 
 std::string FoldedFrameName(const ProfileFrame& frame) {

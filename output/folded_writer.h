@@ -12,8 +12,8 @@
 namespace nativeprof::output {
 
 // Makes a name safe inside a folded line: ';' (the frame separator) becomes ':', newlines and
-// carriage returns become spaces, an empty name becomes "[unknown]". Spaces are kept: parsers
-// split the count off at the LAST space.
+// carriage returns become spaces, an empty or blank name (spaces and tabs only, after that)
+// becomes "[unknown]". Spaces are kept: parsers split the count off at the LAST space.
 std::string SanitizeFoldedName(absl::string_view name);
 
 // The name a frame shows in folded output and flame graphs: sanitized function + FrameKindSuffix.

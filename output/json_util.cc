@@ -34,6 +34,10 @@ void AppendJsonString(std::string* out, absl::string_view s) {
   out->push_back('"');
 }
 
+std::string RenderJsonDocument(const nlohmann::json& document) {
+  return document.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+}
+
 void AppendXmlEscaped(std::string* out, absl::string_view s) {
   for (char c : s) {
     switch (c) {

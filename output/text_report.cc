@@ -132,7 +132,11 @@ std::string JsonScalar(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_number_integer()) return WithThousands(v.get<int64_t>() < 0 ? 0 : v.get<uint64_t>());
   if (v.is_number()) return absl::StrFormat("%.6g", v.get<double>());
-  return v.dump();
+  // Not dumped: dump() recurses as deep as the file nests (a counter of a million '[' overflowed
+  // the stack) and prints all of it.
+  if (v.is_array()) return absl::StrCat("<array of ", v.size(), ">");
+  if (v.is_object()) return absl::StrCat("<object of ", v.size(), " members>");
+  return v.dump();  // true, false, null
 }
 
 void AppendCounter(std::string* out, const std::string& name, const nlohmann::json& v) {
@@ -148,7 +152,7 @@ void AppendCounter(std::string* out, const std::string& name, const nlohmann::js
       value = "<not supported>";
     }
     if (v.contains("unit") && v["unit"].is_string()) unit = v["unit"].get<std::string>();
-    if (value.empty()) value = v.dump();
+    if (value.empty()) value = JsonScalar(v);
   } else {
     value = JsonScalar(v);
   }

@@ -277,34 +277,15 @@ absl::StatusOr<CounterRing> CounterRing::Map(int fd, size_t data_pages) {
   return CounterRing(ScopedMmap(addr, length), page_size, data_pages * page_size);
 }
 
+CounterRing::CounterRing(ScopedMmap map, size_t page_size, size_t data_size)
+    : map_(std::move(map)),
+      page_size_(page_size),
+      data_size_(data_size),
+      reader_(static_cast<perf_event_mmap_page*>(map_.get()),
+              static_cast<uint8_t*>(map_.get()) + page_size, data_size) {}
+
 void CounterRing::Drain(CounterSideband* sideband) {
-  auto* meta = static_cast<perf_event_mmap_page*>(map_.get());
-  const uint8_t* data = static_cast<const uint8_t*>(map_.get()) + page_size_;
-  // The kernel publishes data_head after writing records; pair with its barrier, and hand space
-  // back with a release store of data_tail once the records are consumed.
-  uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-  uint64_t tail = meta->data_tail;
-  while (tail + sizeof(perf_event_header) <= head) {
-    perf_event_header header;
-    const size_t offset = tail % data_size_;
-    for (size_t i = 0; i < sizeof(header); ++i) {
-      reinterpret_cast<uint8_t*>(&header)[i] = data[(offset + i) % data_size_];
-    }
-    if (header.size < sizeof(header) || tail + header.size > head) break;
-    std::span<const uint8_t> record;
-    if (offset + header.size <= data_size_) {
-      record = std::span<const uint8_t>(data + offset, header.size);
-    } else {
-      scratch_.resize(header.size);
-      const size_t first = data_size_ - offset;
-      std::memcpy(scratch_.data(), data + offset, first);
-      std::memcpy(scratch_.data() + first, data, header.size - first);
-      record = std::span<const uint8_t>(scratch_.data(), header.size);
-    }
-    sideband->OnRecord(record);
-    tail += header.size;
-  }
-  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+  reader_.Drain([sideband](std::span<const uint8_t> record) { sideband->OnRecord(record); });
 }
 
 namespace {

@@ -25,6 +25,7 @@
 #include "base/scoped_fd.h"
 #include "sampler/counter_value.h"
 #include "sampler/event_spec.h"
+#include "sampler/ring_buffer.h"
 
 namespace nativeprof::sampler {
 
@@ -145,7 +146,8 @@ class CounterRing {
   static absl::StatusOr<CounterRing> Map(int fd, size_t data_pages);
 
   // Feeds every complete record in the ring to `sideband` and frees the space. Safe to call
-  // while the target runs; records that wrap are reassembled in a scratch buffer.
+  // while the target runs; records that wrap are reassembled in a scratch buffer. Reads through
+  // RingBuffer, so a header whose size the ring cannot hold skips the batch instead of being read.
   void Drain(CounterSideband* sideband);
 
   // For after every writer is done (the target exited): feeds records the kernel wrote past the
@@ -156,12 +158,11 @@ class CounterRing {
   size_t DrainUnpublished(CounterSideband* sideband);
 
  private:
-  CounterRing(ScopedMmap map, size_t page_size, size_t data_size)
-      : map_(std::move(map)), page_size_(page_size), data_size_(data_size) {}
+  CounterRing(ScopedMmap map, size_t page_size, size_t data_size);
   ScopedMmap map_;
   size_t page_size_ = 0;
   size_t data_size_ = 0;
-  std::vector<uint8_t> scratch_;
+  RingBuffer reader_;  // over map_'s pages
 };
 
 }  // namespace nativeprof::sampler

@@ -7,6 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/file_util.h"
+#include "base/text_escape.h"
 
 namespace nativeprof::sampler {
 
@@ -20,11 +21,13 @@ absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text) {
     int lo = 0, hi = 0;
     if (range.size() > 2 || !absl::SimpleAtoi(range[0], &lo) ||
         (range.size() == 2 && !absl::SimpleAtoi(range[1], &hi))) {
-      return absl::InvalidArgumentError(absl::StrCat("bad CPU list '", text, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad CPU list '", EscapeForMessage(text), "'"));
     }
     if (range.size() == 1) hi = lo;
     if (lo < 0 || hi < lo || hi > 65535) {
-      return absl::InvalidArgumentError(absl::StrCat("bad CPU range in '", text, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad CPU range in '", EscapeForMessage(text), "'"));
     }
     for (int c = lo; c <= hi; ++c) cpus.push_back(c);
   }

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/file_util.h"
+#include "base/text_escape.h"
 #include "sampler/build_id_reader.h"
 
 namespace nativeprof::sampler {
@@ -31,7 +32,8 @@ absl::StatusOr<std::vector<ProcMapsEntry>> ParseProcMaps(absl::string_view text)
     std::vector<absl::string_view> f =
         absl::StrSplit(line, absl::MaxSplits(' ', 5), absl::SkipEmpty());
     if (f.size() < 5) {
-      return absl::DataLossError(absl::StrCat("malformed maps line ", number, ": ", line));
+      return absl::DataLossError(
+          absl::StrCat("malformed maps line ", number, ": ", EscapeForMessage(line)));
     }
     ProcMapsEntry e;
     std::pair<absl::string_view, absl::string_view> range = absl::StrSplit(f[0], '-');
@@ -39,8 +41,10 @@ absl::StatusOr<std::vector<ProcMapsEntry>> ParseProcMaps(absl::string_view text)
     uint64_t major = 0, minor = 0;
     if (!ParseHex(range.first, &e.start_avma) || !ParseHex(range.second, &e.end_avma) ||
         !ParseHex(f[2], &e.file_offset) || !ParseHex(dev.first, &major) ||
-        !ParseHex(dev.second, &minor) || !absl::SimpleAtoi(f[4], &e.inode) || f[1].size() < 4) {
-      return absl::DataLossError(absl::StrCat("malformed maps line ", number, ": ", line));
+        !ParseHex(dev.second, &minor) || !absl::SimpleAtoi(f[4], &e.inode) || f[1].size() < 4 ||
+        e.end_avma <= e.start_avma) {  // a mapping's length is end - start: never 0 or wrapped
+      return absl::DataLossError(
+          absl::StrCat("malformed maps line ", number, ": ", EscapeForMessage(line)));
     }
     e.dev_major = static_cast<uint32_t>(major);
     e.dev_minor = static_cast<uint32_t>(minor);
@@ -55,7 +59,10 @@ absl::StatusOr<std::vector<ProcMapsEntry>> ParseProcMaps(absl::string_view text)
 }
 
 absl::StatusOr<std::vector<ProcMapsEntry>> ReadProcMaps(pid_t pid) {
-  absl::StatusOr<std::string> text = ReadSmallFile(absl::StrCat("/proc/", pid, "/maps"));
+  // A process may have up to vm.max_map_count mappings (65530 by default, often raised), each
+  // line up to a path's length: more than ReadSmallFile's default allows.
+  absl::StatusOr<std::string> text =
+      ReadSmallFile(absl::StrCat("/proc/", pid, "/maps"), size_t{1} << 30);
   if (!text.ok()) return text.status();
   return ParseProcMaps(*text);
 }

@@ -28,7 +28,8 @@ struct ProcMapsEntry {
   std::string path;  // may be empty, "[vdso]", "[heap]", or end in " (deleted)"
 };
 
-// Parses the text of a /proc/PID/maps file. Errors: kDataLoss naming the bad line.
+// Parses the text of a /proc/PID/maps file. Errors: kDataLoss naming the bad line (quoted
+// escaped), also for a range whose end is not above its start.
 absl::StatusOr<std::vector<ProcMapsEntry>> ParseProcMaps(absl::string_view text);
 
 // Reads /proc/PID/maps. Errors: kNotFound (no such process), kPermissionDenied (another user's

@@ -25,6 +25,9 @@ namespace {
 // Kernel symbol snapshots are small (a few MB); a handful of boots is plenty.
 constexpr uint64_t kKernelCacheBytes = uint64_t{64} << 20;
 constexpr absl::string_view kEntryMagic("NPKSYM01", 8);
+// kallsyms is 5 to 30 MB; the cap keeps a path that never ends (a test's source, a device) from
+// exhausting memory, and the index's 32-bit name offsets from wrapping.
+constexpr size_t kMaxKallsymsBytes = size_t{256} << 20;
 
 struct KallsymsLine {
   uint64_t addr;
@@ -110,6 +113,10 @@ absl::Status ReadText(const std::string& path, std::unique_ptr<char[]>* data, si
   size_t used = 0;
   while (true) {
     if (used == capacity) {
+      if (capacity >= kMaxKallsymsBytes) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat(path, " is larger than ", kMaxKallsymsBytes, " bytes"));
+      }
       std::unique_ptr<char[]> bigger(new char[capacity * 2]);
       std::memcpy(bigger.get(), buffer.get(), used);
       buffer = std::move(bigger);

@@ -32,7 +32,10 @@ SymbolTable ParsePerfMap(absl::string_view text) {
       continue;
     }
     e.name = line.substr(sp2 + 1);
-    if (e.size == 0 || e.name.empty()) continue;
+    if (e.size == 0 || e.size > kMaxPerfMapSymbolBytes || e.size - 1 > UINT64_MAX - e.start ||
+        e.name.empty() || e.name.size() > kMaxPerfMapNameBytes) {
+      continue;
+    }
     entries.push_back(e);
   }
   // Later lines win: give them a higher rank by adding them as "global" and earlier duplicates at
@@ -49,7 +52,8 @@ SymbolTable ParsePerfMap(absl::string_view text) {
 }
 
 absl::StatusOr<SymbolTable> LoadPerfMap(int32_t pid, const std::string& dir) {
-  absl::StatusOr<std::string> text = ReadSmallFile(absl::StrCat(dir, "/perf-", pid, ".map"));
+  absl::StatusOr<std::string> text =
+      ReadSmallFile(absl::StrCat(dir, "/perf-", pid, ".map"), kMaxPerfMapFileBytes);
   if (!text.ok()) return text.status();
   return ParsePerfMap(*text);
 }

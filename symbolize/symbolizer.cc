@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "base/logging.h"
 #include "base/scoped_fd.h"
+#include "base/text_escape.h"
 #include "symbolize/display_name.h"
 #include "symbolize/kernel_symbols.h"
 #include "symbolize/module_symbols.h"
@@ -159,7 +160,8 @@ void ElfSymbolizer::CheckOptimization(ModuleSymbols& symbols, const std::string&
   if (IsSystemPath(path) || symbols.dwarf() == nullptr) return;
   std::string evidence;
   if (symbols.dwarf()->BuiltWithoutOptimization(&evidence)) {
-    Warn(absl::StrCat(BaseName(path), " was built without optimization (", evidence,
+    Warn(absl::StrCat(EscapeForMessage(BaseName(path), kMaxQuotedPathBytes),
+                      " was built without optimization (", EscapeForMessage(evidence, 200),
                       "); its profile will mislead: build with -O2 (Rust: --release)"));
   }
 }
@@ -183,9 +185,12 @@ void ElfSymbolizer::Resolve(sampler::ModuleId module, ModuleState& state) {
     file = ElfFile::Open(absl::StrCat("/proc/", info.first_pid, "/root", path));
   }
   if (!file.ok()) {
-    state.reason = absl::StrCat("cannot read the file (", file.status().message(), ")");
+    state.reason =
+        absl::StrCat("cannot read the file (",
+                     EscapeForMessage(file.status().message(), kMaxQuotedPathBytes), ")");
     state.advice = "keep the binary in place until nativeprof has finished";
-    Warn(absl::StrCat("cannot read ", path, "; its frames are shown as [", state.display, "]"));
+    Warn(absl::StrCat("cannot read ", EscapeForMessage(path, kMaxQuotedPathBytes),
+                      "; its frames are shown as [", EscapeForMessage(state.display), "]"));
     return;
   }
   if (!exact) {
@@ -203,8 +208,9 @@ void ElfSymbolizer::Resolve(sampler::ModuleId module, ModuleState& state) {
     if (mismatch) {
       state.reason = "the file on disk is not the one that was mapped";
       state.advice = "do not rebuild or replace the program while it is profiled";
-      Warn(absl::StrCat(path, " changed on disk after it was mapped (", detail,
-                        "); its frames are shown as [", state.display, "]"));
+      Warn(absl::StrCat(EscapeForMessage(path, kMaxQuotedPathBytes),
+                        " changed on disk after it was mapped (", detail,
+                        "); its frames are shown as [", EscapeForMessage(state.display), "]"));
       return;
     }
   }
@@ -362,7 +368,13 @@ void ElfSymbolizer::SymbolizeUnmapped(int32_t pid, uint64_t avma,
   if (it == perf_maps_.end()) {
     absl::StatusOr<SymbolTable> table = LoadPerfMap(pid, options_.perf_map_dir);
     std::unique_ptr<SymbolTable> owned;
-    if (table.ok()) owned = std::make_unique<SymbolTable>(std::move(*table));
+    if (table.ok()) {
+      owned = std::make_unique<SymbolTable>(std::move(*table));
+    } else if (!absl::IsNotFound(table.status())) {
+      // No map is the common case (no JIT); one that exists but cannot be used deserves a word.
+      Warn(absl::StrCat("JIT frames of PID ", pid, " are unnamed: ",
+                        EscapeForMessage(table.status().message(), kMaxQuotedPathBytes)));
+    }
     it = perf_maps_.emplace(pid, std::move(owned)).first;
   }
   if (it->second != nullptr) {

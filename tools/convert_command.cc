@@ -4,16 +4,17 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
-#include "output/folded_reader.h"
 #include "output/profile_writer.h"
 #include "tools/commands.h"
 #include "tools/exit_codes.h"
+#include "tools/input_profile.h"
 
 namespace nativeprof::tools {
 namespace {
@@ -31,7 +32,7 @@ Reads folded stacks (IN, e.g. nativeprof.folded) and writes them in other format
       --flamechart        time-ordered flame chart (needs a timeline; folded files have none)
   -h, --help              this text
 
-exit status: 0 ok, 2 bad arguments or unreadable/malformed input, 4 an output cannot be written
+exit status: 0 ok, 2 bad arguments, 4 an output cannot be written, 5 unreadable or malformed input
 )";
 
 int Usage(const std::string& problem, const std::string& fix) {
@@ -136,11 +137,9 @@ int RunConvertCommand(int argc, char** argv) {
     }
   }
 
-  absl::StatusOr<symbolize::Profile> profile = output::ReadFoldedFile(in);
-  if (!profile.ok()) {
-    return Usage(std::string(profile.status().message()),
-                 "give a folded file ('comm;frame;...;frame COUNT' per line)");
-  }
+  std::optional<symbolize::Profile> profile =
+      ReadInputProfile(in, "give a folded file ('comm;frame;...;frame COUNT' per line)");
+  if (!profile.has_value()) return kExitBadInput;
   for (size_t i = 0; i < paths.size(); ++i) {
     absl::Status st = output::WriteProfile(*profile, paths[i], resolved[i], write);
     if (!st.ok()) {

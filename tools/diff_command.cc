@@ -5,14 +5,15 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "output/diff_report.h"
-#include "output/folded_reader.h"
 #include "tools/commands.h"
 #include "tools/exit_codes.h"
+#include "tools/input_profile.h"
 
 namespace nativeprof::tools {
 namespace {
@@ -99,14 +100,12 @@ int RunDiffCommand(int argc, char** argv) {
       return kExitOutput;
     }
   }
-  absl::StatusOr<symbolize::Profile> before = output::ReadFoldedFile(argv[optind]);
-  if (!before.ok()) {
-    return Usage(std::string(before.status().message()), "give two folded files");
-  }
-  absl::StatusOr<symbolize::Profile> after = output::ReadFoldedFile(argv[optind + 1]);
-  if (!after.ok()) {
-    return Usage(std::string(after.status().message()), "give two folded files");
-  }
+  std::optional<symbolize::Profile> before =
+      ReadInputProfile(argv[optind], "give two folded files");
+  if (!before.has_value()) return kExitBadInput;
+  std::optional<symbolize::Profile> after =
+      ReadInputProfile(argv[optind + 1], "give two folded files");
+  if (!after.has_value()) return kExitBadInput;
   const output::DiffResult diff = output::DiffProfiles(*before, *after, level);
   const std::string table = output::RenderDiffTable(diff, static_cast<size_t>(top_n));
   std::fwrite(table.data(), 1, table.size(), stdout);

@@ -7,9 +7,10 @@ namespace nativeprof::tools {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;          // runtime failure (e.g. no such process)
-inline constexpr int kExitUsage = 2;            // bad command line or bad input file
+inline constexpr int kExitUsage = 2;            // bad command line
 inline constexpr int kExitPerfUnavailable = 3;  // perf_event_open refused or unsupported
 inline constexpr int kExitOutput = 4;           // an output file cannot be written
+inline constexpr int kExitBadInput = 5;         // an input profile is unreadable or malformed
 inline constexpr int kExitNotExecutable = 126;  // the command exists but cannot be executed
 inline constexpr int kExitNotFound = 127;       // the command does not exist
 

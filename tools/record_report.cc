@@ -5,7 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/file_util.h"
+#include "base/text_escape.h"
 #include "output/counter_report.h"
+#include "output/json_util.h"
 #include "output/profile_writer.h"
 #include "symbolize/profile_builder.h"
 #include "tools/exit_codes.h"
@@ -76,7 +78,9 @@ void PrintQualityWarnings(const RecordOptions& o, const unwind::StackCollector& 
     int shown = 0;
     for (const auto& miss : symbols.worst_modules) {
       if (shown++ == 3) break;
-      PrintLine(absl::StrCat("  ", miss.module, ": ", miss.unnamed, " unnamed (", miss.reason, ")",
+      // The module's path is the kernel's copy of a file name: any bytes but '/' and NUL.
+      PrintLine(absl::StrCat("  ", EscapeForMessage(miss.module, kMaxQuotedPathBytes), ": ",
+                             miss.unnamed, " unnamed (", miss.reason, ")",
                              miss.advice.empty() ? "" : absl::StrCat("; ", miss.advice)));
     }
   }
@@ -223,7 +227,9 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   const double named_share = NamedFrameShare(profile);
   nlohmann::json metadata = RecordMetadata(o, session, collector, symbols, counters, state);
   metadata["symbolization"]["named_frame_share"] = named_share;
-  if (absl::Status st = WriteFileAtomically(o.MetadataPath(), metadata.dump(2) + "\n"); !st.ok()) {
+  if (absl::Status st =
+          WriteFileAtomically(o.MetadataPath(), output::RenderJsonDocument(metadata) + "\n");
+      !st.ok()) {
     PrintLine(absl::StrCat("cannot write ", o.MetadataPath(), ": ", st.message()));
     exit_code = kExitOutput;
   }

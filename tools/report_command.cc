@@ -5,15 +5,16 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "nlohmann/json.hpp"
-#include "output/folded_reader.h"
 #include "output/text_report.h"
 #include "tools/commands.h"
 #include "tools/exit_codes.h"
+#include "tools/input_profile.h"
 
 namespace nativeprof::tools {
 namespace {
@@ -94,11 +95,9 @@ int RunReportCommand(int argc, char** argv) {
                  "usage: nativeprof report [FILE]");
   }
   const std::string path = optind < argc ? argv[optind] : "nativeprof.folded";
-  absl::StatusOr<symbolize::Profile> profile = output::ReadFoldedFile(path);
-  if (!profile.ok()) {
-    return Usage(std::string(profile.status().message()),
-                 "give a folded file ('comm;frame;...;frame COUNT' per line)");
-  }
+  std::optional<symbolize::Profile> profile =
+      ReadInputProfile(path, "give a folded file ('comm;frame;...;frame COUNT' per line)");
+  if (!profile.has_value()) return kExitBadInput;
   std::string text = output::RenderTopFunctions(*profile, static_cast<size_t>(top_n));
   if (tree) {
     text.push_back('\n');

@@ -22,6 +22,7 @@
 #include "base/logging.h"
 #include "base/scoped_fd.h"
 #include "output/counter_report.h"
+#include "output/json_util.h"
 #include "sampler/child_process.h"
 #include "sampler/counter_attach.h"
 #include "sampler/counter_set.h"
@@ -403,8 +404,8 @@ int RunStatCommand(int argc, char** argv) {
   std::string table = output::FormatCounterSummary(summary);
   std::fputs(table.c_str(), stderr);
   if (!options.json_path.empty()) {
-    absl::Status written =
-        WriteFileAtomically(options.json_path, output::CounterSummaryToJson(summary).dump(2));
+    absl::Status written = WriteFileAtomically(
+        options.json_path, output::RenderJsonDocument(output::CounterSummaryToJson(summary)));
     if (!written.ok()) {
       std::fprintf(stderr, "nativeprof: cannot write '%s': %s\n", options.json_path.c_str(),
                    StatusText(written).c_str());

@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "base/text_escape.h"
 
 namespace nativeprof::unwind {
 namespace {
@@ -98,6 +99,10 @@ void ZeroAllButUnwindTables(std::string* image) {
   }
   if (eh.e_shstrndx >= sh.size()) return;
   const Elf64_Shdr& strtab = sh[eh.e_shstrndx];
+  // Names are read from the table in place: it must lie inside the image.
+  if (strtab.sh_offset > image->size() || strtab.sh_size > image->size() - strtab.sh_offset) {
+    return;
+  }
   keep_range(strtab.sh_offset, strtab.sh_size);
   for (const Elf64_Shdr& s : sh) {
     if (s.sh_type == SHT_NOBITS || s.sh_name >= strtab.sh_size) continue;
@@ -168,7 +173,8 @@ absl::StatusOr<std::unique_ptr<LoadedFixture>> LoadedFixture::Load(const std::st
   std::vector<sampler::ModuleId> ids;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
     std::vector<std::string> w = absl::StrSplit(line, ' ');
-    const auto bad = absl::DataLossError(absl::StrCat("bad fixture line: ", line));
+    const auto bad =
+        absl::DataLossError(absl::StrCat("bad fixture line: ", EscapeForMessage(line)));
     if (w[0] == "regs_mask" && w.size() == 2) {
       if (!absl::SimpleHexAtoi(w[1], &f->data_.regs_mask)) return bad;
     } else if (w[0] == "module" && w.size() >= 4) {

@@ -85,7 +85,8 @@ class LoadedFixture {
 
 // Zeroes every byte of an ELF image except the ELF header, program and section headers, the
 // section-name table, notes and the unwind sections (.eh_frame, .eh_frame_hdr, .debug_frame), so
-// a large library compresses to little more than its unwind tables.
+// a large library compresses to little more than its unwind tables. An image that is not ELF64, or
+// whose section headers or section-name table lie outside it, is left as it is.
 void ZeroAllButUnwindTables(std::string* image);
 
 }  // namespace nativeprof::unwind

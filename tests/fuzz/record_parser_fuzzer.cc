@@ -1,6 +1,8 @@
 // libFuzzer target for the perf record path: ParseRecord on arbitrary bytes under a SampleFormat
 // derived from the input, then the same bytes laid into a fake ring (RingImage) at an
-// input-chosen position and drained record by record into the parser. Input layout:
+// input-chosen position and drained record by record into the parser and into the side-band
+// reader of `stat --per-thread` (CounterSideband, which reads READ/COMM/FORK/LOST records by
+// offset). Input layout:
 //   [0..1] sample_type selector (one bit per field nativeprof uses)  [2] regs mask width
 //   [3] read_format bits  [4] flags (bit 0: sample_id_all)  [5] ring position  [6..7] reserved
 //   [8..] record bytes
@@ -10,6 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include "sampler/counter_threads.h"
+#include "sampler/event_spec.h"
 #include "sampler/record_parser.h"
 #include "sampler/records.h"
 #include "sampler/ring_buffer.h"
@@ -86,6 +90,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(aligned.data()), size);
 
   TouchingSink sink;
+  // One counted event on one CPU, kernel id 1: READ records carrying that id are applied.
+  static const std::vector<nativeprof::sampler::EventSpec> kEvents =
+      *nativeprof::sampler::ParseEventList("task-clock");
+  nativeprof::sampler::CounterSideband sideband(kEvents, 1, {{.event = 0, .owner = 0, .id = 1}});
   (void)nativeprof::sampler::ParseRecord(bytes, f, sink);
   (void)nativeprof::sampler::RecordTime(bytes, f);
 
@@ -103,7 +111,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         delivered_bytes += record.size();
         (void)nativeprof::sampler::ParseRecord(record, f, sink);
         (void)nativeprof::sampler::RecordTime(record, f);
+        sideband.OnRecord(record);
       });
+  sideband.EndRound();
+  sideband.Finish();
+  (void)sideband.incomplete_tasks();
+  // The per-thread table splits a total over what the records said exited: any values.
+  const std::vector<std::vector<nativeprof::sampler::CounterValue>> totals = {
+      {nativeprof::sampler::MakeCounterValue(kEvents[0], 1000, 1000, 1000)}};
+  for (const nativeprof::sampler::ThreadCounters& row : sideband.Build(totals, 1, {1})) {
+    if (row.values.size() != 1) __builtin_trap();
+  }
   // Invariants: everything was consumed, and the delivered bytes are what the stats say.
   if (image.tail() != image.head()) __builtin_trap();
   if (stats.bytes != delivered_bytes || stats.bytes > size) __builtin_trap();

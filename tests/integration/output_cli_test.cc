@@ -46,7 +46,7 @@ TEST(OutputCliTest, ConvertWritesEveryFormatFromExtensionsAndFlags) {
   EXPECT_THAT(ReadFileOrEmpty(dir + "/x.folded"), StartsWith("<?xml"));
 }
 
-TEST(OutputCliTest, MalformedInputNamesTheLineAndExitsUsage) {
+TEST(OutputCliTest, MalformedInputNamesTheLineAndExitsBadInput) {
   const std::string dir = MakeTempDir();
   NP_ASSERT_OK(WriteFileAtomically(dir + "/bad.folded", "app;main 3\napp;main;f three\n"));
   for (const char* cmd : {"convert", "report", "diff"}) {
@@ -54,14 +54,56 @@ TEST(OutputCliTest, MalformedInputNamesTheLineAndExitsUsage) {
     if (std::string(cmd) == "convert") argv.push_back(dir + "/out.svg");
     if (std::string(cmd) == "diff") argv.push_back(Small());
     testing::CommandResult r = RunCommand(argv);
-    EXPECT_EQ(r.exit_code, tools::kExitUsage) << cmd;
+    EXPECT_EQ(r.exit_code, tools::kExitBadInput) << cmd;
     EXPECT_THAT(r.err, StartsWith("nativeprof: " + dir + "/bad.folded:2: ")) << cmd;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
   testing::CommandResult missing =
       RunCommand({NativeprofBinary(), "report", dir + "/does-not-exist.folded"});
-  EXPECT_EQ(missing.exit_code, tools::kExitUsage);
+  EXPECT_EQ(missing.exit_code, tools::kExitBadInput);
   EXPECT_THAT(missing.err, HasSubstr("does-not-exist.folded"));
+  EXPECT_FALSE(std::ifstream(dir + "/out.svg").good());
+}
+
+// Control bytes that reach a terminal can move the cursor, recolour or retitle it; only the
+// final newline may be one.
+bool HasRawControlBytes(const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && !(c == '\n' && i + 1 == text.size())) || c == 0x7f) return true;
+  }
+  return false;
+}
+
+TEST(OutputCliTest, BinaryInputGivesOneEscapedLine) {
+  const std::string dir = MakeTempDir();
+  // An ELF header, then an escape sequence, a C1 CSI and a bidi override before the last space of
+  // the first line: the part the reader quotes as the sample count.
+  // (Literals are split where a hex escape would swallow the next letter.)
+  constexpr char kHead[] = "\x7f" "ELF\x02\x01\x01\0\0\0 \x1b[2J\x07\xc2\x9b" "31m\xe2\x80\xae\xff";
+  constexpr char kTail[] = "\n\0\x01\x02 junk\n";
+  const std::string binary = std::string(kHead, sizeof(kHead) - 1) + std::string(3000, '\x1b') +
+                             std::string(kTail, sizeof(kTail) - 1);
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/a.out", binary));
+  for (const std::string& input : {dir + "/a.out", NativeprofBinary()}) {
+    for (const char* cmd : {"convert", "report", "diff"}) {
+      std::vector<std::string> argv = {NativeprofBinary(), cmd, input};
+      if (std::string(cmd) == "convert") argv.push_back(dir + "/out.svg");
+      if (std::string(cmd) == "diff") argv.push_back(Small());
+      testing::CommandResult r = RunCommand(argv);
+      SCOPED_TRACE(cmd + (" " + input));
+      EXPECT_EQ(r.exit_code, tools::kExitBadInput);
+      EXPECT_THAT(r.err, StartsWith("nativeprof: " + input + ":1: "));
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_FALSE(HasRawControlBytes(r.err)) << r.err;
+      // 80 quoted bytes, each at most 4 characters escaped, plus the file name and the advice.
+      EXPECT_LT(r.err.size(), 320 + input.size() + 200) << r.err;
+      EXPECT_TRUE(r.out.empty()) << r.out;
+    }
+  }
+  testing::CommandResult r = RunCommand({NativeprofBinary(), "report", dir + "/a.out"});
+  EXPECT_THAT(r.err, HasSubstr("'\\x1b[2J\\x07\\xc2\\x9b31m\\xe2\\x80\\xae\\xff\\x1b"));
+  EXPECT_THAT(r.err, HasSubstr(" more bytes)' is not a non-negative integer"));
   EXPECT_FALSE(std::ifstream(dir + "/out.svg").good());
 }
 
@@ -114,7 +156,7 @@ TEST(OutputCliTest, ReportPrintsTablesTreeAndCounters) {
   // Default file name in the current directory is nativeprof.folded.
   testing::CommandResult none = RunCommand({NativeprofBinary(), "report"});
   if (!std::ifstream("nativeprof.folded").good()) {
-    EXPECT_EQ(none.exit_code, tools::kExitUsage);
+    EXPECT_EQ(none.exit_code, tools::kExitBadInput);
     EXPECT_THAT(none.err, HasSubstr("nativeprof.folded"));
   }
 }

@@ -110,6 +110,20 @@ TEST(RecordTest, NamesABinaryDeletedWhileItRuns) {
   EXPECT_NEAR(heavy / std::max(1.0, heavy + light), 0.75, 0.1);
 }
 
+TEST(RecordTest, CommandNamedInBytesThatAreNotUtf8StillGetsMetadata) {
+  NP_SKIP_IF_NO_PERF();
+  std::string dir = MakeTempDir();
+  // A file name may hold any bytes; JSON strings may not.
+  std::string copy = dir + "/split\xff\x1b[1m";
+  ASSERT_EQ(RunCommand({"cp", TargetPath("fp_split"), copy}).exit_code, 0);
+  Recorded r = Record({}, {copy, "300"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_TRUE(r.metadata.is_object()) << "metadata JSON missing or invalid";
+  EXPECT_EQ(r.metadata["command"][0], dir + "/split\xef\xbf\xbd\x1b[1m");
+  EXPECT_GT(r.profile.Self("heavy_function"), 0u) << r.run.err;
+  EXPECT_THAT(r.run.err, HasSubstr(" samples, 0 lost, "));
+}
+
 TEST(RecordTest, LinesAddSourcePositionsToLeafFramesOnly) {
   NP_SKIP_IF_NO_PERF();
   Recorded r = Record({"--lines"}, {TargetPath("fp_split"), "400"});

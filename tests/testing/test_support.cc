@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -158,6 +159,80 @@ int BackgroundProcess::Wait() {
   }
   reaped_ = true;
   return status;
+}
+
+CommandResult RunCommandKilledAtFirstRename(const std::vector<std::string>& argv, pid_t* pid) {
+  CommandResult result;
+  const std::string dir = MakeTempDir();
+  const std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) {
+    result.err = std::string("fork: ") + std::strerror(errno);
+    return result;
+  }
+  if (child == 0) {
+    const int in = ::open("/dev/null", O_RDONLY);
+    const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (in < 0 || out < 0 || err < 0 || ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 ||
+        ::dup2(err, 2) < 0 || ::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr) != 0) {
+      ::_exit(125);
+    }
+    ::raise(SIGSTOP);  // wait for the tracer's options
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  *pid = child;
+  int status = 0;
+  if (::waitpid(child, &status, 0) != child || !WIFSTOPPED(status) ||
+      ::ptrace(PTRACE_SETOPTIONS, child, nullptr,
+               PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL) != 0) {
+    result.err = std::string("ptrace refused: ") + std::strerror(errno);
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    return result;
+  }
+  int deliver = 0;
+  while (true) {
+    if (::ptrace(PTRACE_SYSCALL, child, nullptr, deliver) != 0) break;
+    deliver = 0;
+    if (::waitpid(child, &status, 0) != child || WIFEXITED(status) || WIFSIGNALED(status)) break;
+    const int sig = WSTOPSIG(status);
+    if (sig == (SIGTRAP | 0x80)) {
+      __ptrace_syscall_info info{};
+      if (::ptrace(PTRACE_GET_SYSCALL_INFO, child, sizeof(info), &info) > 0 &&
+          info.op == PTRACE_SYSCALL_INFO_ENTRY &&
+          (info.entry.nr == SYS_rename || info.entry.nr == SYS_renameat ||
+           info.entry.nr == SYS_renameat2)) {
+        ::kill(child, SIGKILL);
+      }
+    } else if (sig != SIGTRAP) {
+      deliver = sig;  // a real signal: pass it on (the exec stop is SIGTRAP | event << 8)
+    }
+  }
+  while (!WIFEXITED(status) && !WIFSIGNALED(status)) {
+    if (::waitpid(child, &status, 0) < 0 && errno != EINTR) break;
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = ReadFileOrEmpty(out_path);
+  result.err = ReadFileOrEmpty(err_path);
+  return result;
+}
+
+pid_t ReapedPid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  if (pid < 0) {
+    ADD_FAILURE() << "fork: " << std::strerror(errno);
+    return -1;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return pid;
 }
 
 std::string ReadFileOrEmpty(const std::string& path) {

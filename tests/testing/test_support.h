@@ -30,6 +30,7 @@ struct CommandResult {
   std::string err;     // stderr
   long max_rss_kb = 0;  // peak resident set of the command itself (ru_maxrss)
 };
+
 // Runs argv (no shell) with stdin from /dev/null; waits for it.
 CommandResult RunCommand(const std::vector<std::string>& argv);
 
@@ -54,6 +55,18 @@ class BackgroundProcess {
   int out_fd_ = -1;
   bool reaped_ = false;
 };
+
+// Runs argv (no shell) under ptrace and kills it with SIGKILL as it enters its first rename(2)
+// (rename, renameat or renameat2): the moment a temp-and-rename writer has written its temporary
+// file but not put it in place, as a SIGKILL that lands there would. `out`/`err` are read from
+// files, so the traced process never blocks on a pipe. exit_code is 128 + 9 when the kill
+// happened; *pid is the process's pid (its temporary files carry it). GTEST_SKIP-worthy failures
+// (ptrace refused) come back as exit_code -1 with the reason in err.
+CommandResult RunCommandKilledAtFirstRename(const std::vector<std::string>& argv, pid_t* pid);
+
+// The pid of a process that has exited and been reaped: no process has it (until the kernel
+// reuses it, which takes pid_max more forks).
+pid_t ReapedPid();
 
 // Reads a whole file; empty string if it does not exist.
 std::string ReadFileOrEmpty(const std::string& path);

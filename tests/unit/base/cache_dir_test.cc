@@ -1,10 +1,12 @@
 #include "base/cache_dir.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 #include <utime.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -109,9 +111,10 @@ TEST(CacheDirTest, TrimRemovesLeastRecentlyUsedEntriesAndSparesTouchedOnes) {
   SetMtime(cache.PathOf("debug", "used"), 1500);
   SetMtime(cache.PathOf("debug", "middle"), 2000);
   CacheDir::Touch(cache.PathOf("debug", "used"));  // used just now: the newest of the three
-  // Another process's entry in the making is never trimmed.
-  const std::string in_flight = root + "/debug/other.tmp.12345";
-  NP_ASSERT_OK(cache.Put("debug", "other.tmp.12345", blob, 1 << 20));
+  // Another (live) process's entry in the making is never trimmed.
+  const std::string in_flight_name = "other.tmp." + std::to_string(::getppid());
+  const std::string in_flight = root + "/debug/" + in_flight_name;
+  NP_ASSERT_OK(cache.Put("debug", in_flight_name, blob, 1 << 20));
   SetMtime(in_flight, 10);
 
   // Room for three entries of 1000 bytes: adding a fourth (plus the in-flight one, which counts
@@ -122,6 +125,24 @@ TEST(CacheDirTest, TrimRemovesLeastRecentlyUsedEntriesAndSparesTouchedOnes) {
   EXPECT_TRUE(std::filesystem::exists(cache.PathOf("debug", "used")));
   EXPECT_TRUE(std::filesystem::exists(cache.PathOf("debug", "new")));
   EXPECT_TRUE(std::filesystem::exists(in_flight));
+}
+
+TEST(CacheDirTest, PutRemovesWhatWritersKilledMidEntryLeftInTheBucket) {
+  const std::string root = MakeTempDir();
+  CacheDir cache(root);
+  NP_ASSERT_OK(cache.Put("debug", "keep", "k", 1 << 20));
+  const std::string dead = std::to_string(testing::ReapedPid());
+  const std::string live = std::to_string(::getppid());
+  for (const std::string& name :
+       {"a.debug.tmp." + dead, "b.debug.tmp." + live, std::string("c.debug.tmp.x")}) {
+    std::ofstream(root + "/debug/" + name) << std::string(1000, 'x');
+  }
+  NP_ASSERT_OK(cache.Put("debug", "new", "n", 1 << 20));
+  EXPECT_FALSE(std::filesystem::exists(root + "/debug/a.debug.tmp." + dead));
+  EXPECT_TRUE(std::filesystem::exists(root + "/debug/b.debug.tmp." + live));
+  EXPECT_TRUE(std::filesystem::exists(root + "/debug/c.debug.tmp.x"));
+  EXPECT_EQ(ReadFileOrEmpty(cache.PathOf("debug", "keep")), "k");
+  EXPECT_EQ(ReadFileOrEmpty(cache.PathOf("debug", "new")), "n");
 }
 
 TEST(CacheDirTest, AnEntryLargerThanTheLimitIsStillKept) {

@@ -160,6 +160,22 @@ TEST(CounterSummaryTest, PerThreadRowsNameTidAndComm) {
   EXPECT_EQ(j["threads"][0]["counters"][0]["raw"], 20'000'000);
 }
 
+TEST(CounterSummaryTest, ThreadNamesAreEscapedInTheTable) {
+  CounterRun run;
+  run.values = {V("task-clock", 30'000'000)};
+  sampler::ThreadCounters t;
+  t.pid = 10;
+  t.tid = 11;
+  t.comm = "\x1b]0;owned\x07";
+  t.values = {V("task-clock", 20'000'000)};
+  run.threads = {t};
+  CounterSummary summary = SummarizeRuns({"prog"}, {run});
+  std::string text = FormatCounterSummary(summary);
+  EXPECT_THAT(text, HasSubstr("10/11      \\x1b]0;owned\\x07"));
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_EQ(CounterSummaryToJson(summary)["threads"][0]["comm"], t.comm);  // data stays exact
+}
+
 TEST(CounterJsonTest, CarriesRawScaledTimesUnitAndMetrics) {
   std::vector<CounterValue> values = {V("task-clock", 500'000'000),
                                       V("cycles", 1'000'000, 2'000'000, 1'000'000),

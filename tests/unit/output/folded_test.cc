@@ -116,6 +116,16 @@ TEST(FoldedReaderTest, ParsesKindsThreadsAndSumsDuplicates) {
   EXPECT_EQ(p.stacks[2].samples, 2u);
 }
 
+TEST(FoldedWriterTest, BlankNamesAreWrittenAsUnknownSoTheLineParsesBack) {
+  // A thread of carriage returns with no frames once became the line "  2", which has no stack.
+  NP_ASSERT_OK_AND_ASSIGN(Profile p, ParseFolded("\r\r\t2\n\t;main;  ; 3\n"));
+  const std::string text = RenderFolded(p);
+  EXPECT_EQ(text, "[unknown] 2\n[unknown];main;[unknown];[unknown] 3\n");
+  NP_ASSERT_OK_AND_ASSIGN(Profile again, ParseFolded(text));
+  ASSERT_EQ(again.stacks.size(), 2u);
+  EXPECT_EQ(again.stacks[0].samples + again.stacks[1].samples, 5u);
+}
+
 TEST(FoldedReaderTest, RoundTripIsByteIdentical) {
   const std::string text =
       "Worker;work 7\n"
@@ -140,6 +150,46 @@ TEST(FoldedReaderTest, ErrorsNameTheLine) {
   auto negative = ParseFolded("a;b -1\n");
   ASSERT_FALSE(negative.ok());
   EXPECT_THAT(negative.status().message(), HasSubstr("line 1"));
+}
+
+TEST(FoldedReaderTest, CountsThatOverflowTheTotalAreRejected) {
+  // Each count fits in 64 bits; their sum does not, whether on one stack or across stacks.
+  for (const char* text : {"a;b 18446744073709551615\na;b 1\n",
+                           "a;b 9223372036854775808\na;c 9223372036854775808\n"}) {
+    absl::StatusOr<Profile> p = ParseFolded(text);
+    ASSERT_FALSE(p.ok()) << text;
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(p.status().message(), HasSubstr("line 2: sample count "));
+    EXPECT_THAT(p.status().message(), HasSubstr("beyond 2^64 - 1"));
+  }
+  // A count past 64 bits is not a count at all.
+  EXPECT_THAT(ParseFolded("a;b 18446744073709551616\n").status().message(),
+              HasSubstr("is not a non-negative integer"));
+  NP_ASSERT_OK_AND_ASSIGN(Profile full, ParseFolded("a;b 18446744073709551614\na;c 1\n"));
+  EXPECT_EQ(full.stacks[0].samples + full.stacks[1].samples, UINT64_MAX);
+}
+
+TEST(FoldedReaderTest, ErrorsQuoteTheLineEscapedAndShort) {
+  const std::string line = "\x1b]0;title\x07" + std::string(100000, 'z');
+  auto p = ParseFolded("a;b 1\n" + line + "\n");
+  ASSERT_FALSE(p.ok());
+  const std::string message(p.status().message());
+  EXPECT_THAT(message, ::testing::StartsWith("line 2: '\\x1b]0;title\\x07zzz"));
+  EXPECT_THAT(message, HasSubstr("... (99930 more bytes)' has no sample count"));
+  EXPECT_LT(message.size(), 250u);
+  EXPECT_EQ(message.find('\x1b'), std::string::npos);
+}
+
+TEST(FoldedReaderTest, VeryLongLineParses) {
+  // A million frames on one line (and a megabyte-long name): linear work, one stack.
+  std::string line = "app";
+  for (int i = 0; i < 1000000; ++i) line += i % 2 == 0 ? ";f" : ";g";
+  line += ";" + std::string(1 << 20, 'n') + " 5\n";
+  NP_ASSERT_OK_AND_ASSIGN(Profile p, ParseFolded(line));
+  ASSERT_EQ(p.stacks.size(), 1u);
+  EXPECT_EQ(p.stacks[0].frames.size(), 1000001u);
+  EXPECT_EQ(p.frames.size(), 3u);
+  EXPECT_EQ(p.stacks[0].samples, 5u);
 }
 
 TEST(FoldedReaderTest, FileErrors) {

@@ -137,6 +137,21 @@ TEST(ReportTest, CountersInAllShapes) {
   EXPECT_THAT(rec_text, ::testing::Not(HasSubstr("elapsed_seconds")));
 }
 
+TEST(ReportTest, NestedCounterValuesAreSummarisedNotDumped) {
+  // The JSON beside a profile is any file: nesting as deep as the parser accepts must not make
+  // the report recurse as deep.
+  const std::string deep(200000, '[');
+  const nlohmann::json meta = nlohmann::json::parse(
+      R"({"counters": {"deep": )" + deep + std::string(200000, ']') +
+      R"(, "obj": {"a": 1, "b": [2]}, "flag": true}})");
+  ASSERT_FALSE(meta.is_discarded());
+  const std::string text = RenderCounters(meta);
+  EXPECT_THAT(text, HasSubstr("<array of 1>"));
+  EXPECT_THAT(text, HasSubstr("<object of 2 members>"));
+  EXPECT_THAT(text, HasSubstr("true"));
+  EXPECT_LT(text.size(), 400u);
+}
+
 // A profile whose function counts are the expected counts n * share plus bounded noise: up to one
 // standard deviation of the binomial count, in a fixed pseudo-random direction per function.
 // Bounded noise keeps the test deterministic without depending on a lucky seed: with truly

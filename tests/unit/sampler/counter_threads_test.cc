@@ -1,10 +1,15 @@
 #include "sampler/counter_threads.h"
 
+#include <linux/memfd.h>
 #include <linux/perf_event.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <vector>
 
+#include "base/scoped_fd.h"
 #include "tests/testing/test_support.h"
 
 namespace nativeprof::sampler {
@@ -231,6 +236,43 @@ TEST_F(CounterSidebandTest, CountsLostAndIgnoresUnknownIdsAndGarbage) {
   EXPECT_EQ(sideband_.malformed(), 3u);
   sideband_.Finish();
   EXPECT_EQ(Build(sideband_, Totals(5, 1), 1).size(), 1u);
+}
+
+// A memfd stands in for the counting fd: the test maps the same two pages (metadata, one data
+// page) that CounterRing::Map maps, and writes what the kernel would.
+TEST(CounterRingTest, HeaderLargerThanTheRingSkipsTheBatchWithoutReadingIt) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  ScopedFd fd(static_cast<int>(::syscall(SYS_memfd_create, "counter-ring", MFD_CLOEXEC)));
+  ASSERT_TRUE(fd.valid());
+  ASSERT_EQ(::ftruncate(fd.get(), static_cast<off_t>(2 * page)), 0);
+  NP_ASSERT_OK_AND_ASSIGN(CounterRing ring, CounterRing::Map(fd.get(), 1));
+  void* view = ::mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  ASSERT_NE(view, MAP_FAILED);
+  auto* meta = static_cast<perf_event_mmap_page*>(view);
+  uint8_t* data = static_cast<uint8_t*>(view) + page;
+
+  // The last 8 bytes of the data area hold a header claiming 0xfff8 bytes, and data_head says
+  // they were all written: reassembling it would read 60 KiB past a 4 KiB ring.
+  const perf_event_header huge{PERF_RECORD_LOST, 0, 0xfff8};
+  meta->data_tail = page - 8;
+  std::memcpy(data + page - 8, &huge, sizeof(huge));
+  meta->data_head = meta->data_tail + huge.size;
+  CounterSideband sideband(*ParseEventList("task-clock"), 1, {});
+  ring.Drain(&sideband);
+  EXPECT_EQ(meta->data_tail, meta->data_head) << "the batch is skipped, the ring not wedged";
+  EXPECT_EQ(sideband.lost(), 0u);
+
+  // The next record the kernel writes (here across the end of the ring) is read.
+  std::vector<uint8_t> lost_body;
+  Put(&lost_body, uint64_t{101});
+  Put(&lost_body, uint64_t{7});
+  const std::vector<uint8_t> lost = Record(PERF_RECORD_LOST, lost_body, 1);
+  for (size_t i = 0; i < lost.size(); ++i) data[(meta->data_head + i) % page] = lost[i];
+  meta->data_head += lost.size();
+  ring.Drain(&sideband);
+  EXPECT_EQ(sideband.lost(), 7u);
+  EXPECT_EQ(meta->data_tail, meta->data_head);
+  ::munmap(view, 2 * page);
 }
 
 }  // namespace

@@ -228,6 +228,43 @@ TEST(RecordParserTest, CallchainLongerThanTheRecordIsDataLoss) {
   EXPECT_EQ(sink.total(), 0u);
 }
 
+// Every size a sample states is checked against the bytes left in the record before a view is
+// made: none is trusted to size anything.
+TEST(RecordParserTest, RawAndUserStackSizesBeyondTheRecordAreDataLoss) {
+  SampleFormat f = DwarfFormat(0x1);
+  f.sample_type |= PERF_SAMPLE_RAW;
+  const std::vector<uint8_t> stack(64, 7);
+  const RecordBytes good = SampleBuilder(f)
+                               .Raw({1, 2, 3, 4})
+                               .RegsUser(PERF_SAMPLE_REGS_ABI_64, {5})
+                               .StackUser(stack, 64)
+                               .Build();
+  RecordingSink good_sink;
+  ASSERT_TRUE(Parse(good, f, good_sink).ok());
+  const size_t raw_at = 8 + 6 * 8;          // header, ip tid time cpu period, callchain nr
+  const size_t stack_at = raw_at + 8 + 16;  // raw (u32 size + 4 bytes), abi, one register
+  uint32_t raw_field = 0;
+  uint64_t stack_field = 0;
+  std::memcpy(&raw_field, good.data() + raw_at, 4);
+  std::memcpy(&stack_field, good.data() + stack_at, 8);
+  ASSERT_EQ(raw_field, 4u);
+  ASSERT_EQ(stack_field, 64u);
+  for (uint64_t stack_size : {uint64_t{72}, uint64_t{1} << 63, ~uint64_t{0}}) {
+    RecordBytes r = good;
+    std::memcpy(r.data() + stack_at, &stack_size, 8);
+    RecordingSink sink;
+    EXPECT_EQ(Parse(r, f, sink).status().code(), absl::StatusCode::kDataLoss) << stack_size;
+    EXPECT_EQ(sink.total(), 0u);
+  }
+  for (uint32_t raw_size : {uint32_t{1000}, ~uint32_t{0}}) {
+    RecordBytes r = good;
+    std::memcpy(r.data() + raw_at, &raw_size, 4);
+    RecordingSink sink;
+    EXPECT_EQ(Parse(r, f, sink).status().code(), absl::StatusCode::kDataLoss) << raw_size;
+    EXPECT_EQ(sink.total(), 0u);
+  }
+}
+
 // PERF_SAMPLE_RAW's size is the kernel's padded size, so the u64 fields after it stay aligned. A
 // record whose raw size breaks that alignment cannot come from the kernel; it must not hand out a
 // misaligned span of u64 (reading through it is undefined behaviour).

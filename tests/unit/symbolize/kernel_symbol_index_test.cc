@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -107,6 +108,17 @@ TEST(KernelSymbolIndexTest, DamagedImagesAreRejectedOrReadInBounds) {
   damaged = KernelSymbolIndex::Open(unterminated);
   ASSERT_TRUE(damaged.has_value());
   EXPECT_EQ(damaged->Lookup(0x3000), "");
+  // Counts whose byte sizes wrap 64 bits (2^60 ranges of 16 bytes, 2^62 symbols of 12) and
+  // would then fit the file, each with the names size that arithmetic would expect.
+  for (const auto& [ranges, symbols] : {std::pair<uint64_t, uint64_t>{uint64_t{1} << 60, 3},
+                                        std::pair<uint64_t, uint64_t>{1, uint64_t{1} << 62}}) {
+    std::string lying = bytes;
+    std::memcpy(lying.data() + 8, &ranges, 8);
+    std::memcpy(lying.data() + 16, &symbols, 8);
+    const uint64_t wrapped_names = (lying.size() - 32) - ranges * 16 - symbols * 12;
+    std::memcpy(lying.data() + 24, &wrapped_names, 8);
+    EXPECT_FALSE(KernelSymbolIndex::Open(lying).has_value()) << ranges << " " << symbols;
+  }
   // Ranges out of order.
   std::vector<KernelSymbolInput> again = {{0x1000, "a", 0}};
   EXPECT_FALSE(

@@ -74,6 +74,12 @@ TEST(ParseKallsymsTest, HiddenAddressesArePermissionDenied) {
   EXPECT_TRUE(absl::IsInvalidArgument(ParseKallsyms("garbage\n").status()));
 }
 
+TEST(LoadKallsymsTest, SourceThatNeverEndsIsRefusedAtTheLimit) {
+  // /dev/zero stands for a kallsyms path that keeps producing bytes.
+  absl::StatusOr<SymbolTable> table = LoadKallsyms("/dev/zero");
+  EXPECT_TRUE(absl::IsResourceExhausted(table.status())) << table.status();
+}
+
 TEST(KernelSymbolsTest, WithoutACacheEveryInstanceReadsKallsyms) {
   FakeKernel k;
   KernelSymbols symbols(std::nullopt, k.sources);

@@ -1,8 +1,11 @@
 // Unwinds samples recorded from the -O2 -fomit-frame-pointer test programs (fixtures captured by
 // tests/targets/dwarf_capture into tests/testdata/unwind/) and checks where the stacks end, which
 // functions they pass through, and that the native and libunwind backends agree.
+#include <elf.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "absl/strings/str_join.h"
@@ -148,6 +151,34 @@ TEST(DwarfFixtureTest, LibunwindAgrees) {
     }
   }
   EXPECT_EQ(same, n);
+}
+
+TEST(ZeroAllButUnwindTablesTest, SectionNameTableOutsideTheImageLeavesItAsItIs) {
+  // An ELF header, two section headers, then a byte to be zeroed; the name table (section 1)
+  // claims to start 1 TiB in, where reading a name would fault.
+  std::string image(sizeof(Elf64_Ehdr) + 2 * sizeof(Elf64_Shdr) + 1, '\x55');
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_shoff = sizeof(Elf64_Ehdr);
+  eh.e_shentsize = sizeof(Elf64_Shdr);
+  eh.e_shnum = 2;
+  eh.e_shstrndx = 1;
+  std::memcpy(image.data(), &eh, sizeof(eh));
+  Elf64_Shdr sh[2]{};
+  sh[1].sh_type = SHT_STRTAB;
+  sh[1].sh_offset = uint64_t{1} << 40;
+  sh[1].sh_size = 16;
+  std::memcpy(image.data() + eh.e_shoff, sh, sizeof(sh));
+  const std::string before = image;
+  ZeroAllButUnwindTables(&image);
+  EXPECT_EQ(image, before);
+
+  // The same table inside the image: the byte after the headers, in no kept section, is zeroed.
+  sh[1].sh_offset = 0;
+  std::memcpy(image.data() + eh.e_shoff, sh, sizeof(sh));
+  ZeroAllButUnwindTables(&image);
+  EXPECT_EQ(image.back(), '\0');
 }
 
 }  // namespace

@@ -1,0 +1,102 @@
+#include "base/file_util.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/test_support.h"
+
+namespace nativeprof {
+namespace {
+
+using ::nativeprof::testing::MakeTempDir;
+using ::testing::HasSubstr;
+
+TEST(ReadSmallFileTest, ReadsUpToTheLimitAndRefusesMore) {
+  const std::string path = MakeTempDir() + "/f";
+  NP_ASSERT_OK(WriteFileAtomically(path, "0123456789"));
+  NP_ASSERT_OK_AND_ASSIGN(std::string whole, ReadSmallFile(path, 10));
+  EXPECT_EQ(whole, "0123456789");
+  absl::StatusOr<std::string> over = ReadSmallFile(path, 9);
+  EXPECT_TRUE(absl::IsResourceExhausted(over.status())) << over.status();
+  EXPECT_THAT(over.status().message(), HasSubstr(path));
+  EXPECT_THAT(over.status().message(), HasSubstr("9-byte limit"));
+}
+
+TEST(ReadSmallFileTest, SparseFileOfATerabyteIsRefusedBeforeAllocating) {
+  // stat() says 1 TiB: sizing the buffer from it first would throw bad_alloc (or fault in pages).
+  const std::string path = MakeTempDir() + "/sparse";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, off_t{1} << 40), 0);
+  ::close(fd);
+  EXPECT_TRUE(absl::IsResourceExhausted(ReadSmallFile(path).status()));
+}
+
+TEST(ReadSmallFileTest, EndlessFileStopsAtTheLimit) {
+  // /dev/zero reports no size and never ends, as a /proc file that kept growing would.
+  absl::StatusOr<std::string> zeros = ReadSmallFile("/dev/zero", 100000);
+  EXPECT_TRUE(absl::IsResourceExhausted(zeros.status())) << zeros.status();
+}
+
+TEST(ReadSmallFileTest, FifoWithoutWriterReadsEmptyInsteadOfBlocking) {
+  const std::string path = MakeTempDir() + "/perf-1.map";
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  NP_ASSERT_OK_AND_ASSIGN(std::string text, ReadSmallFile(path));
+  EXPECT_EQ(text, "");
+}
+
+TEST(StaleTempFileTest, OnlyTheExactNameOfADeadWriterIsStale) {
+  const std::string dead = std::to_string(testing::ReapedPid());
+  const std::string live = std::to_string(::getppid());
+  const std::string self = std::to_string(::getpid());
+  EXPECT_TRUE(IsStaleTempFile("out.folded.tmp." + dead, "out.folded"));
+  EXPECT_TRUE(IsStaleTempFile("out.folded.tmp." + dead, ""));  // any output
+  EXPECT_FALSE(IsStaleTempFile("out.folded.tmp." + live, "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile("out.folded.tmp." + self, "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile("other.folded.tmp." + dead, "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile("xout.folded.tmp." + dead, "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile("out.folded.tmp." + dead + "x", "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile("out.folded.tmp.0" + dead, "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile("out.folded.tmp.-" + dead, "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile("out.folded.tmp.", "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile("out.folded.tmp.99999999999", "out.folded"));
+  EXPECT_FALSE(IsStaleTempFile(".tmp." + dead, ""));
+  EXPECT_FALSE(IsStaleTempFile("out.folded", "out.folded"));
+}
+
+TEST(StaleTempFileTest, WriteRemovesDeadWritersTempFilesOfThatOutputOnly) {
+  const std::string dir = MakeTempDir();
+  const std::string out = dir + "/out.folded";
+  const std::string dead = std::to_string(testing::ReapedPid());
+  const std::string live = std::to_string(::getppid());
+  for (const std::string& name :
+       {"out.folded.tmp." + dead, "out.folded.tmp." + live, "other.folded.tmp." + dead,
+        "out.folded.tmp." + dead + ".bak"}) {
+    NP_ASSERT_OK(WriteFileAtomically(dir + "/" + name, "partial"));
+  }
+  // A directory and a symlink under a stale name are not files this writer made.
+  const std::string dead_dir = dir + "/out.folded.tmp." + std::to_string(testing::ReapedPid());
+  ASSERT_EQ(::mkdir(dead_dir.c_str(), 0700), 0);
+  const std::string dead_link = dir + "/out.folded.tmp." + std::to_string(testing::ReapedPid());
+  ASSERT_EQ(::symlink(out.c_str(), dead_link.c_str()), 0);
+
+  NP_ASSERT_OK(WriteFileAtomically(out, "app;main 1\n"));
+  EXPECT_EQ(testing::ReadFileOrEmpty(out), "app;main 1\n");
+  EXPECT_NE(::access((dir + "/out.folded.tmp." + dead).c_str(), F_OK), 0) << "stale: removed";
+  for (const std::string& kept :
+       {"out.folded.tmp." + live, "other.folded.tmp." + dead, "out.folded.tmp." + dead + ".bak"}) {
+    EXPECT_EQ(testing::ReadFileOrEmpty(dir + "/" + kept), "partial") << kept;
+  }
+  struct stat st;
+  EXPECT_EQ(::lstat(dead_dir.c_str(), &st), 0);
+  EXPECT_EQ(::lstat(dead_link.c_str(), &st), 0);
+  EXPECT_EQ(RemoveStaleTempFiles(out), 0u);
+}
+
+}  // namespace
+}  // namespace nativeprof
