@@ -4,7 +4,7 @@
 # per-input ceiling (-malloc_limit_mb: a large allocation is reported as the bug it is).
 #
 # CI runs are deterministic: a fixed seed and a fixed number of executions per target
-# (NATIVEPROF_FUZZ_RUNS, default 400000), so a submission cannot fail on an input that an earlier
+# (target_runs below), so a submission cannot fail on an input that an earlier
 # run happened not to reach; every finding becomes a seed in the corpus with its fix. Explore for
 # new findings with a time budget instead: tools/fuzz.sh --explore SECONDS [TARGET...].
 # Usage: tools/fuzz.sh [SECONDS_LIMIT_PER_TARGET]   (a safety limit; the run count ends the run)
@@ -19,7 +19,13 @@ if [[ "${1:-}" == "--explore" ]]; then
 fi
 seconds=${1:-60}
 shift || true
-runs=${NATIVEPROF_FUZZ_RUNS:-400000}
+# Executions per target in CI, each about 30-45 s on a busy 2-core machine (their speeds differ
+# 20-fold); NATIVEPROF_FUZZ_RUNS overrides them all.
+declare -A target_runs=(
+  [demangle_fuzzer]=100000 [elf_loader_fuzzer]=300000 [folded_reader_fuzzer]=40000
+  [kernel_symbol_index_fuzzer]=50000 [perf_map_fuzzer]=300000 [proc_maps_fuzzer]=400000
+  [record_parser_fuzzer]=400000
+)
 build=${NATIVEPROF_FUZZ_BUILD_DIR:-build-fuzz}
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -42,6 +48,7 @@ for t in $targets; do
     echo "fuzz: exploring with $t for ${seconds}s" >&2
     budget=(-max_total_time="$seconds")
   else
+    runs=${NATIVEPROF_FUZZ_RUNS:-${target_runs[$t]:-200000}}
     corpus="$build/corpus-run/$t"
     rm -rf "$corpus"
     mkdir -p "$corpus"
