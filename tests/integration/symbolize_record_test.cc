@@ -3,8 +3,6 @@
 // its debug file and through MiniDebugInfo, libc internals through libc6-dbg, Rust generics and
 // closures (legacy and v0 mangling), JIT code through /tmp/perf-PID.map.
 #include <elf.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
+#include "symbolize/elf_file.h"
 #include "gtest/gtest.h"
 #include "tests/testing/folded_testing.h"
 #include "tests/testing/test_support.h"
@@ -26,26 +25,6 @@ namespace nativeprof::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-// File offset of section `name`'s contents in `image`; 0 when absent.
-uint64_t SectionOffset(std::string& image, const char* name) {
-  elf_version(EV_CURRENT);
-  Elf* elf = elf_memory(image.data(), image.size());
-  if (elf == nullptr) return 0;
-  size_t shstrndx = 0;
-  uint64_t at = 0;
-  if (elf_getshdrstrndx(elf, &shstrndx) == 0) {
-    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
-      GElf_Shdr shdr;
-      const char* sname = gelf_getshdr(scn, &shdr) != nullptr
-                              ? elf_strptr(elf, shstrndx, shdr.sh_name)
-                              : nullptr;
-      if (sname != nullptr && std::string(sname) == name) at = shdr.sh_offset;
-    }
-  }
-  elf_end(elf);
-  return at;
-}
 
 void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
@@ -129,8 +108,13 @@ TEST_F(SymbolizeRecordTest, DebugFileWithImplausibleCompressedSectionStillNames)
                 .exit_code,
             0);
   std::string image = ReadFileOrEmpty(debug);
-  const uint64_t chdr_at = SectionOffset(image, ".debug_info");
-  ASSERT_NE(chdr_at, 0u);
+  GElf_Shdr shdr;
+  {
+    // A zlib section with a plausible claim: ElfFile reads the file as it is, offsets included.
+    NP_ASSERT_OK_AND_ASSIGN(auto elf, symbolize::ElfFile::Open(debug));
+    ASSERT_NE(elf->FindSection(".debug_info", &shdr), nullptr);
+  }
+  const uint64_t chdr_at = shdr.sh_offset;
   Elf64_Chdr chdr;
   std::memcpy(&chdr, image.data() + chdr_at, sizeof(chdr));
   ASSERT_EQ(chdr.ch_type, static_cast<uint32_t>(ELFCOMPRESS_ZLIB));
