@@ -12,7 +12,13 @@ packages=(
   clang-14 libclang-rt-14-dev libc6-dbg
   python3
   chromium golang-go
+  librust-criterion-dev
 )
+
+# The Rust tests need cargo and rustc; the image usually has them (rustup), otherwise Debian's.
+if ! command -v cargo >/dev/null && ! [[ -x "$HOME/.cargo/bin/cargo" ]]; then
+  packages+=(cargo rustc)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
