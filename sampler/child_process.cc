@@ -17,7 +17,8 @@ namespace nativeprof::sampler {
 namespace {
 
 // Runs in the forked child: only async-signal-safe calls until exec.
-[[noreturn]] void ChildMain(int release_fd, int error_fd, char** argv, std::optional<int> nice) {
+[[noreturn]] void ChildMain(int release_fd, int error_fd, char** argv, std::optional<int> nice,
+                            const char* working_directory) {
   // Restore default dispositions the parent may have changed, so the target behaves as if run
   // from a shell (SIGINT terminates it, SIGPIPE is not ignored).
   struct sigaction dfl {};
@@ -37,6 +38,12 @@ namespace {
   } while (n < 0 && errno == EINTR);
   if (n != 1) _exit(127);  // the parent went away or gave up: never run the command unprofiled
   ::close(release_fd);
+  if (working_directory != nullptr && ::chdir(working_directory) != 0) {
+    int err = errno;
+    ssize_t ignored = ::write(error_fd, &err, sizeof(err));
+    (void)ignored;
+    _exit(127);
+  }
   ::execvp(argv[0], argv);
   int err = errno;
   ssize_t ignored = ::write(error_fd, &err, sizeof(err));
@@ -64,7 +71,10 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
 
   pid_t pid = ::fork();
   if (pid < 0) return ErrnoError("fork");
-  if (pid == 0) ChildMain(release_read.get(), error_write.get(), cargv.data(), options.nice);
+  if (pid == 0) {
+    ChildMain(release_read.get(), error_write.get(), cargv.data(), options.nice,
+              options.working_directory.empty() ? nullptr : options.working_directory.c_str());
+  }
 
   ChildProcess child(pid, std::move(release_write), std::move(error_read));
   child.program_ = argv[0];

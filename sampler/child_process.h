@@ -21,6 +21,9 @@ struct SpawnOptions {
   // The nice value the child sets before exec: the one the profiler was started with, when the
   // profiler raised its own priority with SCHED_RESET_ON_FORK (which starts the child at nice 0).
   std::optional<int> nice;
+  // The directory the command runs in; empty: the profiler's own. (`cargo nativeprof` runs
+  // benches and tests in their package directory, as Cargo does.)
+  std::string working_directory;
 };
 
 class ChildProcess {

@@ -12,6 +12,7 @@ int RunReportCommand(int argc, char** argv);
 int RunDiffCommand(int argc, char** argv);
 int RunStatCommand(int argc, char** argv);
 int RunDemangleCommand(int argc, char** argv);
+int RunCargoCommand(int argc, char** argv);
 
 }  // namespace nativeprof::tools
 

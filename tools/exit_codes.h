@@ -11,6 +11,8 @@ inline constexpr int kExitUsage = 2;            // bad command line
 inline constexpr int kExitPerfUnavailable = 3;  // perf_event_open refused or unsupported
 inline constexpr int kExitOutput = 4;           // an output file cannot be written
 inline constexpr int kExitBadInput = 5;         // an input profile is unreadable or malformed
+inline constexpr int kExitBuildFailed = 6;      // cargo nativeprof: the build failed or made no
+                                                // such target; nothing was recorded
 inline constexpr int kExitNotExecutable = 126;  // the command exists but cannot be executed
 inline constexpr int kExitNotFound = 127;       // the command does not exist
 

@@ -20,6 +20,7 @@ constexpr Subcommand kSubcommands[] = {
     {"diff", nativeprof::tools::RunDiffCommand, "compare two profiles, significant changes, diff SVG"},
     {"stat", nativeprof::tools::RunStatCommand, "run a command and count events (perf stat)"},
     {"demangle", nativeprof::tools::RunDemangleCommand, "demangle C++/Rust symbol names (like c++filt)"},
+    {"cargo", nativeprof::tools::RunCargoCommand, "build a Cargo target with line tables and record it"},
 };
 
 void PrintUsage(FILE* out) {
@@ -28,9 +29,23 @@ void PrintUsage(FILE* out) {
   std::fprintf(out, "\n'nativeprof <command> --help' describes a command's options.\n");
 }
 
+// True when run as `cargo-nativeprof`: Cargo runs subcommands as `cargo-NAME NAME ARGS...`.
+bool RunAsCargoSubcommand(const char* argv0) {
+  const char* slash = std::strrchr(argv0, '/');
+  return std::strcmp(slash != nullptr ? slash + 1 : argv0, "cargo-nativeprof") == 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (RunAsCargoSubcommand(argv[0])) {
+    // `cargo nativeprof ARGS` arrives as argv = {cargo-nativeprof, nativeprof, ARGS}; run
+    // directly it is {cargo-nativeprof, ARGS}.
+    if (argc >= 2 && std::strcmp(argv[1], "nativeprof") == 0) {
+      return nativeprof::tools::RunCargoCommand(argc - 1, argv + 1);
+    }
+    return nativeprof::tools::RunCargoCommand(argc, argv);
+  }
   if (argc < 2) {
     PrintUsage(stderr);
     return nativeprof::tools::kExitUsage;

@@ -41,6 +41,8 @@ struct RecordOptions {
   double duration_seconds = 0;         // --duration; 0 = until the target exits / Ctrl-C
   int verbosity = 0;
   std::vector<std::string> command;    // after --
+  std::string command_directory;       // where the command runs; empty: here (no CLI option:
+                                       // set by `cargo nativeprof` for benches and tests)
   // The counting events to open: --counters, or perf stat's default set.
   std::vector<sampler::EventSpec> CounterEvents() const;
   // The metadata JSON goes beside the first output: "<path>.json".

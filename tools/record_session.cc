@@ -321,6 +321,7 @@ int RunRecording(const RecordOptions& o) {
   if (scheduling.boost.kind != PriorityKind::kUnchanged) {
     spawn.nice = scheduling.boost.original_nice;
   }
+  spawn.working_directory = o.command_directory;
   absl::StatusOr<sampler::ChildProcess> child = sampler::ChildProcess::Spawn(o.command, spawn);
   if (!child.ok()) {
     PrintError(child.status().message());

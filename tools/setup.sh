@@ -12,7 +12,7 @@ packages=(
   clang-14 libclang-rt-14-dev libc6-dbg
   python3
   chromium golang-go
-  librust-criterion-dev
+  librust-criterion-dev libcpptoml-dev
 )
 
 # The Rust tests need cargo and rustc; the image usually has them (rustup), otherwise Debian's.

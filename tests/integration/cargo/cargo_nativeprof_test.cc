@@ -1,0 +1,173 @@
+// `cargo nativeprof` end to end on the workspace in tests/cargo, built offline against Debian's
+// crates: Cargo finds the subcommand on PATH, the binary, bench, test and example targets are
+// built with line tables and recorded, and bad requests fail before anything is recorded.
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/folded_testing.h"
+#include "tests/testing/test_support.h"
+
+namespace nativeprof::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string ToolsDir() {
+  const std::string binary = NativeprofBinary();
+  return binary.substr(0, binary.rfind('/'));
+}
+
+// A CARGO_HOME of the suite's own whose only source is Debian's crate directory, so nothing is
+// downloaded and the user's ~/.cargo is never read or changed.
+std::string OfflineCargoHome() {
+  const std::string home = absl::StrCat(NATIVEPROF_CARGO_WORK_DIR, "/home");
+  ::mkdir(NATIVEPROF_CARGO_WORK_DIR, 0755);
+  ::mkdir(home.c_str(), 0755);
+  std::ofstream(home + "/config.toml") << "[source.crates-io]\nreplace-with = \"debian\"\n"
+                                          "[source.debian]\n"
+                                          "directory = \"/usr/share/cargo/registry\"\n"
+                                          "[net]\noffline = true\n";
+  return home;
+}
+
+// `env -C CWD VARS... cargo nativeprof`, run the way a user would: cargo from PATH finds
+// cargo-nativeprof beside nativeprof. Without a target dir Cargo uses the project's own.
+std::vector<std::string> CargoNativeprofCommand(const std::string& cwd,
+                                                const std::string& target_dir) {
+  const std::string cargo = NATIVEPROF_CARGO;
+  const std::string cargo_dir = cargo.substr(0, cargo.rfind('/'));
+  std::vector<std::string> argv = {
+      "/usr/bin/env", "-C", cwd,
+      absl::StrCat("PATH=", ToolsDir(), ":", cargo_dir, ":/usr/bin:/bin"),
+      absl::StrCat("CARGO_HOME=", OfflineCargoHome())};
+  if (!target_dir.empty()) argv.push_back(absl::StrCat("CARGO_TARGET_DIR=", target_dir));
+  argv.insert(argv.end(), {"cargo", "nativeprof"});
+  return argv;
+}
+
+// `cargo nativeprof ARGS` on tests/cargo, run from `cwd`.
+CommandResult CargoNativeprof(const std::string& cwd, const std::vector<std::string>& args,
+                              const std::string& target_subdir = "target") {
+  std::vector<std::string> argv =
+      CargoNativeprofCommand(cwd, absl::StrCat(NATIVEPROF_CARGO_WORK_DIR, "/", target_subdir));
+  argv.push_back(absl::StrCat("--manifest-path=", SourcePath("tests/cargo/Cargo.toml")));
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv);
+}
+
+class CargoNativeprofTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string(NATIVEPROF_CARGO).empty()) GTEST_SKIP() << "cargo is not installed";
+    NP_SKIP_IF_NO_PERF();
+    dir_ = MakeTempDir();
+  }
+  FoldedProfile Folded(const std::string& name) {
+    return FoldedProfile::Parse(ReadFileOrEmpty(absl::StrCat(dir_, "/", name)));
+  }
+  std::string dir_;
+};
+
+TEST_F(CargoNativeprofTest, BinaryIsBuiltWithLineTablesAndRecorded) {
+  CommandResult r = CargoNativeprof(dir_, {"--bin", "hotbin", "--", "1.5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  FoldedProfile p = Folded("nativeprof-hotbin.folded");
+  ASSERT_GT(p.total(), 500u) << r.err;
+  EXPECT_GT(p.TotalShare("hotlib::fnv_checksum"), 0.9) << r.err;
+  // The release profile has no debug info; inline frames prove line tables were switched on.
+  uint64_t inlined = 0;
+  for (const FoldedLine& line : p.lines()) {
+    if (line.frames.back().ends_with("_[i]")) inlined += line.count;
+  }
+  EXPECT_GT(inlined, p.total() / 4) << "no inline leaf frames: built without debug info?";
+  EXPECT_THAT(ReadFileOrEmpty(dir_ + "/nativeprof-hotbin.svg"), HasSubstr("fnv_checksum"));
+  EXPECT_THAT(r.err, HasSubstr("task-clock"));  // the counter table
+  EXPECT_THAT(r.out, Not(HasSubstr("compiler-artifact")));  // Cargo's JSON is ours, not the user's
+}
+
+TEST_F(CargoNativeprofTest, BenchRunsTheHarnessInBenchModeInItsPackage) {
+  CommandResult r = CargoNativeprof(
+      dir_, {"--bench", "hot", "-o", "collatz.folded", "--", "--warm-up-time", "1",
+             "--measurement-time", "2", "--noplot", "--nresamples", "1000", "hot/collatz"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Criterion measures (prints a time) only when given --bench, as `cargo bench` gives it.
+  EXPECT_THAT(r.out, HasSubstr("hot/collatz"));
+  EXPECT_THAT(r.out, HasSubstr("time:"));
+  FoldedProfile p = Folded("collatz.folded");  // relative -o: from where cargo nativeprof ran
+  ASSERT_GT(p.total(), 1000u) << r.err;
+  EXPECT_GT(p.TotalShare("hotlib::collatz_steps"), 0.6);
+  EXPECT_LT(p.TotalShare("hotlib::fnv_checksum"), 0.02);  // the filter ran one benchmark
+}
+
+TEST_F(CargoNativeprofTest, IntegrationTestAndExampleTargets) {
+  CommandResult test = CargoNativeprof(dir_, {"--test", "collatz_test"});
+  ASSERT_EQ(test.exit_code, 0) << test.err;
+  EXPECT_GT(Folded("nativeprof-collatz_test.folded").TotalShare("hotlib::collatz_steps"), 0.8);
+  CommandResult example = CargoNativeprof(dir_, {"--example", "checksum"});
+  ASSERT_EQ(example.exit_code, 0) << example.err;
+  EXPECT_GT(Folded("nativeprof-checksum.folded").TotalShare("hotlib::fnv_checksum"), 0.8);
+}
+
+TEST_F(CargoNativeprofTest, StrippingLtoProfileIsWarnedAboutInOneLine) {
+  CommandResult r = CargoNativeprof(dir_, {"--profile", "stripped", "--bin", "hotbin", "--",
+                                           "0.3"}, "target-stripped");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> warnings;
+  for (absl::string_view line : absl::StrSplit(r.err, '\n')) {
+    if (absl::StrContains(line, "warning:")) warnings.emplace_back(line);
+  }
+  ASSERT_EQ(warnings.size(), 1u) << r.err;
+  EXPECT_THAT(warnings[0], HasSubstr("profile 'stripped' sets strip = \"symbols\" and "
+                                     "lto = \"fat\""));
+}
+
+TEST_F(CargoNativeprofTest, ProgramExitStatusIsPassedOn) {
+  CommandResult r = CargoNativeprof(dir_, {"--bin", "hotbin", "--", "--fail"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+}
+
+TEST_F(CargoNativeprofTest, MissingTargetFailsAndRecordsNothing) {
+  CommandResult r = CargoNativeprof(dir_, {"--bin", "no_such_bin"});
+  EXPECT_EQ(r.exit_code, 6) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("cargo build failed"));
+  EXPECT_EQ(ReadFileOrEmpty(dir_ + "/nativeprof-no_such_bin.folded"), "");
+}
+
+TEST_F(CargoNativeprofTest, BuildFailureRecordsNothing) {
+  const std::string crate = dir_ + "/broken";
+  ::mkdir(crate.c_str(), 0755);
+  ::mkdir((crate + "/src").c_str(), 0755);
+  std::ofstream(crate + "/Cargo.toml") << "[package]\nname = \"broken\"\nversion = \"0.1.0\"\n"
+                                          "edition = \"2021\"\n";
+  std::ofstream(crate + "/src/main.rs") << "fn main() { let x: u32 = \"text\"; }\n";
+  CommandResult r = RunCommand(CargoNativeprofCommand(crate, ""));
+  EXPECT_EQ(r.exit_code, 6) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("mismatched types"));  // Cargo's own diagnostics reach the user
+  EXPECT_THAT(r.err, HasSubstr("nativeprof: cargo build failed"));
+  EXPECT_EQ(ReadFileOrEmpty(crate + "/nativeprof-broken.folded"), "");
+}
+
+TEST_F(CargoNativeprofTest, OutsideACargoProjectAndBadOptions) {
+  CommandResult outside = RunCommand({"/usr/bin/env", "-C", dir_,
+                                      absl::StrCat("CARGO_HOME=", OfflineCargoHome()),
+                                      NativeprofBinary(), "cargo", "--bin", "x"});
+  EXPECT_EQ(outside.exit_code, 6) << outside.err;
+  EXPECT_THAT(outside.err, HasSubstr("no Cargo.toml"));
+  CommandResult typo = CargoNativeprof(dir_, {"--bin", "hotbin", "--frequncy", "99"});
+  EXPECT_EQ(typo.exit_code, 2) << typo.err;
+  CommandResult pid = CargoNativeprof(dir_, {"--pid", "1"});
+  EXPECT_EQ(pid.exit_code, 2);
+  EXPECT_THAT(pid.err, HasSubstr("nativeprof record -p PID"));
+}
+
+}  // namespace
+}  // namespace nativeprof::testing

@@ -1,0 +1,173 @@
+#include "tools/cargo_build.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "base/text_escape.h"
+#include "nlohmann/json.hpp"
+#include "tools/line_command.h"
+
+namespace nativeprof::tools {
+namespace {
+
+bool IsExecutableFile(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
+
+bool OnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return false;
+  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
+    if (IsExecutableFile(absl::StrCat(dir, "/", name))) return true;
+  }
+  return false;
+}
+
+std::string JsonString(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool HasKind(const CargoArtifact& a, absl::string_view kind) {
+  for (const std::string& k : a.kinds) {
+    if (k == kind) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<CargoArtifact> ParseCargoArtifact(absl::string_view line) {
+  if (!absl::StrContains(line, "\"compiler-artifact\"")) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(line.begin(), line.end(), nullptr,
+                                           /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || JsonString(j, "reason") != "compiler-artifact") {
+    return std::nullopt;
+  }
+  CargoArtifact a;
+  a.executable = JsonString(j, "executable");
+  if (a.executable.empty()) return std::nullopt;
+  a.manifest_path = JsonString(j, "manifest_path");
+  auto target = j.find("target");
+  if (target == j.end() || !target->is_object()) return std::nullopt;
+  a.target_name = JsonString(*target, "name");
+  auto kinds = target->find("kind");
+  if (kinds != target->end() && kinds->is_array()) {
+    for (const nlohmann::json& k : *kinds) {
+      if (k.is_string()) a.kinds.push_back(k.get<std::string>());
+    }
+  }
+  auto profile = j.find("profile");
+  if (profile != j.end() && profile->is_object()) {
+    auto debuginfo = profile->find("debuginfo");
+    // Cargo has printed this as a number (0/1/2) and, since 1.71, also as a string
+    // ("line-tables-only"); anything but 0 or "none" carries line tables.
+    if (debuginfo != profile->end()) {
+      if (debuginfo->is_number_unsigned()) {
+        a.debuginfo = debuginfo->get<uint32_t>();
+      } else if (debuginfo->is_string()) {
+        const std::string d = debuginfo->get<std::string>();
+        a.debuginfo = (d == "none" || d == "0") ? 0 : 1;
+      }
+    }
+  }
+  return a;
+}
+
+std::string FindCargo() {
+  const char* from_cargo = std::getenv("CARGO");
+  if (from_cargo != nullptr && *from_cargo != '\0' && IsExecutableFile(from_cargo)) {
+    return from_cargo;
+  }
+  if (OnPath("cargo")) return "cargo";
+  const char* home = std::getenv("HOME");
+  if (home != nullptr) {
+    std::string rustup = absl::StrCat(home, "/.cargo/bin/cargo");
+    if (IsExecutableFile(rustup)) return rustup;
+  }
+  return std::string();
+}
+
+absl::StatusOr<std::string> LocateWorkspaceManifest(const std::string& cargo,
+                                                    const std::vector<std::string>& cargo_args) {
+  std::vector<std::string> argv = {cargo, "locate-project", "--workspace", "--message-format",
+                                   "plain"};
+  for (const std::string& a : cargo_args) {
+    if (absl::StartsWith(a, "--manifest-path=")) argv.push_back(a);
+  }
+  std::string manifest;
+  absl::StatusOr<int> status = RunLineCommand({argv, {}, ""}, [&](absl::string_view line) {
+    if (manifest.empty()) manifest = std::string(line);
+  });
+  if (!status.ok()) return status.status();
+  if (*status != 0 || manifest.empty()) {
+    return absl::NotFoundError("no Cargo.toml here or in any parent directory");
+  }
+  return manifest;
+}
+
+std::vector<std::string> CargoBuildArgs(const CargoOptions& o) {
+  std::vector<std::string> args = {"build", "--message-format=json-render-diagnostics",
+                                   absl::StrCat("--profile=", o.profile)};
+  switch (o.kind) {
+    case CargoTargetKind::kDefaultBin:
+      args.push_back("--bins");
+      break;
+    case CargoTargetKind::kBin:
+    case CargoTargetKind::kBench:
+    case CargoTargetKind::kTest:
+    case CargoTargetKind::kExample:
+      args.push_back(absl::StrCat("--", CargoTargetKindName(o.kind), "=", o.target_name));
+      break;
+  }
+  args.insert(args.end(), o.cargo_args.begin(), o.cargo_args.end());
+  return args;
+}
+
+absl::StatusOr<CargoBuildResult> RunCargoBuild(const CargoBuildRequest& request) {
+  LineCommand command;
+  command.argv.push_back(request.cargo);
+  for (std::string& a : CargoBuildArgs(*request.options)) command.argv.push_back(std::move(a));
+  command.env = request.env;
+  CargoBuildResult result;
+  absl::StatusOr<int> status = RunLineCommand(command, [&](absl::string_view line) {
+    std::optional<CargoArtifact> artifact = ParseCargoArtifact(line);
+    if (artifact.has_value()) result.executables.push_back(std::move(*artifact));
+  });
+  if (!status.ok()) return status.status();
+  result.exit_status = *status;
+  return result;
+}
+
+absl::StatusOr<CargoArtifact> SelectArtifact(const CargoOptions& o,
+                                             const std::vector<CargoArtifact>& built) {
+  const char* kind = CargoTargetKindName(o.kind);
+  std::vector<const CargoArtifact*> matches;
+  for (const CargoArtifact& a : built) {
+    if (!HasKind(a, kind)) continue;
+    if (o.kind != CargoTargetKind::kDefaultBin && a.target_name != o.target_name) continue;
+    matches.push_back(&a);
+  }
+  if (matches.size() == 1) return *matches.front();
+  if (matches.empty()) {
+    std::vector<std::string> names;
+    for (const CargoArtifact& a : built) {
+      names.push_back(absl::StrCat(a.kinds.empty() ? "?" : a.kinds.front(), " ", a.target_name));
+    }
+    return absl::NotFoundError(absl::StrCat(
+        "cargo built no ", kind,
+        o.target_name.empty() ? std::string() : absl::StrCat(" named '", o.target_name, "'"),
+        names.empty() ? std::string() : absl::StrCat(" (it built: ", absl::StrJoin(names, ", "), ")"),
+        "; name the target with --bin, --bench, --test or --example"));
+  }
+  std::vector<std::string> names;
+  for (const CargoArtifact* a : matches) names.push_back(a->target_name);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the package has several binaries (", absl::StrJoin(names, ", "),
+      "); choose one with --bin NAME"));
+}
+
+}  // namespace nativeprof::tools

@@ -1,0 +1,171 @@
+// `cargo nativeprof` / `nativeprof cargo`: build a Cargo target with line tables, then record it
+// exactly as `nativeprof record` would (same options, outputs, summary and exit status).
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "base/file_util.h"
+#include "base/logging.h"
+#include "base/text_escape.h"
+#include "spdlog/spdlog.h"
+#include "symbolize/elf_file.h"
+#include "tools/cargo_build.h"
+#include "tools/cargo_options.h"
+#include "tools/cargo_profile.h"
+#include "tools/commands.h"
+#include "tools/exit_codes.h"
+#include "tools/record_options.h"
+#include "tools/record_session.h"
+
+namespace nativeprof::tools {
+namespace {
+
+void PrintError(absl::string_view message) {
+  std::fprintf(stderr, "nativeprof: %s\n", std::string(message).c_str());
+}
+
+std::string CurrentDirectory() {
+  char buf[4096];
+  return ::getcwd(buf, sizeof(buf)) != nullptr ? std::string(buf) : std::string(".");
+}
+
+std::string Dirname(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+// `record`'s own parser on the options the user gave, the default outputs and the command, so
+// every record option means exactly what it means there.
+absl::StatusOr<RecordOptions> RecordOptionsFor(const CargoOptions& o,
+                                               const std::string& executable,
+                                               const std::string& output_stem) {
+  std::vector<std::string> args = {"record"};
+  args.insert(args.end(), o.record_args.begin(), o.record_args.end());
+  if (!o.record_outputs_given) {
+    args.insert(args.end(), {"-o", absl::StrCat(output_stem, ".folded"), "-o",
+                             absl::StrCat(output_stem, ".svg")});
+  }
+  args.push_back("--");
+  args.push_back(executable);
+  // `cargo bench` passes --bench so harnesses (libtest, Criterion) measure instead of testing.
+  if (o.kind == CargoTargetKind::kBench) args.push_back("--bench");
+  args.insert(args.end(), o.program_args.begin(), o.program_args.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return ParseRecordOptions(static_cast<int>(args.size()), argv.data());
+}
+
+// Warns when the binary Cargo produced has no symbol table although the profile did not say it
+// strips (RUSTFLAGS="-C strip=symbols", a post-build step).
+void WarnIfStripped(const CargoArtifact& artifact) {
+  absl::StatusOr<std::unique_ptr<symbolize::ElfFile>> elf =
+      symbolize::ElfFile::Open(artifact.executable);
+  if (!elf.ok()) return;
+  if ((*elf)->FindSection(".symtab", nullptr) == nullptr) {
+    PrintError(absl::StrCat("warning: ", EscapeForMessage(artifact.executable),
+                            " has no symbol table (RUSTFLAGS with -C strip?): frames will be "
+                            "unnamed; build without stripping"));
+  }
+}
+
+}  // namespace
+
+int RunCargoCommand(int argc, char** argv) {
+  absl::StatusOr<CargoOptions> options = ParseCargoOptions(argc, argv);
+  if (!options.ok()) {
+    if (absl::IsCancelled(options.status())) return kExitOk;
+    PrintError(absl::StrCat(options.status().message(), " (see 'cargo nativeprof --help')"));
+    return kExitUsage;
+  }
+  // Record options are checked before anything is built, so a typo costs no compile.
+  if (absl::StatusOr<RecordOptions> check = RecordOptionsFor(*options, "program", "program");
+      !check.ok()) {
+    PrintError(check.status().message());
+    return kExitUsage;
+  } else {
+    InitLogging(check->verbosity);
+  }
+
+  const std::string cargo = FindCargo();
+  if (cargo.empty()) {
+    PrintError("cargo not found on PATH or in ~/.cargo/bin; install Rust (rustup, or Debian's "
+               "cargo package)");
+    return kExitNotFound;
+  }
+  absl::StatusOr<std::string> manifest = LocateWorkspaceManifest(cargo, options->cargo_args);
+  if (!manifest.ok()) {
+    PrintError(absl::StrCat(manifest.status().message(),
+                            "; run cargo nativeprof inside a Cargo project or give "
+                            "--manifest-path PATH"));
+    return kExitBuildFailed;
+  }
+
+  CargoBuildRequest request;
+  request.cargo = cargo;
+  request.options = &*options;
+  absl::StatusOr<std::string> manifest_text = ReadSmallFile(*manifest, size_t{16} << 20);
+  absl::StatusOr<CargoProfileSettings> profile =
+      manifest_text.ok() ? ReadCargoProfile(*manifest_text, options->profile,
+                                            [](const std::string& name) {
+                                              return std::getenv(name.c_str());
+                                            })
+                         : absl::StatusOr<CargoProfileSettings>(manifest_text.status());
+  bool warned_strip = false;
+  if (!profile.ok()) {
+    // Cargo reports a broken Cargo.toml itself; only the strip/LTO check is lost.
+    spdlog::info("profile settings not read: {}", profile.status().message());
+  } else {
+    if (!profile->HasLineTables()) {
+      request.env.emplace_back(
+          absl::StrCat("CARGO_PROFILE_", CargoProfileEnvName(options->profile), "_DEBUG"),
+          kLineTablesDebugSetting);
+      spdlog::info("building with CARGO_PROFILE_{}_DEBUG={}",
+                   CargoProfileEnvName(options->profile), kLineTablesDebugSetting);
+    }
+    const std::string warning = profile->Warning();
+    if (!warning.empty()) {
+      PrintError(absl::StrCat("warning: ", warning));
+      warned_strip = true;
+    }
+  }
+
+  absl::StatusOr<CargoBuildResult> build = RunCargoBuild(request);
+  if (!build.ok()) {
+    PrintError(build.status().message());
+    return kExitNotFound;
+  }
+  if (build->exit_status != 0) {
+    PrintError(absl::StrCat("cargo build failed (exit status ", build->exit_status,
+                            "; its messages are above); nothing was recorded"));
+    return kExitBuildFailed;
+  }
+  absl::StatusOr<CargoArtifact> artifact = SelectArtifact(*options, build->executables);
+  if (!artifact.ok()) {
+    PrintError(artifact.status().message());
+    return kExitBuildFailed;
+  }
+  if (!warned_strip) WarnIfStripped(*artifact);
+
+  const std::string here = CurrentDirectory();
+  absl::StatusOr<RecordOptions> record = RecordOptionsFor(
+      *options, artifact->executable, absl::StrCat(here, "/nativeprof-", artifact->target_name));
+  if (!record.ok()) {
+    PrintError(record.status().message());
+    return kExitUsage;
+  }
+  if (options->kind == CargoTargetKind::kBench || options->kind == CargoTargetKind::kTest) {
+    record->command_directory = Dirname(artifact->manifest_path);
+    // Relative output paths keep meaning "from where cargo nativeprof was started".
+    for (RecordOutput& out : record->outputs) {
+      if (!out.path.empty() && out.path[0] != '/') out.path = absl::StrCat(here, "/", out.path);
+    }
+  }
+  spdlog::info("recording {}", artifact->executable);
+  return RunRecording(*record);
+}
+
+}  // namespace nativeprof::tools

@@ -1,0 +1,41 @@
+// The command line of `cargo nativeprof` (also `nativeprof cargo`): which Cargo target to build
+// and run, the Cargo options that choose how it is built, the `record` options that pass through
+// unchanged, and the program's own arguments after `--`.
+#ifndef NATIVEPROF_TOOLS_CARGO_OPTIONS_H_
+#define NATIVEPROF_TOOLS_CARGO_OPTIONS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace nativeprof::tools {
+
+// The kind of Cargo target, named as Cargo's `--bin`/`--bench`/... flags and its JSON messages'
+// `target.kind` name them.
+enum class CargoTargetKind { kDefaultBin, kBin, kBench, kTest, kExample };
+
+const char* CargoTargetKindName(CargoTargetKind kind);  // "bin", "bench", "test", "example"
+
+struct CargoOptions {
+  CargoTargetKind kind = CargoTargetKind::kDefaultBin;
+  std::string target_name;               // empty for kDefaultBin
+  std::string profile = "release";       // --profile P (--release is the default; --dev = dev)
+  std::vector<std::string> cargo_args;   // --package, --features, --manifest-path ... verbatim
+  std::vector<std::string> record_args;  // every other option before `--`
+  std::vector<std::string> program_args; // after `--`
+  bool record_outputs_given = false;     // record_args contain -o/--output
+};
+
+// Parses the arguments after the subcommand name (argv[0] = "cargo" or "nativeprof").
+// On --help returns kCancelled after printing usage to stdout; other errors are kInvalidArgument
+// with a one-line message.
+absl::StatusOr<CargoOptions> ParseCargoOptions(int argc, char** argv);
+
+// Cargo's environment-variable spelling of a profile name: "release" -> "RELEASE",
+// "my-prof" -> "MY_PROF" (as in CARGO_PROFILE_<NAME>_DEBUG).
+std::string CargoProfileEnvName(const std::string& profile);
+
+}  // namespace nativeprof::tools
+
+#endif  // NATIVEPROF_TOOLS_CARGO_OPTIONS_H_

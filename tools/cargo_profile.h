@@ -1,0 +1,39 @@
+// What a Cargo build profile does to profiling: whether it has debug info (else `cargo nativeprof`
+// turns line tables on for the build), and whether it strips symbols or enables LTO (warned about
+// in one line). Settings come from the workspace root's Cargo.toml [profile.*] tables, the
+// `inherits` chain and Cargo's built-in defaults, overridden by CARGO_PROFILE_<NAME>_<KEY>
+// variables as Cargo itself does.
+#ifndef NATIVEPROF_TOOLS_CARGO_PROFILE_H_
+#define NATIVEPROF_TOOLS_CARGO_PROFILE_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace nativeprof::tools {
+
+// Each value as Cargo.toml spells it, normalised to a string ("true", "2", "line-tables-only",
+// "symbols", "fat", ...); "" when neither the profile chain nor the environment sets it.
+struct CargoProfileSettings {
+  std::string name;
+  std::string debug;
+  std::string strip;
+  std::string lto;
+
+  // True when the build already carries line tables (so no override is needed).
+  bool HasLineTables() const;
+  // The one-line warning about strip / LTO, or "" when the profile is fine for profiling.
+  std::string Warning() const;
+};
+
+// Reads profile `profile` from the Cargo.toml text `manifest` (the workspace root's).
+// `getenv` looks up environment variables (std::getenv in the CLI, a map in tests).
+// Errors: kInvalidArgument naming the TOML problem, or an `inherits` cycle.
+absl::StatusOr<CargoProfileSettings> ReadCargoProfile(
+    const std::string& manifest, const std::string& profile,
+    const std::function<const char*(const std::string&)>& getenv);
+
+}  // namespace nativeprof::tools
+
+#endif  // NATIVEPROF_TOOLS_CARGO_PROFILE_H_
