@@ -1,7 +1,6 @@
 #include "sampler/counter_set.h"
 
 #include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,13 +16,6 @@
 
 namespace nativeprof::sampler {
 namespace {
-
-constexpr char kParanoidPath[] = "/proc/sys/kernel/perf_event_paranoid";
-
-int SyscallPerfEventOpen(perf_event_attr* attr, pid_t pid, int cpu, int group_fd,
-                         unsigned long flags) {
-  return static_cast<int>(::syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, flags));
-}
 
 perf_event_attr CountingAttr(const EventSpec& event, const CounterOptions& options) {
   perf_event_attr attr;
@@ -43,22 +35,6 @@ perf_event_attr CountingAttr(const EventSpec& event, const CounterOptions& optio
 }
 
 }  // namespace
-
-bool IsUnsupportedEventErrno(int err) {
-  return err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL || err == ENXIO ||
-         err == E2BIG;
-}
-
-std::string PerfPermissionMessage(const std::string& event_name, int err,
-                                  std::optional<int64_t> paranoid) {
-  std::string level = paranoid.has_value() ? absl::StrCat(*paranoid) : "unreadable";
-  return absl::StrCat(
-      "perf_event_open refused event '", event_name, "' (", std::strerror(err), "); ",
-      kParanoidPath, " is ", level,
-      " (2 allows unprivileged users user-space counting of their own processes only, 3 or more "
-      "allows nothing); run as root or with CAP_PERFMON, or lower it: "
-      "sysctl -w kernel.perf_event_paranoid=1");
-}
 
 std::vector<EventSpec> DefaultCounterEvents() {
   static constexpr const char* kNames[] = {
@@ -96,16 +72,9 @@ int OpenCounting(const PerfEventOpenFn& open_fn, perf_event_attr* attr, pid_t pi
 }
 
 // The error for a refused open; kOk (with `reason` set) when the event is merely unsupported.
-absl::Status OpenError(int err, const EventSpec& event, pid_t pid, std::string* reason) {
-  if (err == EACCES || err == EPERM) {
-    absl::StatusOr<int64_t> paranoid = ReadIntegerFile(kParanoidPath);
-    return absl::PermissionDeniedError(PerfPermissionMessage(
-        event.name, err, paranoid.ok() ? std::optional<int64_t>(*paranoid) : std::nullopt));
-  }
-  if (err == ESRCH) return absl::NotFoundError(absl::StrCat("no process with PID ", pid));
-  if (!IsUnsupportedEventErrno(err)) {
-    return ErrnoError(err, absl::StrCat("perf_event_open(", event.name, ")"));
-  }
+absl::Status OpenError(int err, const perf_event_attr& attr, const EventSpec& event, pid_t pid,
+                       int cpu, std::string* reason) {
+  if (!IsUnsupportedEventErrno(err)) return PerfEventOpenError(err, attr, pid, cpu, event.name);
   *reason = std::strerror(err);
   Logger("sampler")->debug("event '{}' not supported: {}", event.name, *reason);
   return absl::OkStatus();
@@ -173,7 +142,7 @@ absl::StatusOr<CounterSet> CounterSet::Open(const std::vector<EventSpec>& events
           vanished = true;  // a thread that exited since it was listed is not an error
           break;
         }
-        NP_RETURN_IF_ERROR(OpenError(err, slot.event, tid, &slot.unsupported_reason));
+        NP_RETURN_IF_ERROR(OpenError(err, attr, slot.event, tid, cpu, &slot.unsupported_reason));
         slot.fds.clear();  // unsupported on one CPU or task: not counted anywhere
         attr.comm = attr.comm_exec = attr.task = 0;
         break;
@@ -202,9 +171,9 @@ absl::StatusOr<CounterSet> CounterSet::Open(const std::vector<EventSpec>& events
       attr.config = PERF_COUNT_SW_DUMMY;
       attr.disabled = 1;
       attr.exclude_kernel = 1;
-      const int fd = open_fn(&attr, set.pid_, cpus[c], -1, PERF_FLAG_FD_CLOEXEC);
-      if (fd < 0) return ErrnoError("perf_event_open(dummy side-band event)");
-      ScopedFd ring_fd(fd);
+      NP_ASSIGN_OR_RETURN(ScopedFd ring_fd, OpenPerfEvent(attr, set.pid_, cpus[c],
+                                                          "dummy side-band event", -1, open_fn));
+      const int fd = ring_fd.get();
       NP_ASSIGN_OR_RETURN(CounterRing ring, CounterRing::Map(fd, options.ring_pages));
       for (size_t e = 0; e < set.slots_.size(); ++e) {
         Slot& slot = set.slots_[e];

@@ -21,13 +21,9 @@
 #include "sampler/counter_threads.h"
 #include "sampler/counter_value.h"
 #include "sampler/event_spec.h"
+#include "sampler/perf_event.h"
 
 namespace nativeprof::sampler {
-
-// perf_event_open(2) as a replaceable function: returns an fd, or -1 with errno set. Tests pass
-// a fake to simulate refusals and PMU values on a machine without a PMU.
-using PerfEventOpenFn =
-    std::function<int(perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags)>;
 
 struct CounterOptions {
   // True: counting starts when the (not yet exec'd) target calls exec, so the profiler's own
@@ -54,7 +50,7 @@ class CounterSet {
   // Events the kernel cannot give (ENOENT, EOPNOTSUPP, ENODEV, EINVAL, ...) stay in the set as
   // unsupported. When the kernel refuses kernel-mode counting (EACCES/EPERM) the event is retried
   // with exclude_kernel, as perf does. Errors: kPermissionDenied with PerfPermissionMessage()
-  // when an event is refused even then; kNotFound when `pid` does not exist; other errno codes
+  // when an event is refused even then; kUnavailable when `pid` does not exist; other errno codes
   // (e.g. EMFILE -> kResourceExhausted) as is; kInvalidArgument for an empty list.
   static absl::StatusOr<CounterSet> Open(const std::vector<EventSpec>& events, pid_t pid,
                                          const CounterOptions& options);
@@ -134,15 +130,6 @@ class CounterSet {
 // perf stat's default events: task-clock, context-switches, cpu-migrations, page-faults, cycles,
 // instructions, branches, branch-misses, cache-references, cache-misses.
 std::vector<EventSpec> DefaultCounterEvents();
-
-// The one-line explanation for an EACCES/EPERM from perf_event_open: names the event,
-// /proc/sys/kernel/perf_event_paranoid with its current value (`paranoid`, nullopt when
-// unreadable) and what to do.
-std::string PerfPermissionMessage(const std::string& event_name, int err,
-                                  std::optional<int64_t> paranoid);
-
-// True for the perf_event_open errnos that mean "this event does not exist here".
-bool IsUnsupportedEventErrno(int err);
 
 }  // namespace nativeprof::sampler
 

@@ -57,32 +57,51 @@ uint64_t MaxSampleRate() {
   return v.ok() && *v > 0 ? static_cast<uint64_t>(*v) : 100000;
 }
 
-std::string PerfPermissionAdvice() {
-  absl::StatusOr<int64_t> paranoid = ReadIntegerFile("/proc/sys/kernel/perf_event_paranoid");
-  std::string value = paranoid.ok() ? absl::StrCat(*paranoid) : "unreadable";
-  return absl::StrCat("/proc/sys/kernel/perf_event_paranoid is ", value,
-                      "; run as root, grant CAP_PERFMON, or lower it with "
-                      "'sysctl kernel.perf_event_paranoid=1' (kernel samples need <= 1)");
+namespace {
+constexpr char kParanoidPath[] = "/proc/sys/kernel/perf_event_paranoid";
+}  // namespace
+
+int SyscallPerfEventOpen(perf_event_attr* attr, pid_t pid, int cpu, int group_fd,
+                         unsigned long flags) {
+  return static_cast<int>(::syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, flags));
 }
 
-absl::StatusOr<ScopedFd> OpenPerfEvent(const perf_event_attr& attr, pid_t pid, int cpu,
-                                       int group_fd) {
-  int fd = static_cast<int>(::syscall(SYS_perf_event_open, &attr, pid, cpu, group_fd,
-                                      PERF_FLAG_FD_CLOEXEC));
-  if (fd >= 0) return ScopedFd(fd);
-  int err = errno;
-  std::string what = absl::StrCat("perf_event_open(type=", attr.type, ", config=", attr.config,
-                                  ", pid=", pid, ", cpu=", cpu, ")");
+std::string PerfPermissionAdvice(std::optional<int64_t> paranoid) {
+  const std::string level = paranoid.has_value() ? absl::StrCat(*paranoid) : "unreadable";
+  return absl::StrCat(
+      kParanoidPath, " is ", level,
+      " (2 allows unprivileged users user-space sampling and counting of their own processes "
+      "only, 3 or more allows nothing); run as root or with CAP_PERFMON, or lower it: "
+      "sysctl -w kernel.perf_event_paranoid=1 (kernel stacks need <= 1)");
+}
+
+std::string PerfPermissionAdvice() {
+  absl::StatusOr<int64_t> paranoid = ReadIntegerFile(kParanoidPath);
+  return PerfPermissionAdvice(paranoid.ok() ? std::optional<int64_t>(*paranoid) : std::nullopt);
+}
+
+std::string PerfPermissionMessage(const std::string& event_name, int err,
+                                  std::optional<int64_t> paranoid) {
+  return absl::StrCat("perf_event_open refused event '", event_name, "' (", std::strerror(err),
+                      "); ", PerfPermissionAdvice(paranoid));
+}
+
+bool IsUnsupportedEventErrno(int err) {
+  return err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL || err == ENXIO ||
+         err == E2BIG;
+}
+
+absl::Status PerfEventOpenError(int err, const perf_event_attr& attr, pid_t pid, int cpu,
+                                const std::string& event_name) {
+  const std::string what =
+      absl::StrCat("perf_event_open(", event_name, ", pid=", pid, ", cpu=", cpu, ")");
   switch (err) {
     case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(
-          absl::StrCat(what, ": ", std::strerror(err), "; ", PerfPermissionAdvice()));
-    case ENOENT:
-    case EOPNOTSUPP:
-    case ENODEV:
-      return absl::NotFoundError(
-          absl::StrCat(what, ": event not supported by this kernel/CPU (", std::strerror(err), ")"));
+    case EPERM: {
+      absl::StatusOr<int64_t> paranoid = ReadIntegerFile(kParanoidPath);
+      return absl::PermissionDeniedError(PerfPermissionMessage(
+          event_name, err, paranoid.ok() ? std::optional<int64_t>(*paranoid) : std::nullopt));
+    }
     case EINVAL:
       if (attr.freq && attr.sample_freq > MaxSampleRate()) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -95,10 +114,25 @@ absl::StatusOr<ScopedFd> OpenPerfEvent(const perf_event_attr& attr, pid_t pid, i
       return absl::ResourceExhaustedError(
           absl::StrCat(what, ": ", std::strerror(err), "; raise the open-file limit (ulimit -n)"));
     case ESRCH:
-      return absl::UnavailableError(absl::StrCat(what, ": the process is gone"));
+      return absl::UnavailableError(absl::StrCat("no process with PID ", pid, " (it exited)"));
     default:
+      if (IsUnsupportedEventErrno(err)) {
+        return absl::NotFoundError(absl::StrCat("event '", event_name,
+                                                "' is not supported by this kernel/CPU (",
+                                                std::strerror(err), ")"));
+      }
       return ErrnoError(err, what);
   }
+}
+
+absl::StatusOr<ScopedFd> OpenPerfEvent(const perf_event_attr& attr, pid_t pid, int cpu,
+                                       const std::string& event_name, int group_fd,
+                                       const PerfEventOpenFn& open_fn) {
+  perf_event_attr copy = attr;
+  const int fd = open_fn ? open_fn(&copy, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC)
+                         : SyscallPerfEventOpen(&copy, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC);
+  if (fd >= 0) return ScopedFd(fd);
+  return PerfEventOpenError(errno, attr, pid, cpu, event_name);
 }
 
 }  // namespace nativeprof::sampler

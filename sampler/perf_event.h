@@ -1,6 +1,7 @@
-// Builds perf_event_attr for sampling and opens perf events, turning the kernel's errno into a
-// Status whose message says what to do (perf_event_paranoid, sample-rate limits, fd limits).
-// Main thread only.
+// The one owner of perf_event_open(2): builds perf_event_attr for sampling, opens events through
+// a replaceable open function, and turns the kernel's errno into a Status whose message says
+// what to do (perf_event_paranoid, sample-rate limits, fd limits). Sampling (Session) and
+// counting (CounterSet) both open through here. Main thread only.
 #ifndef NATIVEPROF_SAMPLER_PERF_EVENT_H_
 #define NATIVEPROF_SAMPLER_PERF_EVENT_H_
 
@@ -8,6 +9,8 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -29,18 +32,44 @@ struct SamplingAttrOptions {
   uint32_t wakeup_bytes = 0;     // poll() wakes when this many bytes are ready; 0 = every sample
 };
 
+// perf_event_open(2) as a replaceable function: returns an fd, or -1 with errno set. Tests pass
+// a fake to simulate refusals, missing PMUs and PMU values on a machine without one.
+using PerfEventOpenFn =
+    std::function<int(perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags)>;
+
+// The real syscall.
+int SyscallPerfEventOpen(perf_event_attr* attr, pid_t pid, int cpu, int group_fd,
+                         unsigned long flags);
+
 // The sample_type nativeprof requests for these options.
 perf_event_attr MakeSamplingAttr(const SamplingAttrOptions& options);
 
-// Opens one event. `what` names it in error messages. Errors (message says what to do):
-// kPermissionDenied (EACCES/EPERM: names /proc/sys/kernel/perf_event_paranoid and its value),
-// kNotFound (ENOENT/EOPNOTSUPP/ENODEV: the event is not supported here), kInvalidArgument
-// (EINVAL, e.g. a frequency above perf_event_max_sample_rate), kResourceExhausted (EMFILE).
+// Opens one event with `open_fn` (null: the real syscall). `event_name` names it in messages.
+// Errors: PerfEventOpenError's.
 absl::StatusOr<ScopedFd> OpenPerfEvent(const perf_event_attr& attr, pid_t pid, int cpu,
-                                       int group_fd = -1);
+                                       const std::string& event_name, int group_fd = -1,
+                                       const PerfEventOpenFn& open_fn = nullptr);
 
-// Human text for a permission failure: the paranoid setting, its value and the fixes.
+// The Status for perf_event_open's errno `err` (the one mapping; the message says what to do):
+// kPermissionDenied (EACCES/EPERM: PerfPermissionMessage), kNotFound (IsUnsupportedEventErrno
+// except EINVAL: the event does not exist here), kInvalidArgument (EINVAL, naming the frequency
+// limit when that is the cause), kResourceExhausted (EMFILE/ENFILE), kUnavailable (ESRCH: the
+// task is gone), else the errno's own code.
+absl::Status PerfEventOpenError(int err, const perf_event_attr& attr, pid_t pid, int cpu,
+                                const std::string& event_name);
+
+// True for the errnos that mean "this event does not exist here" (counting keeps such an event
+// as `not supported`; EINVAL is among them because the kernel answers unsupported configs so).
+bool IsUnsupportedEventErrno(int err);
+
+// What to do about a refusal: /proc/sys/kernel/perf_event_paranoid, its value (`paranoid`;
+// nullopt when unreadable, read from /proc when not given) and the fixes.
+std::string PerfPermissionAdvice(std::optional<int64_t> paranoid);
 std::string PerfPermissionAdvice();
+
+// The one-line explanation for an EACCES/EPERM: names the event, then PerfPermissionAdvice.
+std::string PerfPermissionMessage(const std::string& event_name, int err,
+                                  std::optional<int64_t> paranoid);
 
 // /proc/sys/kernel/perf_event_max_sample_rate, or 100000 if unreadable.
 uint64_t MaxSampleRate();

@@ -62,7 +62,8 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
   absl::StatusOr<ScopedFd> first;
   while (true) {
     attr_ = MakeSamplingAttr(sampling);
-    first = OpenPerfEvent(attr_, options.targets[0], cpus[0]);
+    first = OpenPerfEvent(attr_, options.targets[0], cpus[0], sampling.event.name, -1,
+                          options.open_fn);
     if (first.ok()) break;
     if (absl::IsNotFound(first.status()) && sampling.event.hardware) {
       notes_.push_back(absl::StrCat(sampling.event.name,
@@ -91,7 +92,8 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
     if (c == 0) {
       fd = std::move(*first);
     } else {
-      NP_ASSIGN_OR_RETURN(fd, OpenPerfEvent(attr_, options.targets[0], cpus[c]));
+      NP_ASSIGN_OR_RETURN(fd, OpenPerfEvent(attr_, options.targets[0], cpus[c], event_.name, -1,
+                                            options.open_fn));
     }
     NP_ASSIGN_OR_RETURN(RingBuffer ring, RingBuffer::Map(fd.get(), ring_pages_, cpus.size()));
     rings_.push_back(std::move(ring));
@@ -100,7 +102,8 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
   // Further tasks share the CPU's ring.
   for (size_t t = 1; t < options.targets.size(); ++t) {
     for (size_t c = 0; c < cpus.size(); ++c) {
-      absl::StatusOr<ScopedFd> fd = OpenPerfEvent(attr_, options.targets[t], cpus[c]);
+      absl::StatusOr<ScopedFd> fd =
+          OpenPerfEvent(attr_, options.targets[t], cpus[c], event_.name, -1, options.open_fn);
       if (!fd.ok()) {
         // A thread that exited between listing and opening is not an error.
         if (absl::IsUnavailable(fd.status())) break;

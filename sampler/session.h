@@ -31,6 +31,8 @@ struct SessionOptions {
   std::vector<pid_t> targets;
   // Data pages per CPU ring, a power of two; 0 picks DefaultRingPages().
   size_t ring_pages = 0;
+  // Testing seam; null = the real syscall. Tests refuse on purpose to walk the fallback ladder.
+  PerfEventOpenFn open_fn;
 };
 
 struct SessionStats {

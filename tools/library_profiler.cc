@@ -121,7 +121,7 @@ absl::Status SelfProfiler::OpenCounters(const std::vector<pid_t>& tids) {
         sampler::CounterSet::Open(options_.counter_events, tid, counter_options);
     if (set.ok()) {
       counter_sets_.push_back(*std::move(set));
-    } else if (!absl::IsNotFound(set.status())) {
+    } else if (!absl::IsUnavailable(set.status())) {
       // A thread that exited since it was listed is not an error; anything else is.
       return set.status();
     }

@@ -226,7 +226,7 @@ std::optional<int> ParseOptions(int argc, char** argv, StatOptions* options) {
 int CounterOpenFailure(const absl::Status& status) {
   std::fprintf(stderr, "nativeprof: %s\n", StatusText(status).c_str());
   if (absl::IsPermissionDenied(status)) return kExitPerfUnavailable;
-  if (absl::IsNotFound(status)) return kExitFailure;
+  if (absl::IsNotFound(status) || absl::IsUnavailable(status)) return kExitFailure;  // no process
   return kExitPerfUnavailable;
 }
 

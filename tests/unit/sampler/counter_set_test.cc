@@ -195,13 +195,14 @@ TEST(CounterSetTest, PermissionRefusedEvenUserOnlyNamesParanoidSetting) {
   EXPECT_THAT(std::string(set.status().message()), HasSubstr("'page-faults'"));
 }
 
-TEST(CounterSetTest, MissingProcessIsNotFound) {
+TEST(CounterSetTest, MissingProcessIsUnavailable) {
   FakeKernel kernel;
   kernel.Set("task-clock", {.err = ESRCH});
   CounterOptions options;
   options.open_fn = kernel.Fn();
-  EXPECT_EQ(CounterSet::Open(*ParseEventList("task-clock"), 1, options).status().code(),
-            absl::StatusCode::kNotFound);
+  absl::Status st = CounterSet::Open(*ParseEventList("task-clock"), 1, options).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(st.message()), HasSubstr("no process with PID 1"));
 }
 
 TEST(CounterSetTest, PermissionMessageShowsValueAndFix) {
@@ -290,7 +291,7 @@ TEST(CounterSetTest, SeveralTasksAddUpAndVanishedOnesAreSkipped) {
   // The first task vanishing means the target is gone.
   kernel.gone = {30};
   EXPECT_EQ(CounterSet::Open(*ParseEventList("task-clock"), {30, 32}, options).status().code(),
-            absl::StatusCode::kNotFound);
+            absl::StatusCode::kUnavailable);
 }
 
 TEST(CounterAttachTest, MissingProcessIsNotFound) {
