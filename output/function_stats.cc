@@ -9,16 +9,21 @@
 namespace nativeprof::output {
 
 FunctionTable CountFunctions(const symbolize::Profile& profile) {
-  FunctionTable table;
   std::vector<std::string> names;
   names.reserve(profile.frames.size());
   for (const symbolize::ProfileFrame& f : profile.frames) names.push_back(FoldedFrameName(f));
   // Frames with the same display name (e.g. one function at several offsets) are one function.
+  return CountGroups(profile, names);
+}
+
+FunctionTable CountGroups(const symbolize::Profile& profile,
+                          const std::vector<std::string>& frame_keys) {
+  FunctionTable table;
   absl::flat_hash_map<std::string, size_t> index;
-  std::vector<size_t> frame_fn(profile.frames.size());
-  for (size_t i = 0; i < names.size(); ++i) {
-    auto [it, inserted] = index.try_emplace(names[i], table.functions.size());
-    if (inserted) table.functions.push_back({names[i], 0, 0});
+  std::vector<size_t> frame_fn(std::min(frame_keys.size(), profile.frames.size()));
+  for (size_t i = 0; i < frame_fn.size(); ++i) {
+    auto [it, inserted] = index.try_emplace(frame_keys[i], table.functions.size());
+    if (inserted) table.functions.push_back({frame_keys[i], 0, 0});
     frame_fn[i] = it->second;
   }
   std::vector<uint64_t> last_seen(table.functions.size(), UINT64_MAX);

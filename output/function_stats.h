@@ -27,6 +27,19 @@ struct FunctionTable {
 // Counts self and total samples per function name (thread names are not functions).
 FunctionTable CountFunctions(const symbolize::Profile& profile);
 
+// CountGroups()
+//
+// The same counts with frames grouped by `frame_keys` (one key per Profile::frames entry, e.g.
+// its module): a group's self is the samples whose leaf frame is in it, its total the samples
+// with any of its frames on the stack, counted once per sample however many of its frames the
+// stack has. FunctionCounts::name holds the key. CountFunctions is CountGroups by
+// FoldedFrameName.
+FunctionTable CountGroups(const symbolize::Profile& profile,
+                          const std::vector<std::string>& frame_keys);
+
+// 100 * k / n, 0 when n == 0.
+inline double Percent(uint64_t k, uint64_t n) { return n == 0 ? 0 : 100.0 * k / n; }
+
 struct Interval {
   double low = 0;
   double high = 0;

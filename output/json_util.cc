@@ -38,6 +38,11 @@ std::string RenderJsonDocument(const nlohmann::json& document) {
   return document.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string RenderJsonDocument(const nlohmann::ordered_json& document) {
+  return document.dump(2, ' ', /*ensure_ascii=*/false,
+                       nlohmann::ordered_json::error_handler_t::replace);
+}
+
 void AppendXmlEscaped(std::string* out, absl::string_view s) {
   for (char c : s) {
     switch (c) {

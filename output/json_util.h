@@ -20,6 +20,8 @@ void AppendJsonString(std::string* out, absl::string_view s);
 // mapped file's name can be any bytes) get U+FFFD for each bad byte, where plain dump() would
 // throw (type_error 316) and abort the run before its metadata is written.
 std::string RenderJsonDocument(const nlohmann::json& document);
+// The same for a document whose members keep the order they were added in (report --format json).
+std::string RenderJsonDocument(const nlohmann::ordered_json& document);
 
 // Appends `s` escaped for XML text and attribute values (& < > " ').
 void AppendXmlEscaped(std::string* out, absl::string_view s);

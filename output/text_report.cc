@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "output/flame_tree.h"
 #include "output/function_stats.h"
+#include "output/report_model.h"
 
 namespace nativeprof::output {
 
@@ -23,48 +24,53 @@ std::string WithThousands(uint64_t value) {
 
 namespace {
 
-double Pct(uint64_t k, uint64_t n) { return n == 0 ? 0 : 100.0 * k / n; }
+// "100 samples", or with --focus "40 samples through /hotlib/, 40.00% of all".
+std::string SampleScope(const ReportModel& model, uint64_t samples) {
+  if (model.focus.empty()) return absl::StrCat(WithThousands(samples), " samples");
+  return absl::StrFormat("%s samples through /%s/, %.2f%% of all", WithThousands(samples),
+                         model.focus, Percent(samples, model.filtered.all_samples));
+}
 
-void AppendTable(std::string* out, const FunctionTable& table, size_t top_n, bool by_self,
-                 bool* any_noise) {
-  std::vector<const FunctionCounts*> rows;
-  for (const FunctionCounts& f : table.functions) {
-    if ((by_self ? f.self : f.total) > 0) rows.push_back(&f);
-  }
-  std::stable_sort(rows.begin(), rows.end(), [by_self](const FunctionCounts* a,
-                                                      const FunctionCounts* b) {
-    const uint64_t ka = by_self ? a->self : a->total, kb = by_self ? b->self : b->total;
-    return ka > kb;  // names are already sorted: ties stay in name order
-  });
-  if (rows.size() > top_n) rows.resize(top_n);
-  absl::StrAppendFormat(out, "Top %d functions by %s share (of %s samples)\n",
-                        static_cast<int>(rows.size()), by_self ? "self" : "total",
-                        WithThousands(table.samples));
+void AppendTable(std::string* out, const ReportModel& model, const RankedTable& table,
+                 bool by_self, bool* any_noise) {
+  const std::vector<FunctionCounts>& rows = by_self ? table.by_self : table.by_total;
+  absl::StrAppendFormat(out, "Top %d %ss by %s share (of %s)\n", static_cast<int>(rows.size()),
+                        table.noun, by_self ? "self" : "total", SampleScope(model, table.samples));
   absl::StrAppendFormat(out, "%8s  %-17s %10s  %8s  %s\n", by_self ? "self" : "total",
-                        "95% interval", "samples", by_self ? "total" : "self", "function");
-  for (const FunctionCounts* f : rows) {
-    const uint64_t k = by_self ? f->self : f->total;
-    const uint64_t other = by_self ? f->total : f->self;
+                        "95% interval", "samples", by_self ? "total" : "self", table.noun);
+  for (const FunctionCounts& f : rows) {
+    const uint64_t k = by_self ? f.self : f.total;
+    const uint64_t other = by_self ? f.total : f.self;
     const Interval ci = WilsonInterval(k, table.samples, 0.95);
     const bool noise = IsNoise(k, table.samples);
     *any_noise |= noise;
-    absl::StrAppendFormat(out, "%7.2f%%  %-17s %10s  %7.2f%%  %s%s\n", Pct(k, table.samples),
+    absl::StrAppendFormat(out, "%7.2f%%  %-17s %10s  %7.2f%%  %s%s\n", Percent(k, table.samples),
                           absl::StrFormat("%.2f-%.2f%%", 100 * ci.low, 100 * ci.high),
-                          WithThousands(k), Pct(other, table.samples), f->name,
+                          WithThousands(k), Percent(other, table.samples), f.name,
                           noise ? "  [noise]" : "");
   }
 }
 
 }  // namespace
 
-std::string RenderTopFunctions(const symbolize::Profile& profile, size_t top_n) {
-  const FunctionTable table = CountFunctions(profile);
+std::string RenderReportTables(const ReportModel& model) {
   std::string out;
-  if (table.samples == 0) return "no samples\n";
+  if (!model.hide.empty()) {
+    absl::StrAppendFormat(&out,
+                          "Hiding frames matching /%s/ (their self samples count for the nearest "
+                          "visible caller)\n\n",
+                          model.hide);
+  }
+  const RankedTable& table = model.modules.has_value() ? *model.modules : model.functions;
+  if (table.samples == 0) {
+    if (model.focus.empty()) return out + "no samples\n";
+    return absl::StrCat(out, "no samples through /", model.focus, "/ (of ",
+                        WithThousands(model.filtered.all_samples), ")\n");
+  }
   bool any_noise = false;
-  AppendTable(&out, table, top_n, /*by_self=*/true, &any_noise);
+  AppendTable(&out, model, table, /*by_self=*/true, &any_noise);
   out.push_back('\n');
-  AppendTable(&out, table, top_n, /*by_self=*/false, &any_noise);
+  AppendTable(&out, model, table, /*by_self=*/false, &any_noise);
   if (any_noise) {
     out.append(
         "\n[noise]: too few samples to pin the share down - its 95% interval spans more than a "
@@ -74,13 +80,19 @@ std::string RenderTopFunctions(const symbolize::Profile& profile, size_t top_n) 
   return out;
 }
 
+std::string RenderTopFunctions(const symbolize::Profile& profile, size_t top_n) {
+  ReportSpec spec;
+  spec.top_n = top_n;
+  return RenderReportTables(BuildReport(profile, spec));
+}
+
 namespace {
 
 void AppendTreeNode(std::string* out, const FlameTree& tree, uint32_t id, int level,
                     int max_level, double min_percent, uint64_t total) {
   const FlameNode& n = tree.nodes()[id];
-  absl::StrAppendFormat(out, "%7.2f%% %7.2f%%  %s%s\n", Pct(n.value[0], total),
-                        Pct(n.self[0], total), std::string(2 * level, ' '),
+  absl::StrAppendFormat(out, "%7.2f%% %7.2f%%  %s%s\n", Percent(n.value[0], total),
+                        Percent(n.self[0], total), std::string(2 * level, ' '),
                         tree.names()[n.name]);
   if (level >= max_level) {
     if (n.first_child != 0) {
@@ -95,7 +107,7 @@ void AppendTreeNode(std::string* out, const FlameTree& tree, uint32_t id, int le
   size_t hidden = 0;
   uint64_t hidden_samples = 0;
   for (uint32_t c : kids) {
-    if (Pct(tree.nodes()[c].value[0], total) < min_percent) {
+    if (Percent(tree.nodes()[c].value[0], total) < min_percent) {
       ++hidden;
       hidden_samples += tree.nodes()[c].value[0];
       continue;
@@ -104,7 +116,7 @@ void AppendTreeNode(std::string* out, const FlameTree& tree, uint32_t id, int le
   }
   if (hidden > 0) {
     absl::StrAppendFormat(out, "%7.2f%% %8s  %s... %d more under %.2g%% each\n",
-                          Pct(hidden_samples, total), "", std::string(2 * level + 2, ' '),
+                          Percent(hidden_samples, total), "", std::string(2 * level + 2, ' '),
                           static_cast<int>(hidden), min_percent);
   }
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "nlohmann/json.hpp"
+#include "output/report_model.h"
 #include "symbolize/profile.h"
 
 namespace nativeprof::output {
@@ -16,6 +17,11 @@ namespace nativeprof::output {
 // Wilson interval; rows whose interval is too wide (IsNoise) end in "[noise]", explained below the
 // table. Ties break by name, so the text is deterministic.
 std::string RenderTopFunctions(const symbolize::Profile& profile, size_t top_n);
+
+// The same two tables for a built report: by function, or by module when model.modules is set;
+// with --focus the titles say "(of N samples through /RE/, P% of all)", with --hide a line above
+// the tables names the pattern. "no samples" when nothing is left.
+std::string RenderReportTables(const ReportModel& model);
 
 // The merged call tree (thread names at the first level) to `depth` frame levels below the
 // thread, children by decreasing total share; callees under `min_percent` of all samples are

@@ -7,6 +7,7 @@
 #include "base/file_util.h"
 #include "base/text_escape.h"
 #include "output/counter_report.h"
+#include "output/frame_modules.h"
 #include "output/json_util.h"
 #include "output/profile_writer.h"
 #include "symbolize/profile_builder.h"
@@ -227,6 +228,8 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   const double named_share = NamedFrameShare(profile);
   nlohmann::json metadata = RecordMetadata(o, session, collector, symbols, counters, state);
   metadata["symbolization"]["named_frame_share"] = named_share;
+  // Folded files keep names only; this lets `report --by module` tell libc.so.6 from the binary.
+  metadata["frame_modules"] = output::FrameModulesJson(profile);
   if (absl::Status st =
           WriteFileAtomically(o.MetadataPath(), output::RenderJsonDocument(metadata) + "\n");
       !st.ok()) {

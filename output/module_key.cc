@@ -1,0 +1,101 @@
+#include "output/module_key.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
+
+namespace nativeprof::output {
+namespace {
+
+// Index of the '>' closing the '<' at `open`, or npos. Counts only angle brackets: a Rust or C++
+// display name has no '>' inside string literals we care about, and "->" only inside
+// fn-pointer types, which we skip over as part of the bracketed text either way.
+size_t MatchingAngle(absl::string_view s, size_t open) {
+  int depth = 0;
+  for (size_t i = open; i < s.size(); ++i) {
+    if (s[i] == '<') {
+      ++depth;
+    } else if (s[i] == '>' && !(i > 0 && s[i - 1] == '-')) {
+      if (--depth == 0) return i;
+    }
+  }
+  return absl::string_view::npos;
+}
+
+// Position of " as " at bracket depth 0 of `s` (the inside of "<...>"), or npos.
+size_t TopLevelAs(absl::string_view s) {
+  int depth = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '<' || c == '(' || c == '[') {
+      ++depth;
+    } else if ((c == '>' && !(i > 0 && s[i - 1] == '-')) || c == ')' || c == ']') {
+      --depth;
+    } else if (depth == 0 && absl::StartsWith(s.substr(i), " as ")) {
+      return i;
+    }
+  }
+  return absl::string_view::npos;
+}
+
+// The first path segment of a plain path "a::b<...>::c", "" when the name has no "::" right
+// after its first identifier (a C name, "operator new", "(anonymous namespace)::f").
+std::string FirstSegment(absl::string_view name) {
+  size_t end = 0;
+  while (end < name.size()) {
+    const char c = name[end];
+    if (c == ':' || c == '<' || c == '(' || c == ' ' || c == ',' || c == '>' || c == ')') break;
+    if (c == '[') {
+      // A v0 crate disambiguator "core[846817f741e54dfd]" (full demangled form) ends the crate
+      // name; "[libfoo.so]"-style placeholders and slices start with '[' and have no crate.
+      if (end == 0) return "";
+      const size_t close = name.find(']', end);
+      if (close == absl::string_view::npos) return "";
+      if (!absl::StartsWith(name.substr(close + 1), "::")) return "";
+      return std::string(name.substr(0, end));
+    }
+    ++end;
+  }
+  if (end == 0 || !absl::StartsWith(name.substr(end), "::")) return "";
+  return std::string(name.substr(0, end));
+}
+
+std::string CrateOfType(absl::string_view type) {
+  for (bool stripped = true; stripped;) {
+    stripped = absl::ConsumePrefix(&type, "&mut ") || absl::ConsumePrefix(&type, "&") ||
+               absl::ConsumePrefix(&type, "*const ") || absl::ConsumePrefix(&type, "*mut ") ||
+               absl::ConsumePrefix(&type, "dyn ") || absl::ConsumePrefix(&type, "'_ ");
+  }
+  return CrateOf(type);
+}
+
+}  // namespace
+
+std::string CrateOf(absl::string_view name) {
+  if (!absl::StartsWith(name, "<")) return FirstSegment(name);
+  // A qualified path: "<Self as Trait>::item" or "<Self>::item" (an inherent impl, v0).
+  const size_t close = MatchingAngle(name, 0);
+  if (close == absl::string_view::npos) return "";
+  const absl::string_view inside = name.substr(1, close - 1);
+  const size_t as = TopLevelAs(inside);
+  std::string crate = CrateOfType(inside.substr(0, as));
+  if (crate.empty() && as != absl::string_view::npos) crate = CrateOfType(inside.substr(as + 4));
+  return crate;
+}
+
+std::string ModuleKey(absl::string_view folded_name, absl::string_view module) {
+  if (absl::EndsWith(folded_name, "_[k]")) return "[kernel]";
+  if (absl::EndsWith(folded_name, "_[j]")) return "[jit]";
+  if (absl::StrContains(module, ".so")) return std::string(module);
+  absl::string_view name = folded_name;
+  absl::ConsumeSuffix(&name, "_[i]");
+  // "[libfoo.so]" / "[hotbin]": a module the symbolizer found no name in.
+  if (name.size() > 2 && name.front() == '[' && name.back() == ']' && name != "[unknown]") {
+    return std::string(name.substr(1, name.size() - 2));
+  }
+  std::string crate = CrateOf(name);
+  if (!crate.empty()) return crate;
+  if (!module.empty()) return std::string(module);
+  return "[unknown]";
+}
+
+}  // namespace nativeprof::output

@@ -1,0 +1,101 @@
+#include "output/report_json.h"
+
+#include <cmath>
+
+#include "output/json_util.h"
+
+namespace nativeprof::output {
+namespace {
+
+// Determinism: the document is an ordered_json, so members come out in the order they are added
+// here (the documented order), not in hash or insertion-independent order; every share is rounded
+// to 6 decimals before it is stored, and nlohmann prints a double as the shortest text that reads
+// back to the same value, so 0.48 prints as "0.48" on every run and machine. Members copied from
+// FILE.json come from an nlohmann::json, whose objects are ordered by key.
+using Json = nlohmann::ordered_json;
+
+double Fixed(double v) { return std::round(v * 1e6) / 1e6; }
+
+double Share(uint64_t k, uint64_t n) {
+  return n == 0 ? 0.0 : Fixed(static_cast<double>(k) / static_cast<double>(n));
+}
+
+Json Rows(const RankedTable& table, bool by_self) {
+  Json rows = Json::array();
+  for (const FunctionCounts& f : by_self ? table.by_self : table.by_total) {
+    const uint64_t k = by_self ? f.self : f.total;
+    const Interval ci = WilsonInterval(k, table.samples, 0.95);
+    Json row;
+    row["name"] = f.name;
+    row["self"] = f.self;
+    row["total"] = f.total;
+    row["self_share"] = Share(f.self, table.samples);
+    row["total_share"] = Share(f.total, table.samples);
+    row["interval"] = Json::array({Fixed(ci.low), Fixed(ci.high)});
+    row["noise"] = IsNoise(k, table.samples);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+Json Table(const RankedTable& table) {
+  Json j;
+  j["samples"] = table.samples;
+  j["self"] = Rows(table, /*by_self=*/true);
+  j["total"] = Rows(table, /*by_self=*/false);
+  return j;
+}
+
+// Copies metadata[key] (a member of FILE.json) to out[as] when present; numbers that are not
+// integers are rounded like the shares.
+void CopyMember(const nlohmann::json& from, const char* key, Json* out, const char* as) {
+  if (!from.is_object()) return;
+  const auto it = from.find(key);
+  if (it == from.end()) return;
+  if (it->is_number_float()) {
+    (*out)[as] = Fixed(it->get<double>());
+  } else {
+    // nlohmann::json -> ordered_json through text: its keys stay sorted; bad UTF-8 gets U+FFFD.
+    (*out)[as] = Json::parse(it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+}
+
+Json Recording(const nlohmann::json& m) {
+  Json j = Json::object();
+  for (const char* key : {"event", "frequency_hz", "call_graph", "duration_seconds", "samples",
+                          "lost", "throttled"}) {
+    CopyMember(m, key, &j, key);
+  }
+  if (m.contains("symbolization")) {
+    const nlohmann::json& s = m["symbolization"];
+    CopyMember(s, "named_frame_share", &j, "named_frame_share");
+    CopyMember(s, "addresses", &j, "symbolized_addresses");
+    CopyMember(s, "named", &j, "named_addresses");
+  }
+  if (m.contains("unwind")) {
+    CopyMember(m["unwind"], "frames", &j, "unwound_frames");
+    CopyMember(m["unwind"], "ends", &j, "stack_ends");
+  }
+  CopyMember(m, "counters", &j, "counters");
+  return j;
+}
+
+}  // namespace
+
+std::string RenderReportJson(const ReportModel& model, const std::string& input,
+                             const nlohmann::json& metadata) {
+  Json j;
+  j["schema"] = "nativeprof-report/1";
+  j["input"] = input;
+  j["by"] = model.by == ReportKey::kModule ? "module" : "function";
+  j["top"] = model.top_n;
+  j["samples"] = {{"all", model.filtered.all_samples}, {"selected", model.filtered.samples}};
+  j["filters"] = {{"focus", model.focus.empty() ? Json() : Json(model.focus)},
+                  {"hide", model.hide.empty() ? Json() : Json(model.hide)}};
+  j["functions"] = Table(model.functions);
+  if (model.modules.has_value()) j["modules"] = Table(*model.modules);
+  if (metadata.is_object()) j["recording"] = Recording(metadata);
+  return RenderJsonDocument(j) + "\n";
+}
+
+}  // namespace nativeprof::output
