@@ -50,6 +50,10 @@ int main(int argc, char** argv) {
     PrintUsage(stderr);
     return nativeprof::tools::kExitUsage;
   }
+  if (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "-V") == 0) {
+    std::printf("nativeprof %s\n", NATIVEPROF_VERSION_STRING);
+    return nativeprof::tools::kExitOk;
+  }
   if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
       std::strcmp(argv[1], "help") == 0) {
     PrintUsage(stdout);

@@ -136,7 +136,7 @@ nlohmann::json RecordMetadata(const RecordOptions& o, const sampler::Session& se
   const unwind::CollectorStats& s = collector.stats();
   nlohmann::json j;
   j["tool"] = "nativeprof";
-  j["version"] = "0.1.0";
+  j["version"] = NATIVEPROF_VERSION_STRING;
   j["command"] = o.command;
   if (!o.pids.empty()) j["pids"] = o.pids;
   j["event"] = session.event().name;

@@ -1,5 +1,7 @@
 #include "tools/record_report.h"
 
+#include "absl/strings/str_cat.h"
+#include "nativeprof/nativeprof.h"
 #include <string>
 
 #include "gmock/gmock.h"
@@ -55,6 +57,19 @@ TEST(LostRecordsLineTest, AdviceFollowsWhatThePriorityWas) {
   EXPECT_THAT(LostRecordsLine(5, fifo),
               AllOf(StartsWith("5 records lost while nativeprof waited 1000 ms"),
                     HasSubstr("it ran at SCHED_FIFO 1 and still waited"), Not(HasSubstr("root"))));
+}
+
+}  // namespace
+}  // namespace nativeprof::tools
+
+namespace nativeprof::tools {
+namespace {
+
+// The C header's version macros are written by hand; they must say what CMake's project() says.
+TEST(VersionTest, HeaderMacrosMatchTheProjectVersion) {
+  EXPECT_EQ(absl::StrCat(NATIVEPROF_VERSION_MAJOR, ".", NATIVEPROF_VERSION_MINOR, ".",
+                         NATIVEPROF_VERSION_PATCH),
+            NATIVEPROF_VERSION_STRING);
 }
 
 }  // namespace
