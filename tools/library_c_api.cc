@@ -76,6 +76,21 @@ np_status CheckProfiler(np_profiler* p) {
   return NP_OK;
 }
 
+// The np_profiler_write* calls: `write` is one of SelfProfiler's writers.
+np_status WriteFile(np_profiler* p, const char* path,
+                    absl::Status (nativeprof::tools::SelfProfiler::*write)(const std::string&)) {
+  if (np_status s = CheckProfiler(p); s != NP_OK) return s;
+  if (path == nullptr || *path == '\0') return Fail(NP_ERROR_INVALID_ARGUMENT, "path is empty");
+  return Guard([&]() -> np_status {
+    std::lock_guard<std::mutex> lock(p->mu);
+    absl::Status st = (p->impl.get()->*write)(path);
+    if (st.ok()) return NP_OK;
+    // Anything but a state error is the file's fault here.
+    if (absl::IsFailedPrecondition(st)) return FromStatus(st);
+    return Fail(NP_ERROR_IO, std::string(st.message()));
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -163,16 +178,15 @@ np_status np_profiler_reset(np_profiler* p) {
 }
 
 np_status np_profiler_write_folded(np_profiler* p, const char* path) {
-  if (np_status s = CheckProfiler(p); s != NP_OK) return s;
-  if (path == nullptr || *path == '\0') return Fail(NP_ERROR_INVALID_ARGUMENT, "path is empty");
-  return Guard([&]() -> np_status {
-    std::lock_guard<std::mutex> lock(p->mu);
-    absl::Status st = p->impl->WriteFolded(path);
-    if (st.ok()) return NP_OK;
-    // Anything but a state error is the file's fault here.
-    if (absl::IsFailedPrecondition(st)) return FromStatus(st);
-    return Fail(NP_ERROR_IO, std::string(st.message()));
-  });
+  return WriteFile(p, path, &nativeprof::tools::SelfProfiler::WriteFolded);
+}
+
+np_status np_profiler_write(np_profiler* p, const char* path) {
+  return WriteFile(p, path, &nativeprof::tools::SelfProfiler::Write);
+}
+
+np_status np_profiler_write_counters(np_profiler* p, const char* path) {
+  return WriteFile(p, path, &nativeprof::tools::SelfProfiler::WriteCounters);
 }
 
 np_status np_profiler_counters(np_profiler* p, np_counter* out, size_t capacity, size_t* count) {

@@ -13,7 +13,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/errno_status.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
+#include "output/counter_report.h"
 #include "output/profile_writer.h"
 #include "symbolize/profile_builder.h"
 #include "symbolize/symbolizer.h"
@@ -191,6 +193,7 @@ absl::Status SelfProfiler::Start() {
     if (absl::Status st = session_->Enable(); !st.ok()) return fail(st);
   }
   running_ = true;
+  segment_start_ = std::chrono::steady_clock::now();
   WriteEventFd(control_fd_.get(), kGo);
   return absl::OkStatus();
 }
@@ -243,6 +246,7 @@ absl::Status SelfProfiler::Stop() {
   WriteEventFd(control_fd_.get(), kGo);
   reader_.join();
   running_ = false;
+  elapsed_ += std::chrono::steady_clock::now() - segment_start_;
   for (const sampler::CounterSet& set : counter_sets_) {
     absl::StatusOr<std::vector<sampler::CounterValue>> values = set.Read();
     if (!values.ok()) {
@@ -264,6 +268,7 @@ absl::Status SelfProfiler::Reset() {
   collector_ = std::make_unique<unwind::StackCollector>(unwinder_.get(), /*keep_timeline=*/false);
   last_maps_.clear();
   last_threads_.clear();
+  elapsed_ = {};
   for (sampler::CounterValue& v : counter_totals_) {
     sampler::CounterValue fresh;
     fresh.event = v.event;
@@ -272,7 +277,15 @@ absl::Status SelfProfiler::Reset() {
   return absl::OkStatus();
 }
 
+absl::Status SelfProfiler::Write(const std::string& path) {
+  return WriteAs(path, output::FormatFromPath(path));
+}
+
 absl::Status SelfProfiler::WriteFolded(const std::string& path) {
+  return WriteAs(path, output::OutputFormat::kFolded);
+}
+
+absl::Status SelfProfiler::WriteAs(const std::string& path, output::OutputFormat format) {
   if (running_) return absl::FailedPreconditionError("stop the profiler before writing");
   if (!options_.sample) return absl::FailedPreconditionError("sampling is off for this profiler");
   symbolize::SymbolizerOptions symbolizer_options;
@@ -283,7 +296,13 @@ absl::Status SelfProfiler::WriteFolded(const std::string& path) {
   build.weight_unit = "samples";
   build.sample_frequency_hz = options_.frequency_hz;
   symbolize::Profile profile = symbolize::BuildProfile(*collector_, *symbolizer, build);
-  return output::WriteProfile(profile, path, output::OutputFormat::kFolded, {});
+  return output::WriteProfile(profile, path, format, {});
+}
+
+absl::Status SelfProfiler::WriteCounters(const std::string& path) {
+  NP_ASSIGN_OR_RETURN(std::vector<sampler::CounterValue> values, Counters());
+  const double seconds = std::chrono::duration<double>(elapsed_).count();
+  return WriteFileAtomically(path, output::FormatCounterTable(values, seconds));
 }
 
 absl::StatusOr<std::vector<sampler::CounterValue>> SelfProfiler::Counters() const {

@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/scoped_fd.h"
+#include "output/profile_writer.h"
 #include "sampler/counter_set.h"
 #include "sampler/counter_value.h"
 #include "sampler/event_spec.h"
@@ -63,9 +65,18 @@ class SelfProfiler {
   // Forgets every sample and counter total. Errors: kFailedPrecondition while running.
   absl::Status Reset();
 
-  // Symbolizes what was collected since the last Reset and writes it as folded stacks
-  // (atomically). Errors: kFailedPrecondition while running; the writer's errno codes.
+  // Symbolizes what was collected since the last Reset and writes it to `path` atomically, in
+  // the format its name selects (output::FormatFromPath, as `record -o` does: .folded, .svg,
+  // .pb.gz, .speedscope.json, anything else folded). Errors: kFailedPrecondition while running
+  // or when sampling is off; those of output::WriteProfile (errno codes of the write).
+  absl::Status Write(const std::string& path);
+  // Write, always as folded stacks whatever the name.
   absl::Status WriteFolded(const std::string& path);
+  // Writes the counter totals since the last Reset as the table `record` prints (rows with
+  // derived metrics, "<not supported>" for events the kernel cannot count), atomically. Rates
+  // are per second of task-clock, else of the summed wall time of the segments. Errors:
+  // kFailedPrecondition while running or when counting is off; the write's errno codes.
+  absl::Status WriteCounters(const std::string& path);
 
   // Totals since the last Reset, one per counter event in order (unsupported ones with
   // supported == false). Errors: kFailedPrecondition while running or when counting is off.
@@ -81,6 +92,7 @@ class SelfProfiler {
   explicit SelfProfiler(const SelfProfilerOptions& options) : options_(options) {}
   absl::Status OpenCounters(const std::vector<pid_t>& tids);
   void ReaderLoop();
+  absl::Status WriteAs(const std::string& path, output::OutputFormat format);
 
   SelfProfilerOptions options_;
   std::unique_ptr<unwind::Unwinder> unwinder_;
@@ -88,6 +100,9 @@ class SelfProfiler {
   std::unique_ptr<sampler::Session> session_;
   std::vector<sampler::CounterSet> counter_sets_;  // one per thread alive at Start
   std::vector<sampler::CounterValue> counter_totals_;
+  // Wall time of the segments since the last Reset, and when the current one started.
+  std::chrono::steady_clock::duration elapsed_{};
+  std::chrono::steady_clock::time_point segment_start_;
   std::vector<std::string> notes_;
   bool running_ = false;
 

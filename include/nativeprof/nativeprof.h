@@ -80,6 +80,18 @@ NP_API np_status np_profiler_reset(np_profiler* profiler);
  * flamegraph.pl / inferno / speedscope input), atomically. NP_ERROR_BAD_STATE while running. */
 NP_API np_status np_profiler_write_folded(np_profiler* profiler, const char* path);
 
+/* Writes the samples since the last reset, atomically, in the format the file name selects (as
+ * `nativeprof record -o` does): ".svg" flame graph, ".pb.gz" / ".pprof" / ".pb" pprof,
+ * ".speedscope.json" speedscope, anything else (".folded") folded stacks. NP_ERROR_BAD_STATE
+ * while running or when sampling is off; NP_ERROR_IO when the file cannot be written. */
+NP_API np_status np_profiler_write(np_profiler* profiler, const char* path);
+
+/* Writes the counter totals since the last reset as the text table `nativeprof record` prints
+ * (one row per event with derived metrics; "<not supported>" for an event this machine cannot
+ * count, never 0), atomically. NP_ERROR_BAD_STATE while running or when counting is off;
+ * NP_ERROR_IO when the file cannot be written. */
+NP_API np_status np_profiler_write_counters(np_profiler* profiler, const char* path);
+
 /* Copies up to `capacity` counter totals into `out` and sets *count to the number of counters
  * (call with capacity 0 to ask for the count). NP_ERROR_BAD_STATE while running or when
  * counting is off. */

@@ -129,6 +129,16 @@ class Profiler {
   absl::Status WriteFolded(const std::string& path) {
     return internal::ToStatus(np_profiler_write_folded(p_, path.c_str()));
   }
+  // Everything since the last Reset in the format the name selects (".svg", ".pb.gz",
+  // ".speedscope.json", else folded). Errors: as WriteFolded.
+  absl::Status Write(const std::string& path) {
+    return internal::ToStatus(np_profiler_write(p_, path.c_str()));
+  }
+  // The counter table `nativeprof record` prints. Errors: kFailedPrecondition while running or
+  // when counting is off; kUnavailable when the file cannot be written.
+  absl::Status WriteCounters(const std::string& path) {
+    return internal::ToStatus(np_profiler_write_counters(p_, path.c_str()));
+  }
   // Counter totals since the last Reset. Errors: kFailedPrecondition while running or when
   // counting is off.
   absl::StatusOr<CounterSnapshot> Counters() const {

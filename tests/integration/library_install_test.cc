@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "tests/testing/test_support.h"
 
 namespace nativeprof {
@@ -39,6 +41,12 @@ TEST(LibraryInstallTest, InstalledPackageBuildsAndRunsTheExamples) {
   testing::CommandResult nm = RunCommand({"sh", "-c", absl::StrCat(
       "nm -D --defined-only ", prefix, "/lib*/libnativeprof.so | awk '{print $3}' | sort -u")});
   EXPECT_THAT(nm.out, HasSubstr("np_profiler_start"));
+  EXPECT_THAT(nm.out, HasSubstr("np_profiler_write@"));
+  EXPECT_THAT(nm.out, HasSubstr("np_profiler_write_counters@"));
+  for (absl::string_view symbol : absl::StrSplit(nm.out, '\n', absl::SkipEmpty())) {
+    // NATIVEPROF_0 is the version node of cmake/nativeprof.map, not a symbol.
+    EXPECT_TRUE(absl::StartsWith(symbol, "np_") || symbol == "NATIVEPROF_0") << symbol;
+  }
   EXPECT_THAT(nm.out, ::testing::Not(HasSubstr("nativeprof::")));
   EXPECT_THAT(nm.out, ::testing::Not(HasSubstr("_ZN")));
 

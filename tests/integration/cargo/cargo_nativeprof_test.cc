@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/integration/cargo/cargo_test_support.h"
 #include "tests/testing/folded_testing.h"
 #include "tests/testing/test_support.h"
 
@@ -26,18 +27,8 @@ std::string ToolsDir() {
   return binary.substr(0, binary.rfind('/'));
 }
 
-// A CARGO_HOME of the suite's own whose only source is Debian's crate directory, so nothing is
-// downloaded and the user's ~/.cargo is never read or changed.
-std::string OfflineCargoHome() {
-  const std::string home = absl::StrCat(NATIVEPROF_CARGO_WORK_DIR, "/home");
-  ::mkdir(NATIVEPROF_CARGO_WORK_DIR, 0755);
-  ::mkdir(home.c_str(), 0755);
-  std::ofstream(home + "/config.toml") << "[source.crates-io]\nreplace-with = \"debian\"\n"
-                                          "[source.debian]\n"
-                                          "directory = \"/usr/share/cargo/registry\"\n"
-                                          "[net]\noffline = true\n";
-  return home;
-}
+// The suite's offline CARGO_HOME (Debian's crates only), written by the cargo_workspace fixture.
+std::string OfflineCargoHome() { return NATIVEPROF_CARGO_HOME; }
 
 // `env -C CWD VARS... cargo nativeprof`, run the way a user would: cargo from PATH finds
 // cargo-nativeprof beside nativeprof. Without a target dir Cargo uses the project's own.
@@ -47,6 +38,8 @@ std::vector<std::string> CargoNativeprofCommand(const std::string& cwd,
   const std::string cargo_dir = cargo.substr(0, cargo.rfind('/'));
   std::vector<std::string> argv = {
       "/usr/bin/env", "-C", cwd,
+      // cargo_offline.sh exports this for the fixture; a user's shell would not have it.
+      "-u", "CARGO_PROFILE_RELEASE_DEBUG",
       absl::StrCat("PATH=", ToolsDir(), ":", cargo_dir, ":/usr/bin:/bin"),
       absl::StrCat("CARGO_HOME=", OfflineCargoHome())};
   if (!target_dir.empty()) argv.push_back(absl::StrCat("CARGO_TARGET_DIR=", target_dir));
@@ -54,11 +47,10 @@ std::vector<std::string> CargoNativeprofCommand(const std::string& cwd,
   return argv;
 }
 
-// `cargo nativeprof ARGS` on tests/cargo, run from `cwd`.
-CommandResult CargoNativeprof(const std::string& cwd, const std::vector<std::string>& args,
-                              const std::string& target_subdir = "target") {
-  std::vector<std::string> argv =
-      CargoNativeprofCommand(cwd, absl::StrCat(NATIVEPROF_CARGO_WORK_DIR, "/", target_subdir));
+// `cargo nativeprof ARGS` on tests/cargo, run from `cwd`, in the fixture's target directory: its
+// release build has the debug setting cargo nativeprof adds, so nothing is rebuilt.
+CommandResult CargoNativeprof(const std::string& cwd, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = CargoNativeprofCommand(cwd, CargoTargetDir());
   argv.push_back(absl::StrCat("--manifest-path=", SourcePath("tests/cargo/Cargo.toml")));
   argv.insert(argv.end(), args.begin(), args.end());
   return RunCommand(argv);
@@ -67,7 +59,7 @@ CommandResult CargoNativeprof(const std::string& cwd, const std::vector<std::str
 class CargoNativeprofTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (std::string(NATIVEPROF_CARGO).empty()) GTEST_SKIP() << "cargo is not installed";
+    NP_SKIP_IF_NO_CARGO();
     NP_SKIP_IF_NO_PERF();
     dir_ = MakeTempDir();
   }
@@ -118,8 +110,8 @@ TEST_F(CargoNativeprofTest, IntegrationTestAndExampleTargets) {
 }
 
 TEST_F(CargoNativeprofTest, StrippingLtoProfileIsWarnedAboutInOneLine) {
-  CommandResult r = CargoNativeprof(dir_, {"--profile", "stripped", "--bin", "hotbin", "--",
-                                           "0.3"}, "target-stripped");
+  CommandResult r =
+      CargoNativeprof(dir_, {"--profile", "stripped", "--bin", "hotbin", "--", "0.3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> warnings;
   for (absl::string_view line : absl::StrSplit(r.err, '\n')) {

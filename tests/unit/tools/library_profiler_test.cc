@@ -1,7 +1,7 @@
 // libnativeprof in-process: the C API's states and errors, 1,000 start/stop cycles without fd,
 // thread or memory growth, a region profile that names the function a thread burned CPU in (for
 // a thread started before and one started after Start), the reader thread staying out of the
-// profile, counters, and the C++ wrappers.
+// profile, counters, the writers (format by file name, counter table), and the C++ wrappers.
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -161,6 +161,74 @@ TEST(LibraryCApiTest, DwarfUnwindingNamesTheBurningFunction) {
   np_profiler_destroy(p);
 }
 
+// np_profiler_write picks the format from the name as `record -o` does; np_profiler_write_counters
+// writes record's counter table, where an event this machine cannot count says so instead of 0.
+TEST(LibraryCApiTest, WritesFlameGraphPprofAndCounterTable) {
+  NP_SKIP_IF_NO_PERF();
+  np_profiler* p = MustCreate(nullptr);
+  ASSERT_NE(p, nullptr);
+  const std::string dir = MakeTempDir();
+  std::atomic<bool> stop{false};
+  ASSERT_EQ(np_profiler_start(p), NP_OK) << np_last_error();
+  EXPECT_EQ(np_profiler_write(p, (dir + "/x.svg").c_str()), NP_ERROR_BAD_STATE);
+  EXPECT_EQ(np_profiler_write_counters(p, (dir + "/c.txt").c_str()), NP_ERROR_BAD_STATE);
+  std::thread t(BurnAfterStartThread, &stop);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  stop = true;
+  t.join();
+  ASSERT_EQ(np_profiler_stop(p), NP_OK) << np_last_error();
+
+  ASSERT_EQ(np_profiler_write(p, (dir + "/p.svg").c_str()), NP_OK) << np_last_error();
+  const std::string svg = ReadFileOrEmpty(dir + "/p.svg");
+  EXPECT_TRUE(absl::StartsWith(svg, "<?xml") || absl::StartsWith(svg, "<svg")) << svg.substr(0, 80);
+  EXPECT_THAT(svg, ::testing::HasSubstr("<svg"));
+  EXPECT_THAT(svg, ::testing::HasSubstr("BurnAfterStartThread"));
+  ASSERT_EQ(np_profiler_write(p, (dir + "/p.pb.gz").c_str()), NP_OK) << np_last_error();
+  const std::string gz = ReadFileOrEmpty(dir + "/p.pb.gz");
+  ASSERT_GE(gz.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(gz[0]), 0x1f);  // gzip magic
+  EXPECT_EQ(static_cast<unsigned char>(gz[1]), 0x8b);
+  ASSERT_EQ(np_profiler_write(p, (dir + "/p.folded").c_str()), NP_OK) << np_last_error();
+  EXPECT_THAT(ReadFileOrEmpty(dir + "/p.folded"), ::testing::HasSubstr("BurnAfterStartThread"));
+  EXPECT_EQ(np_profiler_write(p, "/nonexistent-dir/p.svg"), NP_ERROR_IO);
+  EXPECT_EQ(np_profiler_write(p, nullptr), NP_ERROR_INVALID_ARGUMENT);
+
+  ASSERT_EQ(np_profiler_write_counters(p, (dir + "/c.txt").c_str()), NP_OK) << np_last_error();
+  const std::string table = ReadFileOrEmpty(dir + "/c.txt");
+  EXPECT_THAT(table, ::testing::HasSubstr("task-clock"));
+  EXPECT_THAT(table, ::testing::HasSubstr("page-faults"));
+  // Whatever np_profiler_counters calls unsupported, the table says so rather than printing 0.
+  size_t count = 0;
+  ASSERT_EQ(np_profiler_counters(p, nullptr, 0, &count), NP_OK);
+  std::vector<np_counter> c(count);
+  ASSERT_EQ(np_profiler_counters(p, c.data(), c.size(), &count), NP_OK);
+  for (const np_counter& x : c) {
+    if (x.supported) continue;
+    bool row_says_so = false;
+    for (absl::string_view line : absl::StrSplit(table, '\n')) {
+      if (absl::StrContains(line, x.name) && absl::StrContains(line, "not supported")) {
+        row_says_so = true;
+      }
+    }
+    EXPECT_TRUE(row_says_so) << x.name << " in\n" << table;
+  }
+  EXPECT_EQ(np_profiler_write_counters(p, "/nonexistent-dir/c.txt"), NP_ERROR_IO);
+  np_profiler_destroy(p);
+
+  // Counting off: no table; sampling off: no profile.
+  np_options o;
+  np_options_init(&o);
+  o.count = 0;
+  p = MustCreate(&o);
+  EXPECT_EQ(np_profiler_write_counters(p, (dir + "/c2.txt").c_str()), NP_ERROR_BAD_STATE);
+  np_profiler_destroy(p);
+  np_options_init(&o);
+  o.sample = 0;
+  p = MustCreate(&o);
+  EXPECT_EQ(np_profiler_write(p, (dir + "/p2.svg").c_str()), NP_ERROR_BAD_STATE);
+  np_profiler_destroy(p);
+}
+
 TEST(LibraryCApiTest, ThousandStartStopCyclesLeakNothing) {
   NP_SKIP_IF_NO_PERF();
   const size_t fds_before_create = CountEntries("/proc/self/fd");
@@ -299,6 +367,11 @@ TEST(LibraryCppApiTest, ScopedProfileWritesTheRegion) {
     t.join();
   }
   EXPECT_THAT(ReadFileOrEmpty(path), ::testing::HasSubstr("BurnAfterStartThread"));
+  const std::string dir = MakeTempDir();
+  NP_EXPECT_OK(profiler.Write(dir + "/scoped.svg"));
+  EXPECT_THAT(ReadFileOrEmpty(dir + "/scoped.svg"), ::testing::HasSubstr("BurnAfterStartThread"));
+  NP_EXPECT_OK(profiler.WriteCounters(dir + "/counters.txt"));
+  EXPECT_THAT(ReadFileOrEmpty(dir + "/counters.txt"), ::testing::HasSubstr("task-clock"));
   NP_ASSERT_OK_AND_ASSIGN(CounterSnapshot counters, profiler.Counters());
   EXPECT_TRUE(counters.PageFaults().has_value());
   // Unsupported inputs give no value rather than 0.
