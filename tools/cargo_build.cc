@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -39,6 +40,46 @@ bool HasKind(const CargoArtifact& a, absl::string_view kind) {
 }
 
 }  // namespace
+
+std::vector<std::string> ParseBuildScriptLinkedPaths(absl::string_view line) {
+  std::vector<std::string> paths;
+  if (!absl::StrContains(line, "\"build-script-executed\"")) return paths;
+  nlohmann::json j = nlohmann::json::parse(line.begin(), line.end(), nullptr,
+                                           /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || JsonString(j, "reason") != "build-script-executed") {
+    return paths;
+  }
+  auto linked = j.find("linked_paths");
+  if (linked == j.end() || !linked->is_array()) return paths;
+  for (const nlohmann::json& p : *linked) {
+    if (!p.is_string()) continue;
+    std::string path = p.get<std::string>();
+    // "KIND=PATH" (native, dependency, crate, framework, all) or a bare PATH.
+    const size_t eq = path.find('=');
+    if (eq != std::string::npos && path.find('/') > eq) path = path.substr(eq + 1);
+    if (!path.empty()) paths.push_back(std::move(path));
+  }
+  return paths;
+}
+
+std::string CargoDylibPath(const std::string& executable,
+                           const std::vector<std::string>& linked_paths,
+                           const std::string& inherited) {
+  std::string profile_dir = executable.substr(0, executable.rfind('/'));
+  for (const char* sub : {"/deps", "/examples"}) {
+    if (absl::EndsWith(profile_dir, sub)) {
+      profile_dir.resize(profile_dir.size() - std::strlen(sub));
+    }
+  }
+  std::vector<std::string> dirs;
+  for (const std::string& p : linked_paths) {
+    if (absl::StartsWith(p, absl::StrCat(profile_dir, "/"))) dirs.push_back(p);
+  }
+  dirs.push_back(absl::StrCat(profile_dir, "/deps"));
+  dirs.push_back(profile_dir);
+  if (!inherited.empty()) dirs.push_back(inherited);
+  return absl::StrJoin(dirs, ":");
+}
 
 std::optional<CargoArtifact> ParseCargoArtifact(absl::string_view line) {
   if (!absl::StrContains(line, "\"compiler-artifact\"")) return std::nullopt;
@@ -136,6 +177,9 @@ absl::StatusOr<CargoBuildResult> RunCargoBuild(const CargoBuildRequest& request)
   absl::StatusOr<int> status = RunLineCommand(command, [&](absl::string_view line) {
     std::optional<CargoArtifact> artifact = ParseCargoArtifact(line);
     if (artifact.has_value()) result.executables.push_back(std::move(*artifact));
+    for (std::string& p : ParseBuildScriptLinkedPaths(line)) {
+      result.linked_paths.push_back(std::move(p));
+    }
   });
   if (!status.ok()) return status.status();
   result.exit_status = *status;

@@ -24,6 +24,17 @@ struct CargoArtifact {
   uint32_t debuginfo = 0;        // profile.debuginfo as Cargo reports it (0: none)
 };
 
+// The library search paths a build script asked for ("build-script-executed" message,
+// `linked_paths`, without their "native="-style kind prefix); empty for other lines.
+std::vector<std::string> ParseBuildScriptLinkedPaths(absl::string_view line);
+
+// LD_LIBRARY_PATH for running `artifact` as `cargo run/bench/test` would: the build scripts'
+// library paths inside the artifact's <target>/<profile> directory (Cargo adds only those), then
+// <profile>/deps and <profile> themselves, then `inherited` (the current value).
+std::string CargoDylibPath(const std::string& executable,
+                           const std::vector<std::string>& linked_paths,
+                           const std::string& inherited);
+
 // The artifact in one line of Cargo's JSON output, or nullopt when the line is another message,
 // not JSON, or an artifact without an executable (libraries, build scripts).
 std::optional<CargoArtifact> ParseCargoArtifact(absl::string_view line);
@@ -52,6 +63,7 @@ struct CargoBuildRequest {
 struct CargoBuildResult {
   int exit_status = 0;                  // cargo's; nonzero means the build failed
   std::vector<CargoArtifact> executables;
+  std::vector<std::string> linked_paths;  // every build script's, in message order
 };
 
 // Runs the build. Errors only when cargo cannot be started; a failed build is a result.

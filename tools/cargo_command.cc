@@ -164,7 +164,13 @@ int RunCargoCommand(int argc, char** argv) {
       if (!out.path.empty() && out.path[0] != '/') out.path = absl::StrCat(here, "/", out.path);
     }
   }
-  spdlog::info("recording {}", artifact->executable);
+  // Libraries that build scripts put in the target dir (a -sys crate's, nativeprof's own for the
+  // Criterion hook) load as under `cargo run`/`cargo bench`; the child inherits our environment.
+  const char* inherited = std::getenv("LD_LIBRARY_PATH");
+  const std::string dylib_path = CargoDylibPath(artifact->executable, build->linked_paths,
+                                                inherited != nullptr ? inherited : "");
+  ::setenv("LD_LIBRARY_PATH", dylib_path.c_str(), 1);
+  spdlog::info("recording {} with LD_LIBRARY_PATH={}", artifact->executable, dylib_path);
   return RunRecording(*record);
 }
 

@@ -36,8 +36,8 @@ std::string ProfileDir(const std::string& id) {
                       "/profile");
 }
 
-// Profiles benchmark `id` for 3 s and checks its directory: `mine` is the hottest leaf with at
-// least half the samples, `other` (the other benchmark's function) at most noise.
+// Profiles benchmark `id` for 3 s and checks its directory: `mine` is on at least 80% of the
+// stacks, `other` (the other benchmark's function) on at most 1%.
 void ProfileAndCheck(const std::string& id, const char* mine, const char* other) {
   const std::string dir = ProfileDir(id);
   std::filesystem::remove_all(dir);
@@ -53,18 +53,15 @@ void ProfileAndCheck(const std::string& id, const char* mine, const char* other)
   FoldedProfile profile = FoldedProfile::Parse(folded);
   EXPECT_TRUE(profile.errors().empty()) << profile.errors().front();
   ASSERT_GT(profile.total(), 300u) << folded.substr(0, 2000);  // ~2 s of one thread at 999 Hz
-  const double mine_share = profile.SelfShare(mine);
+  // Total, not self: the build has line tables (as cargo nativeprof builds), so the hottest
+  // leaves are frames inlined into `mine` (`<u64>::wrapping_mul_[i]`).
+  const double mine_share = profile.TotalShare(mine);
   const double other_share = profile.TotalShare(other);
-  std::printf("%s: %llu samples, %s %.1f%% self, %s %.2f%% total\n", id.c_str(),
+  std::printf("%s: %llu samples, %s %.1f%% total, %s %.2f%% total\n", id.c_str(),
               static_cast<unsigned long long>(profile.total()), mine, 100 * mine_share, other,
               100 * other_share);
-  EXPECT_GE(mine_share, 0.5) << folded.substr(0, 4000);
+  EXPECT_GE(mine_share, 0.8) << folded.substr(0, 4000);
   EXPECT_LE(other_share, 0.01) << folded.substr(0, 4000);
-  // The hottest leaf of all is `mine`.
-  for (const testing::FoldedLine& line : profile.lines()) {
-    const std::string& leaf = line.frames.back();
-    EXPECT_LE(profile.Self(leaf), profile.Self(mine)) << leaf;
-  }
 
   const std::string svg = ReadFileOrEmpty(dir + "/flamegraph.svg");
   EXPECT_THAT(svg, HasSubstr("<svg"));

@@ -178,6 +178,21 @@ TEST(CargoArtifactTest, IgnoresEverythingElse) {
   EXPECT_FALSE(ParseCargoArtifact(R"({"reason":"compiler-artifact","executable":"/x"})"));
 }
 
+TEST(CargoArtifactTest, BuildScriptLibraryPathsInTheTargetDirectoryLoad) {
+  EXPECT_THAT(
+      ParseBuildScriptLinkedPaths(
+          R"({"reason":"build-script-executed","linked_libs":["dylib=nativeprof"],)"
+          R"("linked_paths":["native=/w/t/release/build/np-1/out/lib","/usr/lib/x",)"
+          R"("all=/opt/y"],"out_dir":"/w/t/release/build/np-1/out"})"),
+      ElementsAre("/w/t/release/build/np-1/out/lib", "/usr/lib/x", "/opt/y"));
+  EXPECT_THAT(ParseBuildScriptLinkedPaths(kBenchArtifact), IsEmpty());
+  // Cargo adds only paths inside the target directory, then deps/ and the profile directory.
+  EXPECT_EQ(CargoDylibPath("/w/t/release/deps/hot-1f",
+                           {"/w/t/release/build/np-1/out/lib", "/usr/lib/x"}, "/old"),
+            "/w/t/release/build/np-1/out/lib:/w/t/release/deps:/w/t/release:/old");
+  EXPECT_EQ(CargoDylibPath("/w/t/dev/examples/demo", {}, ""), "/w/t/dev/deps:/w/t/dev");
+}
+
 TEST(CargoArtifactTest, SelectsTheRequestedTarget) {
   CargoArtifact bin{"/t/a", "a", {"bin"}, "/w/Cargo.toml", 1};
   CargoArtifact bin2{"/t/b", "b", {"bin"}, "/w/Cargo.toml", 1};
