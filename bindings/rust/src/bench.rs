@@ -9,6 +9,9 @@ use crate::{Error, Options, Profiler};
 /// Folded stacks (`comm;main;...;leaf COUNT` lines), what `nativeprof convert`, inferno,
 /// flamegraph.pl and speedscope read.
 pub const FOLDED_FILE: &str = "nativeprof.folded";
+/// The previous run's [`FOLDED_FILE`], kept so `nativeprof diff nativeprof.previous.folded
+/// nativeprof.folded` compares the last two profiles of a benchmark (before and after a change).
+pub const PREVIOUS_FOLDED_FILE: &str = "nativeprof.previous.folded";
 /// The flame graph.
 pub const SVG_FILE: &str = "flamegraph.svg";
 /// The counter table `nativeprof record` prints.
@@ -85,6 +88,17 @@ impl BenchmarkProfiler {
                 dir.display()
             );
             return false;
+        }
+        // A missing earlier profile is the normal first run; any other failure only loses the
+        // comparison, not this profile.
+        let folded = dir.join(FOLDED_FILE);
+        if folded.exists() {
+            if let Err(e) = fs::rename(&folded, dir.join(PREVIOUS_FOLDED_FILE)) {
+                eprintln!(
+                    "nativeprof: {benchmark_id}: cannot keep the previous {}: {e}",
+                    folded.display()
+                );
+            }
         }
         let mut ok = true;
         let mut outputs = vec![(FOLDED_FILE, false), (SVG_FILE, false)];

@@ -25,14 +25,22 @@ use crate::{BenchmarkProfiler, Options};
 /// `criterion::profiler::Profiler` over [`BenchmarkProfiler`]: `start_profiling` resets and
 /// starts, `stop_profiling` stops and writes the files. Failures are one line on stderr; it
 /// never panics inside Criterion.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct CriterionProfiler {
     inner: BenchmarkProfiler,
 }
 
+/// DWARF unwinding: Cargo's profiles build without frame pointers, so a frame-pointer walk would
+/// stop at the leaf.
+impl Default for CriterionProfiler {
+    fn default() -> Self {
+        CriterionProfiler::new(Options::new().dwarf(true))
+    }
+}
+
 impl CriterionProfiler {
-    /// With these profiler options (e.g. `Options::new().dwarf(true)` for Rust code built
-    /// without frame pointers).
+    /// With these profiler options (the default is `Options::new().dwarf(true)`; e.g.
+    /// `Options::new().frequency_hz(1999).dwarf(true)`).
     pub fn new(options: Options) -> Self {
         CriterionProfiler {
             inner: BenchmarkProfiler::new(options),

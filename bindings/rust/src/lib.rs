@@ -34,7 +34,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr::{self, NonNull};
 
-pub use bench::{BenchmarkProfiler, COUNTERS_FILE, FOLDED_FILE, SVG_FILE};
+pub use bench::{BenchmarkProfiler, COUNTERS_FILE, FOLDED_FILE, PREVIOUS_FOLDED_FILE, SVG_FILE};
 pub use error::{Error, ErrorKind, Result};
 
 /// Profiler options. Every field left unset keeps libnativeprof's default (from

@@ -81,6 +81,15 @@ TEST(CriterionHookTest, CollatzProfileHoldsOnlyTheCollatz) {
   NP_SKIP_IF_NO_CARGO();
   NP_SKIP_IF_NO_PERF();
   ProfileAndCheck("hot/collatz", kCollatz, kChecksum);
+  // A second run keeps the first profile as nativeprof.previous.folded, for `nativeprof diff`.
+  const std::string dir = ProfileDir("hot/collatz");
+  const std::string first = ReadFileOrEmpty(dir + "/nativeprof.folded");
+  testing::CommandResult again =
+      RunCargo({"bench", "--manifest-path", CargoWorkspaceManifest(), "--bench", "hot", "--",
+                "--profile-time", "1", "hot/collatz"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/nativeprof.previous.folded"), first);
+  EXPECT_NE(ReadFileOrEmpty(dir + "/nativeprof.folded"), first);
 }
 
 // Without --profile-time Criterion never calls the profiler: the benchmarks run and the hook,

@@ -17,11 +17,10 @@ fn collatz(c: &mut Criterion) {
     });
 }
 
-// DWARF unwinding: Cargo's release profile has no frame pointers, so the frame-pointer walk would
-// stop at the leaf; with CFI the flame graph shows Criterion's warm-up and measured loops.
+// The default hook unwinds with DWARF CFI: Cargo's release profile has no frame pointers.
 criterion_group! {
     name = benches;
-    config = Criterion::default().with_profiler(CriterionProfiler::new(nativeprof::Options::new().dwarf(true)));
+    config = Criterion::default().with_profiler(CriterionProfiler::default());
     targets = checksum, collatz
 }
 criterion_main!(benches);
