@@ -59,28 +59,39 @@ std::string FirstSegment(absl::string_view name) {
   return std::string(name.substr(0, end));
 }
 
-std::string CrateOfType(absl::string_view type) {
+// Qualified paths nest ("<<A as B>::C as D>::f"); real names nest a few levels, a hostile folded
+// line could nest a million, which would exhaust the stack. Deeper than this has no crate.
+constexpr int kMaxQualifiedDepth = 32;
+
+std::string CrateOfQualified(absl::string_view name, int depth);
+
+std::string CrateOfType(absl::string_view type, int depth) {
   for (bool stripped = true; stripped;) {
     stripped = absl::ConsumePrefix(&type, "&mut ") || absl::ConsumePrefix(&type, "&") ||
                absl::ConsumePrefix(&type, "*const ") || absl::ConsumePrefix(&type, "*mut ") ||
                absl::ConsumePrefix(&type, "dyn ") || absl::ConsumePrefix(&type, "'_ ");
   }
-  return CrateOf(type);
+  return CrateOfQualified(type, depth + 1);
 }
 
-}  // namespace
-
-std::string CrateOf(absl::string_view name) {
+std::string CrateOfQualified(absl::string_view name, int depth) {
   if (!absl::StartsWith(name, "<")) return FirstSegment(name);
+  if (depth > kMaxQualifiedDepth) return "";
   // A qualified path: "<Self as Trait>::item" or "<Self>::item" (an inherent impl, v0).
   const size_t close = MatchingAngle(name, 0);
   if (close == absl::string_view::npos) return "";
   const absl::string_view inside = name.substr(1, close - 1);
   const size_t as = TopLevelAs(inside);
-  std::string crate = CrateOfType(inside.substr(0, as));
-  if (crate.empty() && as != absl::string_view::npos) crate = CrateOfType(inside.substr(as + 4));
+  std::string crate = CrateOfType(inside.substr(0, as), depth);
+  if (crate.empty() && as != absl::string_view::npos) {
+    crate = CrateOfType(inside.substr(as + 4), depth);
+  }
   return crate;
 }
+
+}  // namespace
+
+std::string CrateOf(absl::string_view name) { return CrateOfQualified(name, 0); }
 
 std::string ModuleKey(absl::string_view folded_name, absl::string_view module) {
   if (absl::EndsWith(folded_name, "_[k]")) return "[kernel]";

@@ -4,7 +4,9 @@
 //      byte, at most kMaxQuotedBytes of input quoted);
 //   2. a parsed profile has in-range frame indexes and a sample total that fits in 64 bits, and
 //      renders back (RenderFolded) to text that parses to the same total;
-//   3. the text reports and the diff table over it (sums, shares, intervals) do not crash.
+//   3. the text reports and the diff table over it (sums, shares, intervals) do not crash;
+//   4. `report --by module --hide ... --focus ...` over it (module keys of hostile names, the
+//      filters, the JSON and markdown renderers) does not crash, and hiding keeps the total.
 // Seeds (corpus/folded_reader_fuzzer/): a recorded profile with kinds and threads, annotated
 // frames, counts at the 64-bit limit, blank and CRLF lines, and a binary file's first bytes;
 // regress-* are inputs that once failed (regress-blank-thread-no-frames: a thread named only by
@@ -18,6 +20,10 @@
 #include "output/diff_report.h"
 #include "output/folded_reader.h"
 #include "output/folded_writer.h"
+#include "output/name_regex.h"
+#include "output/report_json.h"
+#include "output/report_markdown.h"
+#include "output/report_model.h"
 #include "output/text_report.h"
 #include "tests/fuzz/fuzz_checks.h"
 
@@ -55,5 +61,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const nativeprof::output::DiffResult diff =
       nativeprof::output::DiffProfiles(*profile, *again, 0.99);
   (void)nativeprof::output::RenderDiffTable(diff, 5).size();
+
+  static const auto* hide = new nativeprof::output::NameRegex(
+      *nativeprof::output::NameRegex::Compile("^<?&?(core|alloc|std)::"));
+  static const auto* focus =
+      new nativeprof::output::NameRegex(*nativeprof::output::NameRegex::Compile("a|_\\[k\\]"));
+  nativeprof::output::ReportSpec spec;
+  spec.top_n = 5;
+  spec.hide = hide;
+  spec.by = nativeprof::output::ReportKey::kModule;
+  const nativeprof::output::ReportModel hidden = nativeprof::output::BuildReport(*profile, spec);
+  Check(hidden.functions.samples == total);
+  spec.focus = focus;
+  const nativeprof::output::ReportModel model = nativeprof::output::BuildReport(*profile, spec);
+  Check(model.functions.samples <= total);
+  const nlohmann::json no_metadata;
+  (void)nativeprof::output::RenderReportJson(model, "in.folded", no_metadata).size();
+  (void)nativeprof::output::RenderReportMarkdown(model, "in.folded", no_metadata).size();
   return 0;
 }

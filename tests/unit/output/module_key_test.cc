@@ -129,5 +129,12 @@ TEST(ModuleKeyTest, PlainCNamesGoToTheirFileOrUnknown) {
   EXPECT_EQ(ModuleKey("[hotbin]", ""), "hotbin");
 }
 
+TEST(CrateOfTest, HostileNestingNeitherOverflowsTheStackNorTakesLong) {
+  const std::string deep = std::string(300000, '<') + "a::b" + std::string(300000, '>') + "::f";
+  EXPECT_EQ(CrateOf(deep), "");
+  EXPECT_EQ(ModuleKey(deep, "prog"), "prog");
+  EXPECT_EQ(CrateOf("<<<hotlib::A as core::X>::B as core::Y>::C as core::Z>::f"), "hotlib");
+}
+
 }  // namespace
 }  // namespace nativeprof::output
