@@ -28,7 +28,6 @@
 #include "tools/exit_codes.h"
 #include "tools/record_report.h"
 #include "unwind/stack_collector.h"
-#include "unwind/x86_64_regs.h"
 
 namespace nativeprof::tools {
 namespace {
@@ -82,11 +81,7 @@ class SignalReader {
 void ApplyCallGraph(const RecordOptions& o, sampler::SessionOptions* so) {
   so->sampling.event = o.event;
   so->sampling.frequency_hz = o.frequency_hz;
-  so->sampling.callchain = true;
-  if (o.call_graph == unwind::CallGraphMode::kDwarf) {
-    so->sampling.regs_user_mask = unwind::DwarfSampleRegsMask();
-    so->sampling.stack_user_bytes = o.dwarf_stack_bytes;
-  }
+  unwind::RequestSampleFields(o.call_graph, o.dwarf_stack_bytes, &so->sampling);
   so->ring_pages = o.ring_pages;
   // Stack copies make DWARF samples ~8 KiB each: a ring that fits perf_event_mlock_kb holds only
   // a few milliseconds of them. With CAP_IPC_LOCK (root) the limit does not apply, so give each

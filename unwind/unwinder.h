@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "sampler/address_space.h"
 #include "sampler/module_registry.h"
+#include "sampler/perf_event.h"
 #include "sampler/records.h"
 
 namespace nativeprof::unwind {
@@ -78,6 +79,12 @@ enum class DwarfBackend : uint8_t { kNative, kLibunwind };
 // Makes the unwinder for a mode. kFramePointer reads PERF_SAMPLE_CALLCHAIN (the kernel's walk).
 // Errors: kUnimplemented if the mode is not available in this build.
 absl::StatusOr<std::unique_ptr<Unwinder>> MakeUnwinder(CallGraphMode mode, DwarfBackend backend);
+
+// Asks the kernel for what a mode's unwinder reads in every sample: the callchain always (it
+// carries the kernel part), plus for kDwarf the user registers and `dwarf_stack_bytes` of user
+// stack. The one place `record`, `stat` and the library set this up.
+void RequestSampleFields(CallGraphMode mode, uint32_t dwarf_stack_bytes,
+                         sampler::SamplingAttrOptions* sampling);
 
 }  // namespace nativeprof::unwind
 

@@ -4,6 +4,7 @@
 #include "unwind/dwarf_unwinder.h"
 #include "unwind/libunwind_unwinder.h"
 #include "unwind/unwinder.h"
+#include "unwind/x86_64_regs.h"
 
 namespace nativeprof::unwind {
 
@@ -36,6 +37,18 @@ absl::StatusOr<std::unique_ptr<Unwinder>> MakeUnwinder(CallGraphMode mode, Dwarf
       return std::unique_ptr<Unwinder>(std::make_unique<DwarfUnwinder>());
   }
   return absl::UnimplementedError("unknown call-graph mode; use fp or dwarf");
+}
+
+void RequestSampleFields(CallGraphMode mode, uint32_t dwarf_stack_bytes,
+                         sampler::SamplingAttrOptions* sampling) {
+  sampling->callchain = true;
+  if (mode == CallGraphMode::kDwarf) {
+    sampling->regs_user_mask = DwarfSampleRegsMask();
+    sampling->stack_user_bytes = dwarf_stack_bytes;
+  } else {
+    sampling->regs_user_mask = 0;
+    sampling->stack_user_bytes = 0;
+  }
 }
 
 }  // namespace nativeprof::unwind

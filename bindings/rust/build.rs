@@ -1,9 +1,9 @@
 //! Links libnativeprof.so. Where it is looked for, first match wins:
 //!
-//! 1. `NATIVEPROF_LIB_DIR`: the directory holding `libnativeprof.so` (a CMake build's `tools/`,
+//! 1. `NATIVEPROF_LIB_DIR`: the directory holding `libnativeprof.so` (a CMake build's `library/`,
 //!    or `<prefix>/lib` of an install);
 //! 2. `NATIVEPROF_PREFIX`: an install prefix (`<prefix>/lib`, `lib64`, `lib/<multiarch>`);
-//! 3. the build tree of the checkout this crate sits in (`../../build/tools`);
+//! 3. the build tree of the checkout this crate sits in (`../../build/library`);
 //! 4. `/usr/local` and `/usr` (same subdirectories as 2).
 //!
 //! Nothing found: a warning, and the linker's own search path is tried (`-lnativeprof`).
@@ -45,7 +45,7 @@ fn find_lib_dir() -> Option<(PathBuf, &'static str)> {
     }
     if let Some(manifest) = env::var_os("CARGO_MANIFEST_DIR") {
         candidates.push((
-            Path::new(&manifest).join("../../build/tools"),
+            Path::new(&manifest).join("../../build/library"),
             "the checkout's build/",
         ));
     }

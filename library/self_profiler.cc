@@ -1,4 +1,4 @@
-#include "tools/library_profiler.h"
+#include "library/self_profiler.h"
 
 #include <poll.h>
 #include <pthread.h>
@@ -19,9 +19,8 @@
 #include "output/profile_writer.h"
 #include "symbolize/profile_builder.h"
 #include "symbolize/symbolizer.h"
-#include "unwind/x86_64_regs.h"
 
-namespace nativeprof::tools {
+namespace nativeprof::library {
 namespace {
 
 constexpr uint64_t kGo = 1;
@@ -172,13 +171,9 @@ absl::Status SelfProfiler::Start() {
     so.sampling.event = options_.event;
     so.sampling.frequency_hz = options_.frequency_hz;
     so.sampling.include_kernel = options_.include_kernel;
-    so.sampling.callchain = true;
     so.sampling.inherit = true;
     so.sampling.enable_on_exec = false;
-    if (options_.call_graph == unwind::CallGraphMode::kDwarf) {
-      so.sampling.regs_user_mask = unwind::DwarfSampleRegsMask();
-      so.sampling.stack_user_bytes = options_.dwarf_stack_bytes;
-    }
+    unwind::RequestSampleFields(options_.call_graph, options_.dwarf_stack_bytes, &so.sampling);
     so.targets = tids;
     so.ring_pages = options_.ring_pages;
     absl::StatusOr<std::unique_ptr<sampler::Session>> session = sampler::Session::Open(so);
@@ -317,4 +312,4 @@ uint64_t SelfProfiler::lost() const {
   return collector_->stats().lost_records + collector_->stats().lost_samples;
 }
 
-}  // namespace nativeprof::tools
+}  // namespace nativeprof::library

@@ -1,13 +1,13 @@
 # libnativeprof: the shared library (C API in include/nativeprof/nativeprof.h, header-only C++ and
 # Google Benchmark APIs over it), its install rules, the CMake package and the pkg-config file.
-# Included from tools/CMakeLists.txt; the engine lives in np_tools (tools/library_*.cc).
+# Included from library/CMakeLists.txt; the engine is np_library (library/self_profiler.cc).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-# The C API object is compiled into the library itself (np_tools has a copy for the tests); the
-# rest of np_tools is pulled in as needed and hidden by the version script.
-add_library(nativeprof_lib SHARED ${PROJECT_SOURCE_DIR}/tools/library_c_api.cc)
-target_link_libraries(nativeprof_lib PRIVATE np_tools)
+# The C API object is compiled into the library itself (np_library has a copy for the tests);
+# the rest of np_library is pulled in as needed and hidden by the version script.
+add_library(nativeprof_lib SHARED ${PROJECT_SOURCE_DIR}/library/c_api.cc)
+target_link_libraries(nativeprof_lib PRIVATE np_library)
 target_link_libraries(nativeprof_lib INTERFACE absl::status absl::statusor)
 target_include_directories(nativeprof_lib PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>

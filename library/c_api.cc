@@ -14,11 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "nativeprof/nativeprof.h"
 #include "sampler/event_spec.h"
-#include "tools/library_profiler.h"
+#include "library/self_profiler.h"
 
 struct np_profiler {
   std::mutex mu;
-  std::unique_ptr<nativeprof::tools::SelfProfiler> impl;
+  std::unique_ptr<nativeprof::library::SelfProfiler> impl;
   std::vector<std::string> counter_names;  // np_counter::name points into these
 };
 
@@ -78,7 +78,7 @@ np_status CheckProfiler(np_profiler* p) {
 
 // The np_profiler_write* calls: `write` is one of SelfProfiler's writers.
 np_status WriteFile(np_profiler* p, const char* path,
-                    absl::Status (nativeprof::tools::SelfProfiler::*write)(const std::string&)) {
+                    absl::Status (nativeprof::library::SelfProfiler::*write)(const std::string&)) {
   if (np_status s = CheckProfiler(p); s != NP_OK) return s;
   if (path == nullptr || *path == '\0') return Fail(NP_ERROR_INVALID_ARGUMENT, "path is empty");
   return Guard([&]() -> np_status {
@@ -119,7 +119,7 @@ np_status np_profiler_create(const np_options* options, np_profiler** out) {
       }
       std::memcpy(&o, options, options->struct_size);
     }
-    nativeprof::tools::SelfProfilerOptions so;
+    nativeprof::library::SelfProfilerOptions so;
     so.sample = o.sample != 0;
     so.count = o.count != 0;
     if (o.event != nullptr) {
@@ -143,8 +143,8 @@ np_status np_profiler_create(const np_options* options, np_profiler** out) {
       if (!events.ok()) return FromStatus(events.status());
       so.counter_events = *std::move(events);
     }
-    absl::StatusOr<std::unique_ptr<nativeprof::tools::SelfProfiler>> impl =
-        nativeprof::tools::SelfProfiler::Create(so);
+    absl::StatusOr<std::unique_ptr<nativeprof::library::SelfProfiler>> impl =
+        nativeprof::library::SelfProfiler::Create(so);
     if (!impl.ok()) return FromStatus(impl.status());
     auto p = std::make_unique<np_profiler>();
     p->impl = *std::move(impl);
@@ -178,15 +178,15 @@ np_status np_profiler_reset(np_profiler* p) {
 }
 
 np_status np_profiler_write_folded(np_profiler* p, const char* path) {
-  return WriteFile(p, path, &nativeprof::tools::SelfProfiler::WriteFolded);
+  return WriteFile(p, path, &nativeprof::library::SelfProfiler::WriteFolded);
 }
 
 np_status np_profiler_write(np_profiler* p, const char* path) {
-  return WriteFile(p, path, &nativeprof::tools::SelfProfiler::Write);
+  return WriteFile(p, path, &nativeprof::library::SelfProfiler::Write);
 }
 
 np_status np_profiler_write_counters(np_profiler* p, const char* path) {
-  return WriteFile(p, path, &nativeprof::tools::SelfProfiler::WriteCounters);
+  return WriteFile(p, path, &nativeprof::library::SelfProfiler::WriteCounters);
 }
 
 np_status np_profiler_counters(np_profiler* p, np_counter* out, size_t capacity, size_t* count) {

@@ -5,8 +5,8 @@
 // nativeprof code while sampling (no signal handlers, no allocation): draining, unwinding and the
 // synthesized /proc/self/maps state all happen on the reader thread. Every public method is
 // called by the host under one external lock (the C API holds it); not thread-safe on its own.
-#ifndef NATIVEPROF_TOOLS_LIBRARY_PROFILER_H_
-#define NATIVEPROF_TOOLS_LIBRARY_PROFILER_H_
+#ifndef NATIVEPROF_LIBRARY_SELF_PROFILER_H_
+#define NATIVEPROF_LIBRARY_SELF_PROFILER_H_
 
 #include <sys/types.h>
 
@@ -29,7 +29,7 @@
 #include "unwind/stack_collector.h"
 #include "unwind/unwinder.h"
 
-namespace nativeprof::tools {
+namespace nativeprof::library {
 
 struct SelfProfilerOptions {
   bool sample = true;  // collect stacks
@@ -117,6 +117,6 @@ class SelfProfiler {
   std::vector<pid_t> last_threads_;
 };
 
-}  // namespace nativeprof::tools
+}  // namespace nativeprof::library
 
-#endif  // NATIVEPROF_TOOLS_LIBRARY_PROFILER_H_
+#endif  // NATIVEPROF_LIBRARY_SELF_PROFILER_H_
