@@ -82,7 +82,7 @@ absl::StatusOr<std::unique_ptr<Unwinder>> MakeUnwinder(CallGraphMode mode, Dwarf
 
 // Asks the kernel for what a mode's unwinder reads in every sample: the callchain always (it
 // carries the kernel part), plus for kDwarf the user registers and `dwarf_stack_bytes` of user
-// stack. The one place `record`, `stat` and the library set this up.
+// stack. The one place `record` and the library set this up.
 void RequestSampleFields(CallGraphMode mode, uint32_t dwarf_stack_bytes,
                          sampler::SamplingAttrOptions* sampling);
 
