@@ -132,6 +132,7 @@ absl::Status SelfProfiler::OpenCounters(const std::vector<pid_t>& tids) {
 
 absl::Status SelfProfiler::Start() {
   if (running_) return absl::FailedPreconditionError("the profiler is already running");
+  profile_.reset();
   if (g_running.exchange(true)) {
     return absl::FailedPreconditionError(
         "another nativeprof profiler is running in this process; stop it first");
@@ -260,6 +261,7 @@ absl::Status SelfProfiler::Stop() {
 
 absl::Status SelfProfiler::Reset() {
   if (running_) return absl::FailedPreconditionError("stop the profiler before resetting it");
+  profile_.reset();
   collector_ = std::make_unique<unwind::StackCollector>(unwinder_.get(), /*keep_timeline=*/false);
   last_maps_.clear();
   last_threads_.clear();
@@ -283,15 +285,17 @@ absl::Status SelfProfiler::WriteFolded(const std::string& path) {
 absl::Status SelfProfiler::WriteAs(const std::string& path, output::OutputFormat format) {
   if (running_) return absl::FailedPreconditionError("stop the profiler before writing");
   if (!options_.sample) return absl::FailedPreconditionError("sampling is off for this profiler");
-  symbolize::SymbolizerOptions symbolizer_options;
-  std::unique_ptr<symbolize::Symbolizer> symbolizer =
-      symbolize::MakeSymbolizer(collector_->modules(), symbolizer_options);
-  symbolize::ProfileBuildOptions build;
-  build.event = options_.event.name;
-  build.weight_unit = "samples";
-  build.sample_frequency_hz = options_.frequency_hz;
-  symbolize::Profile profile = symbolize::BuildProfile(*collector_, *symbolizer, build);
-  return output::WriteProfile(profile, path, format, {});
+  if (!profile_.has_value()) {
+    symbolize::SymbolizerOptions symbolizer_options;
+    std::unique_ptr<symbolize::Symbolizer> symbolizer =
+        symbolize::MakeSymbolizer(collector_->modules(), symbolizer_options);
+    symbolize::ProfileBuildOptions build;
+    build.event = options_.event.name;
+    build.weight_unit = "samples";
+    build.sample_frequency_hz = options_.frequency_hz;
+    profile_ = symbolize::BuildProfile(*collector_, *symbolizer, build);
+  }
+  return output::WriteProfile(*profile_, path, format, {});
 }
 
 absl::Status SelfProfiler::WriteCounters(const std::string& path) {

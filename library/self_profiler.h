@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "sampler/event_spec.h"
 #include "sampler/proc_maps.h"
 #include "sampler/session.h"
+#include "symbolize/profile.h"
 #include "unwind/stack_collector.h"
 #include "unwind/unwinder.h"
 
@@ -105,6 +107,10 @@ class SelfProfiler {
   std::chrono::steady_clock::time_point segment_start_;
   std::vector<std::string> notes_;
   bool running_ = false;
+  // The symbolized samples, built by the first write after Stop (symbolizing is most of a
+  // write's cost, and a benchmark hook writes folded, SVG and more of one segment); Start and
+  // Reset drop it, since they change what there is to write.
+  std::optional<symbolize::Profile> profile_;
 
   // The reader thread of the current segment and its two eventfds (kept for the profiler's
   // lifetime): the reader posts its tid on ready_fd_; control_fd_ carries kGo once the events

@@ -161,6 +161,49 @@ TEST(LibraryCApiTest, DwarfUnwindingNamesTheBurningFunction) {
   np_profiler_destroy(p);
 }
 
+// Writes after each segment show what was collected until then: samples accumulate across
+// start/stop pairs and are dropped by reset, however many files a segment was written to.
+TEST(LibraryCApiTest, EveryWriteShowsTheSegmentsSinceTheLastReset) {
+  NP_SKIP_IF_NO_PERF();
+  np_options o;
+  np_options_init(&o);
+  o.dwarf = 1;
+  o.count = 0;
+  np_profiler* p = MustCreate(&o);
+  ASSERT_NE(p, nullptr);
+  const std::string dir = MakeTempDir();
+  auto segment = [&](void (*burn)(const std::atomic<bool>*)) {
+    std::atomic<bool> stop{false};
+    ASSERT_EQ(np_profiler_start(p), NP_OK) << np_last_error();
+    std::thread t(burn, &stop);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop = true;
+    t.join();
+    ASSERT_EQ(np_profiler_stop(p), NP_OK) << np_last_error();
+  };
+  auto write = [&](const std::string& name) {
+    const std::string path = dir + "/" + name;
+    EXPECT_EQ(np_profiler_write(p, path.c_str()), NP_OK) << np_last_error();
+    return ReadFileOrEmpty(path);
+  };
+  segment(BurnBeforeStartThread);
+  const std::string first = write("first.folded");
+  EXPECT_THAT(first, ::testing::HasSubstr("BurnBeforeStartThread"));
+  EXPECT_THAT(first, ::testing::Not(::testing::HasSubstr("BurnAfterStartThread")));
+  EXPECT_EQ(write("first-again.folded"), first);
+  EXPECT_THAT(write("first.svg"), ::testing::HasSubstr("BurnBeforeStartThread"));
+
+  segment(BurnAfterStartThread);
+  const std::string both = write("both.folded");
+  EXPECT_THAT(both, ::testing::HasSubstr("BurnBeforeStartThread"));
+  EXPECT_THAT(both, ::testing::HasSubstr("BurnAfterStartThread"));
+
+  ASSERT_EQ(np_profiler_reset(p), NP_OK);
+  const std::string after_reset = write("reset.folded");
+  EXPECT_THAT(after_reset, ::testing::Not(::testing::HasSubstr("Burn")));
+  np_profiler_destroy(p);
+}
+
 // np_profiler_write picks the format from the name as `record -o` does; np_profiler_write_counters
 // writes record's counter table, where an event this machine cannot count says so instead of 0.
 TEST(LibraryCApiTest, WritesFlameGraphPprofAndCounterTable) {
