@@ -24,6 +24,13 @@ namespace {
 // WriteFileAtomically's temporary names are "<path>.tmp.<pid>"; IsStaleTempFile parses them.
 constexpr absl::string_view kTempInfix = ".tmp.";
 
+absl::Status TooLarge(const std::string& path, size_t max_bytes) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat(path, " is larger than the ", max_bytes, "-byte limit for reading it whole"));
+}
+
+}  // namespace
+
 std::string DirectoryOf(const std::string& path) {
   size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
@@ -35,13 +42,6 @@ absl::string_view BaseNameOf(absl::string_view path) {
   const size_t slash = path.rfind('/');
   return slash == absl::string_view::npos ? path : path.substr(slash + 1);
 }
-
-absl::Status TooLarge(const std::string& path, size_t max_bytes) {
-  return absl::ResourceExhaustedError(
-      absl::StrCat(path, " is larger than the ", max_bytes, "-byte limit for reading it whole"));
-}
-
-}  // namespace
 
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t max_bytes) {
   // O_NONBLOCK only for open(): on a FIFO that nobody writes (a perf map in /tmp can be one) open

@@ -16,6 +16,11 @@ namespace nativeprof {
 // for, far below what would exhaust memory.
 inline constexpr size_t kMaxSmallFileBytes = size_t{64} << 20;
 
+// The directory part of `path` ("." when it has none, "/" for a file in the root), and its last
+// component; plain string operations, no file system access.
+std::string DirectoryOf(const std::string& path);
+absl::string_view BaseNameOf(absl::string_view path);
+
 // Reads a whole file of at most `max_bytes`. /proc files report size 0, so this reads until EOF
 // rather than trusting stat(). A FIFO without a writer reads as empty instead of blocking open.
 // Errors: the ErrnoToStatus code of open/read (kNotFound, kPermissionDenied, ...);

@@ -4,18 +4,10 @@
 #include <map>
 #include <vector>
 
+#include "base/file_util.h"
 #include "output/folded_writer.h"
 
 namespace nativeprof::output {
-namespace {
-
-std::string Basename(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-}  // namespace
-
 nlohmann::json FrameModulesJson(const symbolize::Profile& profile) {
   std::vector<uint64_t> frame_samples(profile.frames.size());
   for (const symbolize::ProfileStack& s : profile.stacks) {
@@ -31,7 +23,7 @@ nlohmann::json FrameModulesJson(const symbolize::Profile& profile) {
         f.kind == symbolize::FrameKind::kJit) {
       continue;
     }
-    seen[FoldedFrameName(f)][Basename(f.module)] += frame_samples[i];
+    seen[FoldedFrameName(f)][std::string(BaseNameOf(f.module))] += frame_samples[i];
   }
   struct Entry {
     const std::string* name;

@@ -6,19 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/file_util.h"
 
 namespace nativeprof::symbolize {
 namespace {
 
 // MiniDebugInfo is a symbol table only; anything bigger than this is not one.
 constexpr size_t kMaxMiniDebugInfoBytes = 256u << 20;
-
-std::string DirName(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
 
 }  // namespace
 
@@ -50,7 +44,7 @@ absl::StatusOr<DebugFileResult> FindDebugFile(const ElfFile& module, const std::
   }
   std::optional<DebugLink> link = module.debug_link();
   if (link.has_value()) {
-    std::string dir = DirName(module_path);
+    std::string dir = DirectoryOf(module_path);
     std::vector<std::string> candidates = {absl::StrCat(dir, "/", link->name),
                                            absl::StrCat(dir, "/.debug/", link->name)};
     for (const std::string& root : debug_dirs) {

@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/file_util.h"
 #include "base/logging.h"
 #include "base/scoped_fd.h"
 #include "base/text_escape.h"
@@ -32,11 +33,6 @@ namespace {
 constexpr size_t kMaxHeldFds = 512;
 constexpr size_t kMaxWorstModules = 10;
 constexpr size_t kMaxVdsoBytes = 1u << 20;
-
-std::string BaseName(absl::string_view path) {
-  size_t slash = path.rfind('/');
-  return std::string(slash == absl::string_view::npos ? path : path.substr(slash + 1));
-}
 
 // Paths the kernel reports for mappings that are not files.
 bool IsPseudoPath(absl::string_view path) {
@@ -160,7 +156,7 @@ void ElfSymbolizer::CheckOptimization(ModuleSymbols& symbols, const std::string&
   if (IsSystemPath(path) || symbols.dwarf() == nullptr) return;
   std::string evidence;
   if (symbols.dwarf()->BuiltWithoutOptimization(&evidence)) {
-    Warn(absl::StrCat(EscapeForMessage(BaseName(path), kMaxQuotedPathBytes),
+    Warn(absl::StrCat(EscapeForMessage(BaseNameOf(path), kMaxQuotedPathBytes),
                       " was built without optimization (", EscapeForMessage(evidence, 200),
                       "); its profile will mislead: build with -O2 (Rust: --release)"));
   }
@@ -171,7 +167,7 @@ void ElfSymbolizer::Resolve(sampler::ModuleId module, ModuleState& state) {
   const sampler::ModuleInfo& info = modules_.Get(module);
   std::string path = info.path;
   if (absl::EndsWith(path, " (deleted)")) path.resize(path.size() - 10);
-  state.display = BaseName(path);
+  state.display = std::string(BaseNameOf(path));
 
   absl::StatusOr<std::unique_ptr<ElfFile>> file = absl::NotFoundError("not opened");
   bool exact = false;  // opened through the fd held since mmap: certainly the mapped file

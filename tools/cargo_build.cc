@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/file_util.h"
 #include "base/text_escape.h"
 #include "nlohmann/json.hpp"
 #include "tools/line_command.h"
@@ -65,7 +66,7 @@ std::vector<std::string> ParseBuildScriptLinkedPaths(absl::string_view line) {
 std::string CargoDylibPath(const std::string& executable,
                            const std::vector<std::string>& linked_paths,
                            const std::string& inherited) {
-  std::string profile_dir = executable.substr(0, executable.rfind('/'));
+  std::string profile_dir = DirectoryOf(executable);
   for (const char* sub : {"/deps", "/examples"}) {
     if (absl::EndsWith(profile_dir, sub)) {
       profile_dir.resize(profile_dir.size() - std::strlen(sub));

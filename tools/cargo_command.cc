@@ -32,11 +32,6 @@ std::string CurrentDirectory() {
   return ::getcwd(buf, sizeof(buf)) != nullptr ? std::string(buf) : std::string(".");
 }
 
-std::string Dirname(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
-}
-
 // `record`'s own parser on the options the user gave, the default outputs and the command, so
 // every record option means exactly what it means there.
 absl::StatusOr<RecordOptions> RecordOptionsFor(const CargoOptions& o,
@@ -158,7 +153,7 @@ int RunCargoCommand(int argc, char** argv) {
     return kExitUsage;
   }
   if (options->kind == CargoTargetKind::kBench || options->kind == CargoTargetKind::kTest) {
-    record->command_directory = Dirname(artifact->manifest_path);
+    record->command_directory = DirectoryOf(artifact->manifest_path);
     // Relative output paths keep meaning "from where cargo nativeprof was started".
     for (RecordOutput& out : record->outputs) {
       if (!out.path.empty() && out.path[0] != '/') out.path = absl::StrCat(here, "/", out.path);

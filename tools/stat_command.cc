@@ -101,9 +101,7 @@ double TimevalSeconds(const timeval& tv) {
 
 // What the kernel names the main thread after exec: the file's basename, 15 bytes at most.
 std::string CommOf(const std::string& program) {
-  size_t slash = program.rfind('/');
-  std::string base = slash == std::string::npos ? program : program.substr(slash + 1);
-  return base.substr(0, 15);
+  return std::string(BaseNameOf(program).substr(0, 15));
 }
 
 // The status message for a user-facing line. absl::ErrnoToStatus already appends strerror, so a
