@@ -10,7 +10,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/file_util.h"
-#include "base/text_escape.h"
 #include "nlohmann/json.hpp"
 #include "tools/line_command.h"
 
