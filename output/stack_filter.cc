@@ -51,11 +51,15 @@ FilteredProfile FilterStacks(const symbolize::Profile& profile, const StackFilte
     if (filter.focus != nullptr && !AnyMatch(s, focus)) continue;
     out.samples += s.samples;
     symbolize::ProfileStack kept = s;
-    if (filter.hide != nullptr) {
-      kept.frames.clear();
-      for (uint32_t f : s.frames) {
-        if (f >= hide.size() || !hide[f]) kept.frames.push_back(f);
-      }
+    if (filter.hide == nullptr) {
+      // A Profile's stacks are unique already; only hiding frames can make two of them equal.
+      new_index[i] = static_cast<uint32_t>(p.stacks.size());
+      p.stacks.push_back(std::move(kept));
+      continue;
+    }
+    kept.frames.clear();
+    for (uint32_t f : s.frames) {
+      if (f >= hide.size() || !hide[f]) kept.frames.push_back(f);
     }
     auto [it, inserted] = index.try_emplace(Key(kept.thread_name, kept.pid, kept.tid, kept.frames),
                                             static_cast<uint32_t>(p.stacks.size()));
