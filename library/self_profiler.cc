@@ -229,7 +229,7 @@ void SelfProfiler::ReaderLoop() {
   }
   ReadEventFd(control_fd_.get());
   // Stop disabled the events before waking us: this drain sees the segment's last records.
-  session_->Drain(*collector_);
+  session_->Flush(*collector_);
 }
 
 absl::Status SelfProfiler::Stop() {

@@ -24,7 +24,12 @@ perf_event_attr CountingAttr(const EventSpec& event, const CounterOptions& optio
   attr.type = event.type;
   attr.config = event.config;
   attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-  if (options.per_thread) attr.read_format |= PERF_FORMAT_ID;
+  if (options.per_thread) {
+    const SampleFormat sideband = CounterSidebandFormat();
+    attr.read_format = sideband.read_format;
+    attr.sample_type = sideband.sample_type;
+    attr.sample_id_all = 1;
+  }
   attr.disabled = options.enable_on_exec ? 1 : 0;
   attr.enable_on_exec = options.enable_on_exec ? 1 : 0;
   attr.inherit = options.inherit ? 1 : 0;
@@ -112,10 +117,6 @@ absl::StatusOr<CounterSet> CounterSet::Open(const std::vector<EventSpec>& events
     slot.event = event;
     set.slots_.push_back(std::move(slot));
     attrs.push_back(CountingAttr(event, options));
-    if (options.per_thread) {
-      attrs.back().sample_id_all = 1;
-      attrs.back().sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
-    }
   }
   bool have_sideband = false;
   for (size_t t = 0; t < tids.size(); ++t) {
@@ -174,7 +175,7 @@ absl::StatusOr<CounterSet> CounterSet::Open(const std::vector<EventSpec>& events
       NP_ASSIGN_OR_RETURN(ScopedFd ring_fd, OpenPerfEvent(attr, set.pid_, cpus[c],
                                                           "dummy side-band event", -1, open_fn));
       const int fd = ring_fd.get();
-      NP_ASSIGN_OR_RETURN(CounterRing ring, CounterRing::Map(fd, options.ring_pages));
+      NP_ASSIGN_OR_RETURN(RingBuffer ring, RingBuffer::Map(fd, options.ring_pages, cpus.size()));
       for (size_t e = 0; e < set.slots_.size(); ++e) {
         Slot& slot = set.slots_[e];
         for (size_t t = 0; t < set.tids_.size() && !slot.fds.empty(); ++t) {
@@ -193,6 +194,8 @@ absl::StatusOr<CounterSet> CounterSet::Open(const std::vector<EventSpec>& events
       set.rings_.push_back(std::move(ring));
     }
     set.sideband_ = std::make_unique<CounterSideband>(events, cpus.size(), ids);
+    set.sorter_ = std::make_unique<RecordSorter>(CounterSidebandFormat(),
+                                                 RecordSorter::RingOrder::kUnordered);
   }
   return set;
 }
@@ -274,8 +277,7 @@ absl::StatusOr<std::vector<CounterValue>> CounterSet::Read() const {
 
 void CounterSet::Poll() {
   if (sideband_ == nullptr) return;
-  for (CounterRing& ring : rings_) ring.Drain(sideband_.get());
-  sideband_->EndRound();
+  sorter_->Drain(rings_, *sideband_);
 }
 
 void CounterSet::NameTasks(const std::vector<std::string>& comms) {
@@ -289,15 +291,20 @@ absl::StatusOr<std::vector<ThreadCounters>> CounterSet::ReadPerThread() {
   if (!per_thread_ || sideband_ == nullptr) {
     return absl::FailedPreconditionError("counters were not opened per thread");
   }
+  // Everything published first, then what a stuck ring holds past its data_head (see
+  // RingBuffer::DrainUnpublished), all in time order.
+  sorter_->Drain(rings_, *sideband_);
+  const SampleFormat format = CounterSidebandFormat();
   size_t recovered = 0;
-  for (CounterRing& ring : rings_) {
-    ring.Drain(sideband_.get());
-    recovered += ring.DrainUnpublished(sideband_.get());
+  for (RingBuffer& ring : rings_) {
+    recovered += ring.DrainUnpublished(
+        [&format](std::span<const uint8_t> r) { return IsConsistentTaskRecord(r, format); },
+        [this](std::span<const uint8_t> r) { sorter_->Hold(r); });
   }
   if (recovered > 0) {
     Logger("sampler")->debug("{} side-band records recovered past data_head", recovered);
   }
-  sideband_->Finish();
+  sorter_->Flush(rings_, *sideband_);
   NP_ASSIGN_OR_RETURN(std::vector<std::vector<CounterValue>> totals, ReadEachTask());
   return sideband_->Build(totals, pid_, tids_);
 }

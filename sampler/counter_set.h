@@ -22,6 +22,8 @@
 #include "sampler/counter_value.h"
 #include "sampler/event_spec.h"
 #include "sampler/perf_event.h"
+#include "sampler/record_sorter.h"
+#include "sampler/ring_buffer.h"
 
 namespace nativeprof::sampler {
 
@@ -123,7 +125,8 @@ class CounterSet {
   std::vector<Slot> slots_;
   // Per-thread mode: one dummy event per CPU whose ring holds that CPU's side band.
   std::vector<ScopedFd> ring_fds_;
-  std::vector<CounterRing> rings_;
+  std::vector<RingBuffer> rings_;
+  std::unique_ptr<RecordSorter> sorter_;
   std::unique_ptr<CounterSideband> sideband_;
 };
 

@@ -1,31 +1,25 @@
 #include "sampler/counter_threads.h"
 
 #include <linux/perf_event.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
-#include <cstring>
 #include <utility>
-
-#include "absl/strings/str_cat.h"
-#include "base/errno_status.h"
 
 namespace nativeprof::sampler {
 namespace {
 
-template <typename T>
-bool ReadAt(std::span<const uint8_t> bytes, size_t offset, T* out) {
-  if (offset + sizeof(T) > bytes.size()) return false;
-  std::memcpy(out, bytes.data() + offset, sizeof(T));
-  return true;
-}
-
 uint64_t SaturatingSub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 }  // namespace
+
+SampleFormat CounterSidebandFormat() {
+  SampleFormat f;
+  f.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+  f.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID;
+  f.sample_id_all = true;
+  return f;
+}
 
 void AddCpuPart(const ReadFormatValues& part, ReadFormatValues* sum) {
   sum->value += part.value;
@@ -56,139 +50,61 @@ size_t CounterSideband::incomplete_tasks() const {
   return n;
 }
 
-void CounterSideband::OnRecord(std::span<const uint8_t> record) {
-  perf_event_header header;
-  if (!ReadAt(record, 0, &header) || header.size > record.size() ||
-      header.size < sizeof(header) + kCounterSampleIdSize) {
-    ++malformed_;
-    return;
-  }
-  record = record.first(header.size);
-  const size_t body = sizeof(perf_event_header);
-  const size_t body_end = record.size() - kCounterSampleIdSize;
-  Queued q;
-  q.type = header.type;
-  ReadAt(record, body_end + 8, &q.time);  // sample_id: pid, tid, time
-  uint32_t pid = 0, tid = 0;
-  bool complete = false;
-  switch (header.type) {
-    case PERF_RECORD_READ: {
-      if (body_end < body + 8) break;
-      ReadAt(record, body, &pid);
-      ReadAt(record, body + 4, &tid);
-      absl::StatusOr<ReadFormatValues> values = ParseReadFormat(
-          record.subspan(body + 8, body_end - (body + 8)), /*with_id=*/true);
-      if (!values.ok()) break;
-      auto it = target_by_id_.find(values->id);
-      if (it == target_by_id_.end()) return;  // not one of ours
-      q.event_index = it->second.event;
-      q.owner = it->second.owner;
-      q.values = *values;
-      complete = true;
-      break;
-    }
-    case PERF_RECORD_COMM: {
-      if (body_end < body + 8) break;
-      ReadAt(record, body, &pid);
-      ReadAt(record, body + 4, &tid);
-      const char* name = reinterpret_cast<const char*>(record.data() + body + 8);
-      q.comm.assign(name, strnlen(name, body_end - (body + 8)));
-      complete = true;
-      break;
-    }
-    case PERF_RECORD_FORK: {
-      uint32_t ppid = 0, ptid = 0;
-      if (body_end < body + 16) break;
-      ReadAt(record, body, &pid);
-      ReadAt(record, body + 4, &ppid);
-      ReadAt(record, body + 8, &tid);
-      ReadAt(record, body + 12, &ptid);
-      q.ptid = static_cast<pid_t>(ptid);
-      complete = true;
-      break;
-    }
-    case PERF_RECORD_LOST: {
-      uint64_t id = 0, lost = 0;
-      if (body_end < body + 16) break;
-      ReadAt(record, body, &id);
-      ReadAt(record, body + 8, &lost);
-      lost_ += lost;
-      return;
-    }
-    default:
-      return;  // EXIT and other side-band records are irrelevant to counting
-  }
-  if (!complete) {
-    ++malformed_;
-    return;
-  }
-  q.pid = static_cast<pid_t>(pid);
-  q.tid = static_cast<pid_t>(tid);
-  newest_seen_ = std::max(newest_seen_, q.time);
-  queued_.push_back(std::move(q));
-}
-
-void CounterSideband::EndRound() {
-  ApplyQueuedUpTo(applied_limit_);
-  applied_limit_ = newest_seen_;
-}
-
-void CounterSideband::Finish() { ApplyQueuedUpTo(UINT64_MAX); }
-
 void CounterSideband::NameTask(pid_t tid, std::string comm) {
   comm_by_tid_[tid] = std::move(comm);
 }
 
-void CounterSideband::ApplyQueuedUpTo(uint64_t time) {
-  // FORK and COMM of one task, and its READs, can sit in different CPUs' rings; applying them in
-  // time order gives each task the name it had when it exited, and a reused tid a new row.
-  std::stable_sort(queued_.begin(), queued_.end(),
-                   [](const Queued& a, const Queued& b) { return a.time < b.time; });
-  auto end = std::partition_point(queued_.begin(), queued_.end(),
-                                  [time](const Queued& q) { return q.time <= time; });
-  for (auto it = queued_.begin(); it != end; ++it) Apply(*it);
-  queued_.erase(queued_.begin(), end);
+// FORK and COMM of one task, and its READs, can sit in different CPUs' rings; the sorter
+// delivers them in time order, which gives each task the name it had when it exited, and a
+// reused tid a new row.
+void CounterSideband::OnTask(const TaskView& task) {
+  if (task.exit) return;  // READ records say when a task is done
+  const pid_t tid = static_cast<pid_t>(task.tid);
+  // A new task starts with its creator's name; only prctl/exec changes it (COMM records).
+  auto parent = comm_by_tid_.find(static_cast<pid_t>(task.ptid));
+  if (parent != comm_by_tid_.end()) {
+    std::string name = parent->second;
+    comm_by_tid_[tid] = std::move(name);
+  }
+  task_by_tid_.erase(tid);
+  awaiting_read_.insert(tid);
 }
 
-void CounterSideband::Apply(const Queued& q) {
-  switch (q.type) {
-    case PERF_RECORD_FORK: {
-      // A new task starts with its creator's name; only prctl/exec changes it (COMM records).
-      auto parent = comm_by_tid_.find(q.ptid);
-      if (parent != comm_by_tid_.end()) {
-        std::string name = parent->second;
-        comm_by_tid_[q.tid] = std::move(name);
-      }
-      task_by_tid_.erase(q.tid);
-      awaiting_read_.insert(q.tid);
-      return;
-    }
-    case PERF_RECORD_COMM:
-      comm_by_tid_[q.tid] = q.comm;
-      return;
-    case PERF_RECORD_READ: {
-      auto [it, inserted] = task_by_tid_.try_emplace(q.tid, tasks_.size());
-      if (inserted) {
-        Task task;
-        task.pid = q.pid;
-        task.tid = q.tid;
-        task.owner = q.owner;
-        auto comm = comm_by_tid_.find(q.tid);
-        if (comm != comm_by_tid_.end()) task.comm = comm->second;
-        task.reads.resize(events_.size());
-        task.parts.resize(events_.size());
-        tasks_.push_back(std::move(task));
-      }
-      std::optional<ReadFormatValues>& sum = tasks_[it->second].reads[q.event_index];
-      if (!sum.has_value()) sum.emplace();
-      AddCpuPart(q.values, &*sum);
-      ++tasks_[it->second].parts[q.event_index];
-      awaiting_read_.erase(q.tid);
-      return;
-    }
-    default:
-      return;
+void CounterSideband::OnComm(const CommView& comm) {
+  comm_by_tid_[static_cast<pid_t>(comm.tid)] = std::string(comm.comm);
+}
+
+void CounterSideband::OnLost(const LostView& lost) {
+  // LOST_SAMPLES counts samples; the counting events take none.
+  if (!lost.samples_only) lost_ += lost.lost;
+}
+
+void CounterSideband::OnRead(const ReadView& read) {
+  auto target = target_by_id_.find(read.id);
+  if (target == target_by_id_.end()) return;  // not one of ours
+  const pid_t tid = static_cast<pid_t>(read.tid);
+  auto [it, inserted] = task_by_tid_.try_emplace(tid, tasks_.size());
+  if (inserted) {
+    Task task;
+    task.pid = static_cast<pid_t>(read.pid);
+    task.tid = tid;
+    task.owner = target->second.owner;
+    auto comm = comm_by_tid_.find(tid);
+    if (comm != comm_by_tid_.end()) task.comm = comm->second;
+    task.reads.resize(events_.size());
+    task.parts.resize(events_.size());
+    tasks_.push_back(std::move(task));
   }
+  const size_t event = target->second.event;
+  std::optional<ReadFormatValues>& sum = tasks_[it->second].reads[event];
+  if (!sum.has_value()) sum.emplace();
+  AddCpuPart({.value = read.value,
+              .time_enabled = read.time_enabled,
+              .time_running = read.time_running,
+              .id = read.id},
+             &*sum);
+  ++tasks_[it->second].parts[event];
+  awaiting_read_.erase(tid);
 }
 
 std::vector<ThreadCounters> CounterSideband::Build(
@@ -263,86 +179,6 @@ std::vector<ThreadCounters> CounterSideband::Build(
     return std::pair(a.pid, a.tid) < std::pair(b.pid, b.tid);
   });
   return out;
-}
-
-absl::StatusOr<CounterRing> CounterRing::Map(int fd, size_t data_pages) {
-  if (data_pages == 0 || (data_pages & (data_pages - 1)) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ring size must be a power of two pages, got ", data_pages));
-  }
-  const size_t page_size = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  const size_t length = (1 + data_pages) * page_size;
-  void* addr = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (addr == MAP_FAILED) return ErrnoError("mmap counter ring");
-  return CounterRing(ScopedMmap(addr, length), page_size, data_pages * page_size);
-}
-
-CounterRing::CounterRing(ScopedMmap map, size_t page_size, size_t data_size)
-    : map_(std::move(map)),
-      page_size_(page_size),
-      data_size_(data_size),
-      reader_(static_cast<perf_event_mmap_page*>(map_.get()),
-              static_cast<uint8_t*>(map_.get()) + page_size, data_size) {}
-
-void CounterRing::Drain(CounterSideband* sideband) {
-  reader_.Drain([sideband](std::span<const uint8_t> record) { sideband->OnRecord(record); });
-}
-
-namespace {
-
-// A record found past data_head is trusted only if its type is one the counting events write
-// and its sample_id trailer names the task the body names (two CPUs that wrote into the same
-// space leave records that fail this).
-bool PlausibleUnpublishedRecord(std::span<const uint8_t> record) {
-  perf_event_header header;
-  std::memcpy(&header, record.data(), sizeof(header));
-  uint32_t sample_tid = 0;
-  ReadAt(record, record.size() - kCounterSampleIdSize + 4, &sample_tid);
-  const size_t body = sizeof(header);
-  uint32_t tid = 0;
-  switch (header.type) {
-    case PERF_RECORD_READ:
-    case PERF_RECORD_COMM:
-      ReadAt(record, body + 4, &tid);  // pid, tid
-      return tid == sample_tid;
-    case PERF_RECORD_FORK:
-      ReadAt(record, body + 12, &tid);  // pid, ppid, tid, ptid: written by the creator
-      return tid == sample_tid;
-    case PERF_RECORD_EXIT:
-      ReadAt(record, body + 8, &tid);  // pid, ppid, tid, ptid: written by the exiting task
-      return tid == sample_tid;
-    default:
-      return false;
-  }
-}
-
-}  // namespace
-
-size_t CounterRing::DrainUnpublished(CounterSideband* sideband) {
-  auto* meta = static_cast<perf_event_mmap_page*>(map_.get());
-  const uint8_t* data = static_cast<const uint8_t*>(map_.get()) + page_size_;
-  uint64_t pos = meta->data_tail;
-  size_t recovered = 0;
-  // Only the first lap: there the bytes past data_head were zero until the kernel wrote a record,
-  // so a plausible record cannot be a stale one from an earlier lap. Records are 8-byte aligned;
-  // after a damaged one, step to the next aligned header that checks out.
-  while (pos + sizeof(perf_event_header) + kCounterSampleIdSize <= data_size_) {
-    perf_event_header header;
-    std::memcpy(&header, data + pos, sizeof(header));
-    if (header.size >= sizeof(header) + kCounterSampleIdSize && header.size % 8 == 0 &&
-        pos + header.size <= data_size_) {
-      std::span<const uint8_t> record(data + pos, header.size);
-      if (PlausibleUnpublishedRecord(record)) {
-        sideband->OnRecord(record);
-        pos += header.size;
-        ++recovered;
-        continue;
-      }
-    }
-    pos += 8;
-  }
-  if (recovered > 0) __atomic_store_n(&meta->data_tail, pos, __ATOMIC_RELEASE);
-  return recovered;
 }
 
 }  // namespace nativeprof::sampler

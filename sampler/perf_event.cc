@@ -1,6 +1,7 @@
 #include "sampler/perf_event.h"
 
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -43,6 +44,10 @@ perf_event_attr MakeSamplingAttr(const SamplingAttrOptions& o) {
   attr.task = 1;
   attr.sample_id_all = 1;
   attr.build_id = o.build_id ? 1 : 0;
+  if (o.monotonic_clock) {
+    attr.use_clockid = 1;
+    attr.clockid = CLOCK_MONOTONIC;
+  }
   if (o.wakeup_bytes > 0) {
     attr.watermark = 1;
     attr.wakeup_watermark = o.wakeup_bytes;

@@ -29,6 +29,9 @@ struct SamplingAttrOptions {
   bool inherit = true;           // follow threads and children
   bool enable_on_exec = true;    // start counting when the forked child execs
   bool build_id = true;          // MMAP2 carries build-ids (Linux 5.12+)
+  // Record times in CLOCK_MONOTONIC (use_clockid, Linux 4.1+), comparable with clock_gettime:
+  // lets the record sorter deliver most records in the drain that reads them.
+  bool monotonic_clock = true;
   uint32_t wakeup_bytes = 0;     // poll() wakes when this many bytes are ready; 0 = every sample
 };
 

@@ -1,6 +1,7 @@
 #include "sampler/record_parser.h"
 
 #include <linux/perf_event.h>
+#include <time.h>
 
 #include <cstring>
 
@@ -207,12 +208,45 @@ uint64_t RecordTime(std::span<const uint8_t> record, const SampleFormat& f) {
   return t;
 }
 
+bool IsConsistentTaskRecord(std::span<const uint8_t> record, const SampleFormat& f) {
+  if (!f.sample_id_all || !(f.sample_type & PERF_SAMPLE_TID)) return false;
+  if (record.size() < sizeof(perf_event_header)) return false;
+  perf_event_header hdr;
+  std::memcpy(&hdr, record.data(), sizeof(hdr));
+  const size_t id_size = SampleIdSize(f.sample_type);
+  // Where the body names the writing task: the tid of {pid, tid} in COMM and READ; of
+  // {pid, ppid, tid, ptid}, ptid in FORK (the creator writes it) and tid in EXIT (the exiting
+  // task does).
+  size_t tid_offset;
+  switch (hdr.type) {
+    case PERF_RECORD_READ:
+    case PERF_RECORD_COMM:
+      tid_offset = 4;
+      break;
+    case PERF_RECORD_FORK:
+      tid_offset = 12;
+      break;
+    case PERF_RECORD_EXIT:
+      tid_offset = 8;
+      break;
+    default:
+      return false;
+  }
+  if (hdr.size > record.size() || hdr.size < sizeof(hdr) + id_size + tid_offset + 4) return false;
+  const uint8_t* body_end = record.data() + hdr.size - id_size;
+  const SampleId id = ReadSampleId(Cursor(body_end, record.data() + hdr.size), f.sample_type);
+  uint32_t tid = 0;
+  std::memcpy(&tid, record.data() + sizeof(hdr) + tid_offset, sizeof(tid));
+  return tid == id.tid;
+}
+
 SampleFormat SampleFormat::FromAttr(const perf_event_attr& attr) {
   SampleFormat f;
   f.sample_type = attr.sample_type;
   f.regs_user_mask = attr.sample_regs_user;
   f.read_format = attr.read_format;
   f.sample_id_all = attr.sample_id_all != 0;
+  f.monotonic_clock = attr.use_clockid != 0 && attr.clockid == CLOCK_MONOTONIC;
   return f;
 }
 
@@ -309,6 +343,22 @@ absl::StatusOr<ParseOutcome> ParseRecord(std::span<const uint8_t> record, const 
       l.samples_only = true;
       if (!c.ok()) return Truncated(hdr.type);
       sink.OnLost(l);
+      return ParseOutcome::kDelivered;
+    }
+    case PERF_RECORD_READ: {
+      // A group read lists every member; nativeprof opens no groups, so it is not ours.
+      if (f.read_format & PERF_FORMAT_GROUP) return ParseOutcome::kIgnored;
+      ReadView r;
+      r.pid = c.Read<uint32_t>();
+      r.tid = c.Read<uint32_t>();
+      r.value = c.Read<uint64_t>();
+      if (f.read_format & PERF_FORMAT_TOTAL_TIME_ENABLED) r.time_enabled = c.Read<uint64_t>();
+      if (f.read_format & PERF_FORMAT_TOTAL_TIME_RUNNING) r.time_running = c.Read<uint64_t>();
+      if (f.read_format & PERF_FORMAT_ID) r.id = c.Read<uint64_t>();
+      if (f.read_format & PERF_FORMAT_LOST) c.Skip(8);
+      if (!c.ok()) return Truncated(hdr.type);
+      r.time_ns = id.time;
+      sink.OnRead(r);
       return ParseOutcome::kDelivered;
     }
     case PERF_RECORD_THROTTLE:

@@ -20,6 +20,9 @@ struct SampleFormat {
   uint64_t regs_user_mask = 0;
   uint64_t read_format = 0;
   bool sample_id_all = true;
+  // Record times are CLOCK_MONOTONIC (attr.use_clockid), comparable with clock_gettime; else
+  // the kernel's perf clock, comparable only with each other.
+  bool monotonic_clock = false;
 
   static SampleFormat FromAttr(const perf_event_attr& attr);
 };
@@ -36,6 +39,11 @@ absl::StatusOr<ParseOutcome> ParseRecord(std::span<const uint8_t> record, const 
 // The record's timestamp (PERF_SAMPLE_TIME, from the sample body or the sample_id trailer), or 0
 // when it has none or is too short. Used to merge per-CPU rings in time order.
 uint64_t RecordTime(std::span<const uint8_t> record, const SampleFormat& format);
+
+// For records found past a ring's published data_head (RingBuffer::DrainUnpublished): true
+// when `record` is a whole task record (COMM, FORK, EXIT or READ) whose sample_id trailer names
+// the task its body names. Two CPUs that wrote into the same space leave records that fail this.
+bool IsConsistentTaskRecord(std::span<const uint8_t> record, const SampleFormat& format);
 
 }  // namespace nativeprof::sampler
 

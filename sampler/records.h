@@ -68,6 +68,19 @@ struct LostView {
   bool samples_only = false;  // LOST_SAMPLES: samples the kernel could not even generate
 };
 
+// PERF_RECORD_READ: an inherited counting event's final value, written when the task that
+// inherited it exits (attr.inherit_stat). Non-group read_format only; fields the event's
+// read_format lacks are zero.
+struct ReadView {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t value = 0;
+  uint64_t time_enabled = 0;
+  uint64_t time_running = 0;
+  uint64_t id = 0;                       // PERF_FORMAT_ID: which event (PERF_EVENT_IOC_ID)
+  uint64_t time_ns = 0;                  // from sample_id_all
+};
+
 // PERF_RECORD_THROTTLE / UNTHROTTLE.
 struct ThrottleView {
   bool throttled = false;
@@ -84,6 +97,7 @@ class RecordSink {
   virtual void OnTask(const TaskView& task) = 0;
   virtual void OnLost(const LostView& lost) = 0;
   virtual void OnThrottle(const ThrottleView& throttle) {}
+  virtual void OnRead(const ReadView& read) {}
 };
 
 }  // namespace nativeprof::sampler

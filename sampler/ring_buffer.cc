@@ -99,4 +99,26 @@ void RingBuffer::EndRead() {
   __atomic_store_n(&meta_->data_tail, tail_, __ATOMIC_RELEASE);
 }
 
+size_t RingBuffer::DrainUnpublished(absl::FunctionRef<bool(std::span<const uint8_t>)> plausible,
+                                    absl::FunctionRef<void(std::span<const uint8_t>)> fn) {
+  uint64_t pos = meta_->data_tail;
+  size_t recovered = 0;
+  while (pos + sizeof(perf_event_header) <= data_size_) {
+    perf_event_header header;
+    std::memcpy(&header, data_ + pos, sizeof(header));
+    if (header.size > sizeof(header) && header.size % 8 == 0 && pos + header.size <= data_size_) {
+      std::span<const uint8_t> record(data_ + pos, header.size);
+      if (plausible(record)) {
+        fn(record);
+        pos += header.size;
+        ++recovered;
+        continue;
+      }
+    }
+    pos += 8;
+  }
+  if (recovered > 0) __atomic_store_n(&meta_->data_tail, pos, __ATOMIC_RELEASE);
+  return recovered;
+}
+
 }  // namespace nativeprof::sampler

@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "base/scoped_fd.h"
 
@@ -67,6 +68,16 @@ class RingBuffer {
     stats_ = {};
     return s;
   }
+
+  // For after every writer is done (the target exited): hands `fn` the records the kernel wrote
+  // past the published data_head. Concurrent writers on several CPUs can leave a ring's nesting
+  // count stuck, after which the kernel keeps writing records but never publishes data_head
+  // again. Reads only the ring's first lap, where the bytes past data_head were zero until the
+  // kernel wrote a record, so a record found there cannot be a stale one from an earlier lap;
+  // takes a candidate only when `plausible(record)` agrees and otherwise steps to the next
+  // 8-byte-aligned header. Publishes the tail past what it recovered; returns how many.
+  size_t DrainUnpublished(absl::FunctionRef<bool(std::span<const uint8_t>)> plausible,
+                          absl::FunctionRef<void(std::span<const uint8_t>)> fn);
 
   bool HasData() const {
     return __atomic_load_n(&meta_->data_head, __ATOMIC_ACQUIRE) != meta_->data_tail;

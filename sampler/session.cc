@@ -58,7 +58,8 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
 
   // Probe with the first (task, CPU) pair and degrade on purpose, as perf does: an unsupported
   // hardware event becomes cpu-clock; kernel sampling that paranoia forbids becomes user-only;
-  // a kernel without MMAP2 build-ids (< 5.12) gets plain MMAP2.
+  // a kernel without MMAP2 build-ids (< 5.12) gets plain MMAP2, and one without use_clockid
+  // (< 4.1) the perf clock.
   absl::StatusOr<ScopedFd> first;
   while (true) {
     attr_ = MakeSamplingAttr(sampling);
@@ -83,9 +84,14 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
       sampling.build_id = false;
       continue;
     }
+    if (absl::IsInvalidArgument(first.status()) && sampling.monotonic_clock) {
+      sampling.monotonic_clock = false;
+      continue;
+    }
     return first.status();
   }
   format_ = SampleFormat::FromAttr(attr_);
+  sorter_ = std::make_unique<RecordSorter>(format_, RecordSorter::RingOrder::kTimeOrdered);
 
   for (size_t c = 0; c < cpus.size(); ++c) {
     ScopedFd fd;
@@ -161,35 +167,24 @@ bool Session::Poll(std::span<pollfd> extra, int timeout_ms) {
 }
 
 void Session::Drain(RecordSink& sink) {
-  for (RingBuffer& ring : rings_) ring.BeginRead();
-  // k-way merge by timestamp: each ring is in time order, so repeatedly take the oldest head.
-  // The views stay in the rings (no copy); only wrapped records go through a ring's scratch.
-  while (true) {
-    RingBuffer* oldest = nullptr;
-    uint64_t oldest_time = 0;
-    std::span<const uint8_t> oldest_record;
-    for (RingBuffer& ring : rings_) {
-      std::span<const uint8_t> r = ring.Peek();
-      if (r.empty()) continue;
-      uint64_t t = RecordTime(r, format_);
-      if (oldest == nullptr || t < oldest_time) {
-        oldest = &ring;
-        oldest_time = t;
-        oldest_record = r;
-      }
-    }
-    if (oldest == nullptr) break;
-    absl::StatusOr<ParseOutcome> outcome = ParseRecord(oldest_record, format_, sink);
-    if (!outcome.ok()) ++stats_.parse_errors;
-    oldest->Advance();
-  }
+  sorter_->Drain(rings_, sink);
+  AddRingStats();
+}
+
+void Session::Flush(RecordSink& sink) {
+  sorter_->Flush(rings_, sink);
+  AddRingStats();
+}
+
+void Session::AddRingStats() {
   for (RingBuffer& ring : rings_) {
-    ring.EndRead();
     RingBuffer::DrainStats s = ring.TakeStats();
     stats_.records += s.records;
     stats_.bytes += s.bytes;
     stats_.corrupt_batches += s.corrupt;
   }
+  stats_.parse_errors = sorter_->parse_errors();
+  stats_.peak_held_bytes = sorter_->peak_held_bytes();
 }
 
 }  // namespace nativeprof::sampler

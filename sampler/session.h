@@ -19,6 +19,7 @@
 #include "base/scoped_fd.h"
 #include "sampler/perf_event.h"
 #include "sampler/record_parser.h"
+#include "sampler/record_sorter.h"
 #include "sampler/records.h"
 #include "sampler/ring_buffer.h"
 
@@ -40,6 +41,7 @@ struct SessionStats {
   uint64_t bytes = 0;
   uint64_t corrupt_batches = 0;  // ring batches skipped because a header was impossible
   uint64_t parse_errors = 0;     // records shorter than their fields (kDataLoss)
+  uint64_t peak_held_bytes = 0;  // most record bytes the sorter held back at once
 };
 
 class Session {
@@ -67,8 +69,13 @@ class Session {
   // returns at once forever; it is still drained. Returns false on EINTR (caller re-checks state).
   bool Poll(std::span<pollfd> extra, int timeout_ms);
 
-  // Delivers every record now in the rings, merged by timestamp across CPUs.
+  // Delivers the records now in the rings, in time order across CPUs, except the newest, which
+  // a ring not yet read to its end could still precede: those are held for the next Drain (see
+  // RecordSorter).
   void Drain(RecordSink& sink);
+  // The last drain, once the target is gone or sampling stopped: delivers everything, held
+  // records included.
+  void Flush(RecordSink& sink);
 
   const SessionStats& stats() const { return stats_; }
 
@@ -89,6 +96,7 @@ class Session {
  private:
   Session() = default;
   absl::Status OpenAll(const SessionOptions& options);
+  void AddRingStats();
 
   EventSpec event_;
   perf_event_attr attr_{};
@@ -98,6 +106,7 @@ class Session {
   std::vector<std::string> notes_;
   std::vector<ScopedFd> fds_;      // every event; fds_[i] for i < rings_.size() own the rings
   std::vector<RingBuffer> rings_;  // one per CPU
+  std::unique_ptr<RecordSorter> sorter_;
   std::vector<pollfd> pollfds_;    // scratch: rings then extras
   std::vector<bool> hung_up_;      // per ring: its fd reported POLLHUP/POLLERR
   SessionStats stats_;

@@ -255,7 +255,7 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
     if (std::chrono::steady_clock::now() >= deadline) break;
   }
   (void)(*session)->Disable();
-  (*session)->Drain(collector);
+  (*session)->Flush(collector);
   state.duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   state.exit_code = kExitOk;
@@ -381,7 +381,7 @@ int RunRecording(const RecordOptions& o) {
   }
   const auto end = std::chrono::steady_clock::now();
   // Records of the last moments may still sit below the wakeup mark.
-  (*session)->Drain(collector);
+  (*session)->Flush(collector);
   state.duration_seconds = std::chrono::duration<double>(end - start).count();
   state.exit_code = wait_status.has_value() ? sampler::ExitCodeFromWaitStatus(*wait_status)
                                             : 128 + SIGINT;

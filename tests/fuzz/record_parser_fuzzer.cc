@@ -1,20 +1,22 @@
 // libFuzzer target for the perf record path: ParseRecord on arbitrary bytes under a SampleFormat
 // derived from the input, then the same bytes laid into a fake ring (RingImage) at an
-// input-chosen position and drained record by record into the parser and into the side-band
-// reader of `stat --per-thread` (CounterSideband, which reads READ/COMM/FORK/LOST records by
-// offset). Input layout:
+// input-chosen position and drained record by record into the parser, into the side band of
+// `stat --per-thread` (CounterSideband, fed by the parser with the side band's layout), and the
+// recovery of unpublished records; then through both kinds of RecordSorter. Input layout:
 //   [0..1] sample_type selector (one bit per field nativeprof uses)  [2] regs mask width
 //   [3] read_format bits  [4] flags (bit 0: sample_id_all)  [5] ring position  [6..7] reserved
 //   [8..] record bytes
 #include <linux/perf_event.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "sampler/counter_threads.h"
 #include "sampler/event_spec.h"
 #include "sampler/record_parser.h"
+#include "sampler/record_sorter.h"
 #include "sampler/records.h"
 #include "sampler/ring_buffer.h"
 #include "tests/testing/record_builder.h"
@@ -59,6 +61,9 @@ class TouchingSink : public nativeprof::sampler::RecordSink {
   void OnTask(const TaskView& t) override { sum_ += t.pid + t.tid + t.time_ns; }
   void OnLost(const LostView& l) override { sum_ += l.lost; }
   void OnThrottle(const ThrottleView& t) override { sum_ += t.time_ns; }
+  void OnRead(const nativeprof::sampler::ReadView& r) override {
+    sum_ += r.value + r.time_enabled + r.time_running + r.id + r.time_ns;
+  }
   uint64_t sum() const { return sum_; }
 
  private:
@@ -111,10 +116,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         delivered_bytes += record.size();
         (void)nativeprof::sampler::ParseRecord(record, f, sink);
         (void)nativeprof::sampler::RecordTime(record, f);
-        sideband.OnRecord(record);
+        (void)nativeprof::sampler::ParseRecord(
+            record, nativeprof::sampler::CounterSidebandFormat(), sideband);
+        (void)nativeprof::sampler::IsConsistentTaskRecord(record, f);
       });
-  sideband.EndRound();
-  sideband.Finish();
   (void)sideband.incomplete_tasks();
   // The per-thread table splits a total over what the records said exited: any values.
   const std::vector<std::vector<nativeprof::sampler::CounterValue>> totals = {
@@ -126,6 +131,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (image.tail() != image.head()) __builtin_trap();
   if (stats.bytes != delivered_bytes || stats.bytes > size) __builtin_trap();
   if (stats.corrupt > 1) __builtin_trap();
+  // The bytes as if the kernel had stopped publishing them.
+  image.SetTail(image.head() - std::min<uint64_t>(image.head(), size));
+  image.SetHead(image.tail());
+  (void)ring.DrainUnpublished(
+      [&f](std::span<const uint8_t> r) { return nativeprof::sampler::IsConsistentTaskRecord(r, f); },
+      [&](std::span<const uint8_t> r) { (void)nativeprof::sampler::ParseRecord(r, f, sink); });
+
+  // Both sorters over a fresh image of the same bytes: a drain, a record held by hand, a flush.
+  using nativeprof::sampler::RecordSorter;
+  for (RecordSorter::RingOrder order :
+       {RecordSorter::RingOrder::kTimeOrdered, RecordSorter::RingOrder::kUnordered}) {
+    nativeprof::testing::RingImage sorted_image(ring_size, (position * uint64_t{8}) % ring_size);
+    if (!sorted_image.Append(bytes)) __builtin_trap();
+    std::vector<nativeprof::sampler::RingBuffer> rings;
+    rings.push_back(sorted_image.Reader());
+    RecordSorter sorter(f, order);
+    sorter.Drain(rings, sink);
+    if (size >= 8 && size % 8 == 0) sorter.Hold(bytes);
+    sorter.Flush(rings, sink);
+    if (sorter.held_records() != 0) __builtin_trap();
+    if (sorted_image.tail() != sorted_image.head()) __builtin_trap();
+  }
   static volatile uint64_t keep;
   keep = sink.sum();
   return 0;

@@ -220,6 +220,36 @@ class TaskBuilder : public TrailerSetters<TaskBuilder<kType>> {
 using ForkBuilder = TaskBuilder<PERF_RECORD_FORK>;
 using ExitBuilder = TaskBuilder<PERF_RECORD_EXIT>;
 
+// PERF_RECORD_READ: {pid, tid}, then the non-group values read_format asks for (value,
+// [enabled], [running], [id], [lost]).
+class ReadBuilder : public TrailerSetters<ReadBuilder> {
+ public:
+  explicit ReadBuilder(const sampler::SampleFormat& format) : TrailerSetters(format) {}
+  ReadBuilder& Pid(uint32_t v) { pid_ = v; return *this; }
+  ReadBuilder& Tid(uint32_t v) { tid_ = v; return *this; }
+  ReadBuilder& Value(uint64_t v) { value_ = v; return *this; }
+  ReadBuilder& Enabled(uint64_t v) { enabled_ = v; return *this; }
+  ReadBuilder& Running(uint64_t v) { running_ = v; return *this; }
+  ReadBuilder& EventId(uint64_t v) { event_id_ = v; return *this; }
+  RecordBytes Build() const {
+    RecordWriter w(PERF_RECORD_READ, misc_);
+    w.U32(pid_);
+    w.U32(tid_);
+    w.U64(value_);
+    const uint64_t rf = format_.read_format;
+    if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) w.U64(enabled_);
+    if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) w.U64(running_);
+    if (rf & PERF_FORMAT_ID) w.U64(event_id_);
+    if (rf & PERF_FORMAT_LOST) w.U64(0);
+    id_.Append(format_, pid_, tid_, w);
+    return w.Finish();
+  }
+
+ private:
+  uint32_t pid_ = 0, tid_ = 0;
+  uint64_t value_ = 0, enabled_ = 0, running_ = 0, event_id_ = 0;
+};
+
 // PERF_RECORD_LOST ({id, lost}) or, with SamplesOnly(), PERF_RECORD_LOST_SAMPLES ({lost}).
 class LostBuilder : public TrailerSetters<LostBuilder> {
  public:

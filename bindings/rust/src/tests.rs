@@ -209,7 +209,9 @@ fn region_profile_names_the_burning_function_in_every_format() {
         .iter()
         .find(|c| c.name == "task-clock")
         .expect("task-clock");
-    assert!(task_clock.value.unwrap() >= 0.4e9, "{task_clock:?}");
+    // The region burns 400 ms of this thread's CPU time (CLOCK_THREAD_CPUTIME_ID); task-clock,
+    // enabled and disabled around it, has been seen 30 us short of that on a busy machine.
+    assert!(task_clock.value.unwrap() >= 0.38e9, "{task_clock:?}");
     for c in counters.iter().filter(|c| c.value.is_none()) {
         assert!(
             table

@@ -73,7 +73,9 @@ TEST_F(CargoNativeprofTest, BinaryIsBuiltWithLineTablesAndRecorded) {
   CommandResult r = CargoNativeprof(dir_, {"--bin", "hotbin", "--", "1.5"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   FoldedProfile p = Folded("nativeprof-hotbin.folded");
-  ASSERT_GT(p.total(), 500u) << r.err;
+  // hotbin burns 1.5 s of wall time, ~1500 samples when it has a CPU to itself; a busy 2-core
+  // machine gives it less.
+  ASSERT_GT(p.total(), 200u) << r.err;
   EXPECT_GT(p.TotalShare("hotlib::fnv_checksum"), 0.9) << r.err;
   // The release profile has no debug info; inline frames prove line tables were switched on.
   uint64_t inlined = 0;

@@ -10,6 +10,9 @@
 #include <vector>
 
 #include "base/scoped_fd.h"
+#include "sampler/record_sorter.h"
+#include "sampler/ring_buffer.h"
+#include "tests/testing/record_builder.h"
 #include "tests/testing/test_support.h"
 
 namespace nativeprof::sampler {
@@ -17,8 +20,9 @@ namespace {
 
 // Byte-exact builders for the side-band records the kernel writes: body, then the sample_id
 // trailer {pid, tid, time} that sample_id_all with PERF_SAMPLE_TID | PERF_SAMPLE_TIME appends.
+constexpr size_t kSampleIdSize = 16;
 std::vector<uint8_t> Record(uint32_t type, const std::vector<uint8_t>& body, uint64_t time) {
-  const size_t size = sizeof(perf_event_header) + body.size() + kCounterSampleIdSize;
+  const size_t size = sizeof(perf_event_header) + body.size() + kSampleIdSize;
   perf_event_header h{type, 0, static_cast<uint16_t>(size)};
   std::vector<uint8_t> out(size, 0);  // the trailer's pid and tid stay 0
   std::memcpy(out.data(), &h, sizeof(h));
@@ -61,7 +65,11 @@ class CounterSidebandTest : public ::testing::Test {
       : events_(*ParseEventList("task-clock,page-faults,cycles")),
         sideband_(events_, 1, {{.event = 0, .owner = 0, .id = 101},
                                {.event = 1, .owner = 0, .id = 102}}) {}
-  void Feed(const std::vector<uint8_t>& record) { sideband_.OnRecord(record); }
+  void Feed(const std::vector<uint8_t>& record) { EXPECT_TRUE(Feed(sideband_, record).ok()); }
+  // As the sorter delivers a record: parsed with the side band's layout.
+  static absl::Status Feed(CounterSideband& sideband, const std::vector<uint8_t>& record) {
+    return ParseRecord(record, CounterSidebandFormat(), sideband).status();
+  }
   std::vector<CounterValue> Totals(uint64_t clock, uint64_t faults) {
     return {MakeCounterValue(events_[0], clock, clock, clock),
             MakeCounterValue(events_[1], faults, clock, clock),
@@ -86,7 +94,6 @@ TEST_F(CounterSidebandTest, SplitsTotalsIntoExitedThreadsAndMainRemainder) {
   Feed(ReadRecord(5, 100, 200, 4, 30'000'000, 30'000'000, 102));
   Feed(ReadRecord(6, 100, 300, 60'000'000, 60'000'000, 60'000'000, 101));
   Feed(ReadRecord(6, 100, 300, 6, 60'000'000, 60'000'000, 102));
-  sideband_.Finish();
   std::vector<ThreadCounters> rows = Build(sideband_, Totals(100'000'000, 110), 100);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].tid, 100);
@@ -111,7 +118,8 @@ TEST_F(CounterSidebandTest, SplitsTotalsIntoExitedThreadsAndMainRemainder) {
 }
 
 // Each CPU's ring is drained in turn, so a thread's COMM (written on the CPU it ran on) can be
-// read before the FORK its creator wrote on another CPU. Time order decides.
+// read before the FORK its creator wrote on another CPU, and a READ written from another CPU can
+// sit among a ring's older records. The sorter puts them in time order.
 TEST_F(CounterSidebandTest, RecordsFromSeveralRingsApplyInTimeOrder) {
   // Two CPUs: task-clock is 101 on CPU 0 and 201 on CPU 1.
   CounterSideband two_cpus(events_, 2,
@@ -119,17 +127,24 @@ TEST_F(CounterSidebandTest, RecordsFromSeveralRingsApplyInTimeOrder) {
                             {.event = 0, .owner = 0, .id = 201},
                             {.event = 1, .owner = 0, .id = 102},
                             {.event = 1, .owner = 0, .id = 202}});
-  two_cpus.OnRecord(CommRecord(30, 100, 200, "worker"));       // CPU 1's ring
-  two_cpus.OnRecord(ReadRecord(90, 100, 200, 7, 9, 9, 201));   // CPU 1's ring
-  two_cpus.OnRecord(ReadRecord(90, 100, 200, 1, 9, 9, 202));   // CPU 1's ring
-  two_cpus.OnRecord(CommRecord(10, 100, 100, "app"));          // CPU 0's ring
-  two_cpus.OnRecord(ForkRecord(20, 100, 100, 200, 100));       // CPU 0's ring
-  two_cpus.OnRecord(ReadRecord(90, 100, 200, 3, 9, 0, 101));   // CPU 0's ring
-  two_cpus.Finish();
+  testing::RingImage cpu0(4096, 0), cpu1(4096, 0);
+  std::vector<RingBuffer> rings;
+  rings.push_back(cpu0.Reader());
+  rings.push_back(cpu1.Reader());
+  RecordSorter sorter(CounterSidebandFormat(), RecordSorter::RingOrder::kUnordered);
+  ASSERT_TRUE(cpu1.Append(CommRecord(30, 100, 200, "worker")));
+  ASSERT_TRUE(cpu1.Append(ReadRecord(90, 100, 200, 7, 9, 9, 201)));
+  ASSERT_TRUE(cpu1.Append(ReadRecord(90, 100, 200, 1, 9, 9, 202)));
+  ASSERT_TRUE(cpu0.Append(ReadRecord(90, 100, 200, 3, 9, 0, 101)));
+  ASSERT_TRUE(cpu0.Append(CommRecord(10, 100, 100, "app")));
+  ASSERT_TRUE(cpu0.Append(ForkRecord(20, 100, 100, 200, 100)));
+  sorter.Drain(rings, two_cpus);
+  EXPECT_EQ(two_cpus.incomplete_tasks(), 0u) << "nothing applied before the next round";
+  sorter.Flush(rings, two_cpus);
   // page-faults of CPU 0's copy never arrived.
   EXPECT_EQ(two_cpus.incomplete_tasks(), 1u);
-  two_cpus.OnRecord(ReadRecord(91, 100, 200, 0, 9, 0, 102));
-  two_cpus.Finish();
+  ASSERT_TRUE(cpu0.Append(ReadRecord(91, 100, 200, 0, 9, 0, 102)));
+  sorter.Flush(rings, two_cpus);
   EXPECT_EQ(two_cpus.incomplete_tasks(), 0u);
   std::vector<ThreadCounters> rows = Build(two_cpus, Totals(50, 5), 100);
   ASSERT_EQ(rows.size(), 2u);
@@ -141,17 +156,22 @@ TEST_F(CounterSidebandTest, RecordsFromSeveralRingsApplyInTimeOrder) {
   EXPECT_EQ(rows[0].values[0].raw, 40u);
 }
 
-TEST_F(CounterSidebandTest, EndRoundHoldsBackRecordsNewerThanThePreviousRound) {
-  Feed(CommRecord(10, 100, 100, "app"));
-  Feed(ForkRecord(20, 100, 100, 200, 100));
-  sideband_.EndRound();  // nothing applied yet: another ring may still hold older records
+// A COMM older than a FORK already read, read one round later, still comes first.
+TEST_F(CounterSidebandTest, RecordsNewerThanThePreviousRoundWaitForTheNextOne) {
+  testing::RingImage image(4096, 0);
+  std::vector<RingBuffer> rings;
+  rings.push_back(image.Reader());
+  RecordSorter sorter(CounterSidebandFormat(), RecordSorter::RingOrder::kUnordered);
+  ASSERT_TRUE(image.Append(CommRecord(10, 100, 100, "app")));
+  ASSERT_TRUE(image.Append(ForkRecord(20, 100, 100, 200, 100)));
+  sorter.Drain(rings, sideband_);  // nothing applied yet: another ring may still hold older records
   EXPECT_EQ(sideband_.incomplete_tasks(), 0u);
-  Feed(CommRecord(15, 100, 100, "renamed"));  // older than the FORK, read one round later
-  sideband_.EndRound();  // applies up to time 20
+  ASSERT_TRUE(image.Append(CommRecord(15, 100, 100, "renamed")));
+  sorter.Drain(rings, sideband_);  // applies up to time 20
   EXPECT_EQ(sideband_.incomplete_tasks(), 1u);
-  Feed(ReadRecord(40, 100, 200, 5, 5, 5, 101));
-  Feed(ReadRecord(40, 100, 200, 0, 5, 5, 102));
-  sideband_.Finish();
+  ASSERT_TRUE(image.Append(ReadRecord(40, 100, 200, 5, 5, 5, 101)));
+  ASSERT_TRUE(image.Append(ReadRecord(40, 100, 200, 0, 5, 5, 102)));
+  sorter.Flush(rings, sideband_);
   std::vector<ThreadCounters> rows = Build(sideband_, Totals(50, 5), 100);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].comm, "renamed");
@@ -166,7 +186,6 @@ TEST_F(CounterSidebandTest, ReusedTidGetsARowPerTask) {
   Feed(ForkRecord(20, 100, 100, 200, 100));
   Feed(CommRecord(21, 100, 200, "second"));
   Feed(ReadRecord(22, 100, 200, 7, 7, 7, 101));
-  sideband_.Finish();
   std::vector<ThreadCounters> rows = Build(sideband_, Totals(20, 0), 100);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[1].comm, "first");
@@ -181,7 +200,6 @@ TEST_F(CounterSidebandTest, TaskWithoutReadRecordIsReported) {
   Feed(ForkRecord(11, 100, 100, 300, 100));
   Feed(ReadRecord(12, 100, 300, 5, 5, 5, 101));
   Feed(ReadRecord(12, 100, 300, 1, 5, 5, 102));
-  sideband_.Finish();
   EXPECT_EQ(sideband_.incomplete_tasks(), 1u);
 }
 
@@ -194,10 +212,11 @@ TEST_F(CounterSidebandTest, TasksAreSubtractedFromTheThreadTheyInheritedFrom) {
                                         {.event = 1, .owner = 1, .id = 112}});
   sideband.NameTask(100, "server");
   sideband.NameTask(101, "worker");
-  sideband.OnRecord(ForkRecord(10, 100, 100, 300, 101));
-  sideband.OnRecord(ReadRecord(20, 100, 300, 40, 40, 40, 111));
-  sideband.OnRecord(ReadRecord(20, 100, 300, 2, 40, 40, 112));
-  sideband.Finish();
+  for (const std::vector<uint8_t>& r :
+       {ForkRecord(10, 100, 100, 300, 101), ReadRecord(20, 100, 300, 40, 40, 40, 111),
+        ReadRecord(20, 100, 300, 2, 40, 40, 112)}) {
+    ASSERT_TRUE(Feed(sideband, r).ok());
+  }
   std::vector<ThreadCounters> rows =
       sideband.Build({Totals(10, 1), Totals(100, 3)}, 100, {100, 101});
   ASSERT_EQ(rows.size(), 3u);
@@ -229,23 +248,27 @@ TEST_F(CounterSidebandTest, CountsLostAndIgnoresUnknownIdsAndGarbage) {
   Feed(ReadRecord(2, 1, 2, 3, 4, 5, /*id=*/999));
   std::vector<uint8_t> truncated = ReadRecord(3, 1, 2, 3, 4, 5, 101);
   truncated.resize(20);
-  Feed(truncated);
-  Feed(Record(PERF_RECORD_READ, {1, 2, 3}, 4));
-  Feed(Record(PERF_RECORD_FORK, {1, 2, 3, 4, 5, 6, 7, 8}, 5));
+  // Records shorter than their fields are the parser's kDataLoss (the sorter counts them) and
+  // never reach the side band.
+  EXPECT_FALSE(Feed(sideband_, truncated).ok());
+  EXPECT_FALSE(Feed(sideband_, Record(PERF_RECORD_READ, {1, 2, 3, 4, 5, 6, 7, 8}, 4)).ok());
+  EXPECT_FALSE(Feed(sideband_, Record(PERF_RECORD_FORK, {1, 2, 3, 4, 5, 6, 7, 8}, 5)).ok());
   EXPECT_EQ(sideband_.lost(), 7u);
-  EXPECT_EQ(sideband_.malformed(), 3u);
-  sideband_.Finish();
+  EXPECT_EQ(sideband_.incomplete_tasks(), 0u);
   EXPECT_EQ(Build(sideband_, Totals(5, 1), 1).size(), 1u);
 }
 
 // A memfd stands in for the counting fd: the test maps the same two pages (metadata, one data
-// page) that CounterRing::Map maps, and writes what the kernel would.
-TEST(CounterRingTest, HeaderLargerThanTheRingSkipsTheBatchWithoutReadingIt) {
+// page) that CounterSet maps for a CPU's side band, and writes what the kernel would.
+TEST(CounterSidebandRingTest, HeaderLargerThanTheRingSkipsTheBatchWithoutReadingIt) {
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   ScopedFd fd(static_cast<int>(::syscall(SYS_memfd_create, "counter-ring", MFD_CLOEXEC)));
   ASSERT_TRUE(fd.valid());
   ASSERT_EQ(::ftruncate(fd.get(), static_cast<off_t>(2 * page)), 0);
-  NP_ASSERT_OK_AND_ASSIGN(CounterRing ring, CounterRing::Map(fd.get(), 1));
+  std::vector<RingBuffer> rings;
+  NP_ASSERT_OK_AND_ASSIGN(RingBuffer ring, RingBuffer::Map(fd.get(), 1, 1));
+  rings.push_back(std::move(ring));
+  RecordSorter sorter(CounterSidebandFormat(), RecordSorter::RingOrder::kUnordered);
   void* view = ::mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   ASSERT_NE(view, MAP_FAILED);
   auto* meta = static_cast<perf_event_mmap_page*>(view);
@@ -258,7 +281,7 @@ TEST(CounterRingTest, HeaderLargerThanTheRingSkipsTheBatchWithoutReadingIt) {
   std::memcpy(data + page - 8, &huge, sizeof(huge));
   meta->data_head = meta->data_tail + huge.size;
   CounterSideband sideband(*ParseEventList("task-clock"), 1, {});
-  ring.Drain(&sideband);
+  sorter.Flush(rings, sideband);
   EXPECT_EQ(meta->data_tail, meta->data_head) << "the batch is skipped, the ring not wedged";
   EXPECT_EQ(sideband.lost(), 0u);
 
@@ -269,7 +292,7 @@ TEST(CounterRingTest, HeaderLargerThanTheRingSkipsTheBatchWithoutReadingIt) {
   const std::vector<uint8_t> lost = Record(PERF_RECORD_LOST, lost_body, 1);
   for (size_t i = 0; i < lost.size(); ++i) data[(meta->data_head + i) % page] = lost[i];
   meta->data_head += lost.size();
-  ring.Drain(&sideband);
+  sorter.Flush(rings, sideband);
   EXPECT_EQ(sideband.lost(), 7u);
   EXPECT_EQ(meta->data_tail, meta->data_head);
   ::munmap(view, 2 * page);

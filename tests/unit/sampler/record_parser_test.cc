@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sampler/counter_threads.h"
 #include "tests/testing/record_builder.h"
 #include "tests/unit/sampler/recording_sink.h"
 
@@ -21,6 +22,7 @@ using ::nativeprof::testing::ForkBuilder;
 using ::nativeprof::testing::FramePointerFormat;
 using ::nativeprof::testing::LostBuilder;
 using ::nativeprof::testing::MmapBuilder;
+using ::nativeprof::testing::ReadBuilder;
 using ::nativeprof::testing::RecordBytes;
 using ::nativeprof::testing::SampleBuilder;
 using ::nativeprof::testing::ThrottleBuilder;
@@ -425,6 +427,67 @@ TEST(RecordParserTest, ForkAndExit) {
   EXPECT_EQ(sink.tasks[1].time_ns, 200u);
 }
 
+// The layout of `stat --per-thread`'s side-band records.
+SampleFormat CountingFormat() { return CounterSidebandFormat(); }
+
+TEST(RecordParserTest, ReadRecordCarriesTheFieldsOfItsReadFormat) {
+  const SampleFormat f = CountingFormat();
+  RecordingSink sink;
+  RecordBytes read =
+      ReadBuilder(f).Pid(10).Tid(11).Value(500).Enabled(70).Running(60).EventId(42).Time(99)
+          .Build();
+  absl::StatusOr<ParseOutcome> o = Parse(read, f, sink);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(*o, ParseOutcome::kDelivered);
+  ASSERT_EQ(sink.reads.size(), 1u);
+  EXPECT_EQ(sink.reads[0].pid, 10u);
+  EXPECT_EQ(sink.reads[0].tid, 11u);
+  EXPECT_EQ(sink.reads[0].value, 500u);
+  EXPECT_EQ(sink.reads[0].time_enabled, 70u);
+  EXPECT_EQ(sink.reads[0].time_running, 60u);
+  EXPECT_EQ(sink.reads[0].id, 42u);
+  EXPECT_EQ(sink.reads[0].time_ns, 99u);
+  EXPECT_EQ(RecordTime(read, f), 99u);
+
+  // Without times or id only the value is there; PERF_FORMAT_LOST follows the id.
+  SampleFormat bare = f;
+  bare.read_format = PERF_FORMAT_LOST;
+  RecordingSink bare_sink;
+  ASSERT_TRUE(Parse(ReadBuilder(bare).Value(7).Build(), bare, bare_sink).ok());
+  ASSERT_EQ(bare_sink.reads.size(), 1u);
+  EXPECT_EQ(bare_sink.reads[0].value, 7u);
+  EXPECT_EQ(bare_sink.reads[0].id, 0u);
+
+  // Group reads are not a layout nativeprof opens.
+  SampleFormat group = f;
+  group.read_format |= PERF_FORMAT_GROUP;
+  RecordingSink group_sink;
+  o = Parse(read, group, group_sink);
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(*o, ParseOutcome::kIgnored);
+  EXPECT_EQ(group_sink.total(), 0u);
+}
+
+TEST(RecordParserTest, ConsistentTaskRecordsNameTheirWriterInTheTrailer) {
+  const SampleFormat f = CountingFormat();
+  EXPECT_TRUE(IsConsistentTaskRecord(ReadBuilder(f).Pid(1).Tid(2).Build(), f));
+  EXPECT_FALSE(
+      IsConsistentTaskRecord(ReadBuilder(f).Pid(1).Tid(2).TrailerPidTid(1, 3).Build(), f));
+  EXPECT_TRUE(IsConsistentTaskRecord(CommBuilder(f).Pid(1).Tid(2).Comm("x").Build(), f));
+  // FORK is written by the creator (ptid), EXIT by the task that exits (tid).
+  EXPECT_TRUE(IsConsistentTaskRecord(
+      ForkBuilder(f).Pid(1).Tid(5).Ptid(2).TrailerPidTid(1, 2).Build(), f));
+  EXPECT_FALSE(IsConsistentTaskRecord(ForkBuilder(f).Pid(1).Tid(5).Ptid(2).Build(), f));
+  EXPECT_TRUE(IsConsistentTaskRecord(ExitBuilder(f).Pid(1).Tid(5).Ptid(2).Build(), f));
+  // Other types, short records and formats without a tid in the trailer are never trusted.
+  EXPECT_FALSE(IsConsistentTaskRecord(LostBuilder(f).Lost(1).Build(), f));
+  RecordBytes cut = ReadBuilder(f).Pid(1).Tid(2).Build();
+  EXPECT_FALSE(IsConsistentTaskRecord(std::span<const uint8_t>(cut.data(), 16), f));
+  SampleFormat no_tid = f;
+  no_tid.sample_type = PERF_SAMPLE_TIME;
+  EXPECT_FALSE(IsConsistentTaskRecord(ReadBuilder(no_tid).Pid(1).Tid(2).Build(), no_tid));
+}
+
 TEST(RecordParserTest, LostThrottleAndUnknown) {
   const SampleFormat f = FullIdFormat();
   RecordingSink sink;
@@ -503,6 +566,8 @@ TEST(RecordParserTest, EveryTruncationIsDataLossOrAParse) {
       {LostBuilder(fp).Lost(5).Build(), fp},
       {LostBuilder(fp).SamplesOnly().Lost(5).Build(), fp},
       {ThrottleBuilder(true, fp).Time(5).Build(), fp},
+      {ReadBuilder(CountingFormat()).Pid(1).Tid(2).Value(3).Enabled(4).Running(5).EventId(6)
+           .Time(7).Build(), CountingFormat()},
   };
   for (const Case& c : cases) {
     const uint32_t type = reinterpret_cast<const perf_event_header*>(c.bytes.data())->type;

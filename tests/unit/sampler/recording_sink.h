@@ -58,10 +58,11 @@ class RecordingSink : public RecordSink {
   void OnTask(const TaskView& t) override { tasks.push_back(t); }
   void OnLost(const LostView& l) override { losts.push_back(l); }
   void OnThrottle(const ThrottleView& t) override { throttles.push_back(t); }
+  void OnRead(const ReadView& r) override { reads.push_back(r); }
 
   size_t total() const {
     return samples.size() + mmaps.size() + comms.size() + tasks.size() + losts.size() +
-           throttles.size();
+           throttles.size() + reads.size();
   }
 
   std::vector<OwnedSample> samples;
@@ -70,6 +71,7 @@ class RecordingSink : public RecordSink {
   std::vector<TaskView> tasks;
   std::vector<LostView> losts;
   std::vector<ThrottleView> throttles;
+  std::vector<ReadView> reads;
 };
 
 }  // namespace nativeprof::sampler

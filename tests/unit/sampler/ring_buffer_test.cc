@@ -241,5 +241,41 @@ TEST(RingBufferTest, MapRejectsNonPowerOfTwo) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A ring whose data_head stopped being published: the records the kernel went on writing are
+// found in the first lap, past anything the predicate rejects, and the tail moves past them.
+TEST(RingBufferTest, DrainUnpublishedRecoversPlausibleRecordsOfTheFirstLap) {
+  RingImage image(512, 0);
+  const RecordBytes a = Sample(0x10);
+  const RecordBytes junk = Header(PERF_RECORD_LOST, 24);  // a header the predicate refuses
+  const RecordBytes b = Sample(0x20, 2);
+  ASSERT_TRUE(image.Append(a));
+  ASSERT_TRUE(image.Append(junk));
+  ASSERT_TRUE(image.Append(RecordBytes(16, 0)));
+  ASSERT_TRUE(image.Append(b));
+  const uint64_t written = image.head();
+  image.SetHead(0);  // nothing was published
+  RingBuffer ring = image.Reader();
+  EXPECT_TRUE(DrainAll(ring).records.empty());
+
+  std::vector<RecordBytes> recovered;
+  const size_t n = ring.DrainUnpublished(
+      [](std::span<const uint8_t> r) {
+        return reinterpret_cast<const perf_event_header*>(r.data())->type == PERF_RECORD_SAMPLE;
+      },
+      [&](std::span<const uint8_t> r) { recovered.emplace_back(r.begin(), r.end()); });
+  EXPECT_EQ(n, 2u);
+  EXPECT_THAT(recovered, ElementsAre(a, b));
+  EXPECT_GE(image.tail(), written);
+
+  // After the first lap nothing is trusted: the bytes there may be an older lap's.
+  RingImage lapped(512, 512);
+  ASSERT_TRUE(lapped.Append(a));
+  lapped.SetHead(512);
+  RingBuffer lapped_ring = lapped.Reader();
+  EXPECT_EQ(lapped_ring.DrainUnpublished([](std::span<const uint8_t>) { return true; },
+                                         [](std::span<const uint8_t>) {}),
+            0u);
+}
+
 }  // namespace
 }  // namespace nativeprof::sampler

@@ -1,8 +1,10 @@
-// Session's fallback ladder (hardware -> cpu-clock, kernel -> user-only, build-id -> plain MMAP2)
+// Session's fallback ladder (hardware -> cpu-clock, kernel -> user-only, build-id -> plain MMAP2,
+// CLOCK_MONOTONIC record times -> the perf clock)
 // walked on purpose through the open-function seam: a fake refuses what a given machine would
 // refuse and passes everything else to the real syscall, so the rings really map.
 // Needs perf events (software cpu-clock); skips with the reason where the kernel refuses them.
 #include <linux/perf_event.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,6 +29,7 @@ struct Refusals {
   bool hardware = false;   // ENOENT for PERF_TYPE_HARDWARE (no PMU)
   bool kernel = false;     // EACCES unless exclude_kernel (perf_event_paranoid 2)
   bool build_id = false;   // EINVAL for attr.build_id (kernel < 5.12)
+  bool clockid = false;    // EINVAL for attr.use_clockid (kernel < 4.1)
   int everything = 0;      // an errno for every open
   std::vector<perf_event_attr> seen;
 };
@@ -39,6 +42,7 @@ PerfEventOpenFn FakeKernel(Refusals* r) {
     if (err == 0 && r->hardware && attr->type == PERF_TYPE_HARDWARE) err = ENOENT;
     if (err == 0 && r->kernel && !attr->exclude_kernel) err = EACCES;
     if (err == 0 && r->build_id && attr->build_id) err = EINVAL;
+    if (err == 0 && r->clockid && attr->use_clockid) err = EINVAL;
     if (err != 0) {
       errno = err;
       return -1;
@@ -64,7 +68,7 @@ class SessionFallbackTest : public ::testing::Test {
 };
 
 TEST_F(SessionFallbackTest, EveryRungOfTheLadderInOrder) {
-  Refusals r{.hardware = true, .kernel = true, .build_id = true};
+  Refusals r{.hardware = true, .kernel = true, .build_id = true, .clockid = true};
   absl::StatusOr<std::unique_ptr<Session>> s = Session::Open(OwnProcess(&r, "cycles"));
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ((*s)->event().name, "cpu-clock");
@@ -75,15 +79,28 @@ TEST_F(SessionFallbackTest, EveryRungOfTheLadderInOrder) {
   EXPECT_THAT((*s)->notes()[0], HasSubstr("cycles is not supported on this machine"));
   EXPECT_THAT((*s)->notes()[1], HasSubstr("kernel stacks are not sampled"));
   EXPECT_THAT((*s)->notes()[1], HasSubstr("perf_event_paranoid"));
-  // The probe order: cycles, then cpu-clock with kernel, then user-only, then without build-id;
+  // The probe order: cycles, then cpu-clock with kernel, then user-only, then without build-id,
+  // then with the perf clock;
   // the first open that succeeds is reused for CPU 0.
-  ASSERT_GE(r.seen.size(), 4u);
+  ASSERT_GE(r.seen.size(), 5u);
   EXPECT_EQ(r.seen[0].type, static_cast<uint32_t>(PERF_TYPE_HARDWARE));
   EXPECT_EQ(r.seen[1].type, static_cast<uint32_t>(PERF_TYPE_SOFTWARE));
   EXPECT_EQ(r.seen[1].exclude_kernel, 0u);
   EXPECT_EQ(r.seen[2].exclude_kernel, 1u);
   EXPECT_EQ(r.seen[2].build_id, 1u);
   EXPECT_EQ(r.seen[3].build_id, 0u);
+  EXPECT_EQ(r.seen[3].use_clockid, 1u);
+  EXPECT_EQ(r.seen[4].use_clockid, 0u);
+  EXPECT_EQ((*s)->attr().use_clockid, 0u);
+}
+
+TEST_F(SessionFallbackTest, RecordTimesAreMonotonicWhereTheKernelAllowsIt) {
+  Refusals r;
+  absl::StatusOr<std::unique_ptr<Session>> s = Session::Open(OwnProcess(&r, "cpu-clock"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->attr().use_clockid, 1u);
+  EXPECT_EQ((*s)->attr().clockid, CLOCK_MONOTONIC);
+  EXPECT_THAT((*s)->notes(), SizeIs(0));
 }
 
 TEST_F(SessionFallbackTest, NothingToFallBackToIsAnError) {

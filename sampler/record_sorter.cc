@@ -1,0 +1,131 @@
+#include "sampler/record_sorter.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+namespace nativeprof::sampler {
+
+uint64_t MonotonicNowNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void RecordSorter::Arena::Add(uint64_t time, std::span<const uint8_t> record) {
+  const size_t word = words.size();
+  words.resize(word + (record.size() + 7) / 8);
+  std::memcpy(words.data() + word, record.data(), record.size());
+  held.push_back({.time = time, .word = word, .size = static_cast<uint32_t>(record.size())});
+}
+
+std::span<const uint8_t> RecordSorter::Arena::Bytes(const Held& h) const {
+  return {reinterpret_cast<const uint8_t*>(words.data() + h.word), h.size};
+}
+
+void RecordSorter::Arena::Clear() {
+  words.clear();
+  held.clear();
+}
+
+RecordSorter::RecordSorter(const SampleFormat& format, RingOrder order, Clock clock)
+    : format_(format), order_(order), clock_(clock) {}
+
+void RecordSorter::Drain(std::span<RingBuffer> rings, RecordSink& sink) {
+  // The clock is read before any ring is looked at: a record not yet published then was still
+  // being written, so its time is at most kInFlightNs before now.
+  uint64_t limit = previous_newest_;
+  if (format_.monotonic_clock) {
+    const uint64_t now = clock_();
+    if (now > kInFlightNs) limit = std::max(limit, now - kInFlightNs);
+  }
+  Merge(rings, sink, limit);
+}
+
+void RecordSorter::Flush(std::span<RingBuffer> rings, RecordSink& sink) {
+  Merge(rings, sink, UINT64_MAX);
+}
+
+void RecordSorter::Hold(std::span<const uint8_t> record) {
+  const uint64_t time = RecordTime(record, format_);
+  newest_seen_ = std::max(newest_seen_, time);
+  arena_.Add(time, record);
+  held_sorted_ = false;
+}
+
+void RecordSorter::SortHeld() {
+  if (held_sorted_) return;
+  // Stable: records with equal times stay in the order they were read.
+  std::stable_sort(arena_.held.begin(), arena_.held.end(),
+                   [](const Held& a, const Held& b) { return a.time < b.time; });
+  held_sorted_ = true;
+}
+
+void RecordSorter::Deliver(std::span<const uint8_t> record, RecordSink& sink) {
+  if (!ParseRecord(record, format_, sink).ok()) ++parse_errors_;
+}
+
+void RecordSorter::Merge(std::span<RingBuffer> rings, RecordSink& sink, uint64_t limit) {
+  if (order_ == RingOrder::kUnordered) {
+    for (RingBuffer& ring : rings) {
+      ring.BeginRead();
+      for (std::span<const uint8_t> r = ring.Peek(); !r.empty(); r = ring.Peek()) {
+        const uint64_t time = RecordTime(r, format_);
+        newest_seen_ = std::max(newest_seen_, time);
+        arena_.Add(time, r);
+        held_sorted_ = false;
+        ring.Advance();
+      }
+      ring.EndRead();
+    }
+    rings = {};
+  }
+  SortHeld();
+  for (RingBuffer& ring : rings) ring.BeginRead();
+  // k-way merge of the rings' heads and the held records (the oldest first; held ones win ties,
+  // they were read earlier). Ring records stay in the ring; only the ones held are copied.
+  size_t next_held = 0;
+  const std::vector<Held>& held = arena_.held;
+  while (true) {
+    RingBuffer* oldest = nullptr;
+    uint64_t oldest_time = 0;
+    std::span<const uint8_t> oldest_record;
+    for (RingBuffer& ring : rings) {
+      std::span<const uint8_t> r = ring.Peek();
+      if (r.empty()) continue;
+      const uint64_t t = RecordTime(r, format_);
+      if (oldest == nullptr || t < oldest_time) {
+        oldest = &ring;
+        oldest_time = t;
+        oldest_record = r;
+      }
+    }
+    if (next_held < held.size() && (oldest == nullptr || held[next_held].time <= oldest_time)) {
+      const Held& h = held[next_held++];
+      if (h.time <= limit) {
+        Deliver(arena_.Bytes(h), sink);
+      } else {
+        next_.Add(h.time, arena_.Bytes(h));
+      }
+      continue;
+    }
+    if (oldest == nullptr) break;
+    newest_seen_ = std::max(newest_seen_, oldest_time);
+    if (oldest_time <= limit) {
+      Deliver(oldest_record, sink);
+    } else {
+      next_.Add(oldest_time, oldest_record);
+    }
+    oldest->Advance();
+  }
+  for (RingBuffer& ring : rings) ring.EndRead();
+  // What was held is in merge order, so sorted.
+  peak_held_bytes_ = std::max(peak_held_bytes_, next_.words.size() * sizeof(uint64_t));
+  std::swap(arena_, next_);
+  next_.Clear();
+  previous_newest_ = newest_seen_;
+}
+
+}  // namespace nativeprof::sampler
