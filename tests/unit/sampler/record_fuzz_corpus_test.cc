@@ -27,6 +27,7 @@ using ::nativeprof::testing::ExitBuilder;
 using ::nativeprof::testing::ForkBuilder;
 using ::nativeprof::testing::LostBuilder;
 using ::nativeprof::testing::MmapBuilder;
+using ::nativeprof::testing::ReadBuilder;
 using ::nativeprof::testing::RecordBytes;
 using ::nativeprof::testing::SampleBuilder;
 using ::nativeprof::testing::ThrottleBuilder;
@@ -153,6 +154,22 @@ std::vector<Seed> MakeSeeds() {
   add("lost_samples", fp, {LostBuilder(fp.format).SamplesOnly().Lost(3).Build()});
   add("throttle", fp, {ThrottleBuilder(true, fp.format).Time(10).Build(),
                        ThrottleBuilder(false, fp.format).Time(11).Build()});
+  // `stat --per-thread`'s side band: the fuzzer's CounterSideband knows event id 1.
+  const FormatChoice counting =
+      Choose(PERF_SAMPLE_TID | PERF_SAMPLE_TIME, 0,
+             PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID, true,
+             5);
+  add("read_side_band", counting,
+      {CommBuilder(counting.format).Pid(7).Tid(7).Comm("app").Time(1).Build(),
+       ForkBuilder(counting.format).Pid(7).Ppid(7).Tid(8).Ptid(7).Time(2).TrailerPidTid(7, 7)
+           .Build(),
+       ReadBuilder(counting.format).Pid(7).Tid(8).Value(500).Enabled(90).Running(80).EventId(1)
+           .Time(4).Build(),
+       ReadBuilder(counting.format).Pid(7).Tid(8).Value(5).EventId(2).Time(3).Build()});
+  const FormatChoice read_lost =
+      Choose(PERF_SAMPLE_TID | PERF_SAMPLE_TIME, 0, PERF_FORMAT_ID | PERF_FORMAT_LOST, true, 0);
+  add("read_format_lost", read_lost,
+      {ReadBuilder(read_lost.format).Pid(1).Tid(2).Value(3).EventId(1).Time(4).Build()});
   add("session_mix", fp_wrap,
       {CommBuilder(fp.format).Pid(7).Tid(7).Comm("app").Exec(true).Build(),
        MmapBuilder(fp.format).Pid(7).Tid(7).Start(0x400000).Len(0x2000).Filename("/app").Build(),
