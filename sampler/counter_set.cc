@@ -120,84 +120,93 @@ absl::StatusOr<CounterSet> CounterSet::Open(const std::vector<EventSpec>& events
   }
   bool have_sideband = false;
   for (size_t t = 0; t < tids.size(); ++t) {
-    const pid_t tid = tids[t];
-    bool vanished = false;
-    for (size_t e = 0; e < events.size() && !vanished; ++e) {
-      Slot& slot = set.slots_[e];
-      if (t > 0 && slot.fds.empty()) continue;  // unsupported (found on the first task)
-      perf_event_attr& attr = attrs[e];
-      if (options.per_thread && !have_sideband) {
-        // The first event that opens also reports thread names: COMM (incl. exec) and FORK.
-        attr.comm = 1;
-        attr.comm_exec = 1;
-        attr.task = 1;
-      }
-      for (int cpu : cpus) {
-        const int fd = OpenCounting(open_fn, &attr, tid, cpu, slot.event);
-        if (fd >= 0) {
-          slot.fds.emplace_back(fd);
-          continue;
-        }
-        const int err = errno;
-        if (err == ESRCH && t > 0) {
-          vanished = true;  // a thread that exited since it was listed is not an error
-          break;
-        }
-        NP_RETURN_IF_ERROR(OpenError(err, attr, slot.event, tid, cpu, &slot.unsupported_reason));
-        slot.fds.clear();  // unsupported on one CPU or task: not counted anywhere
-        attr.comm = attr.comm_exec = attr.task = 0;
-        break;
-      }
-      if (!slot.fds.empty()) have_sideband = true;
-    }
-    if (vanished) {
-      const size_t keep = set.tids_.size() * set.cpu_count_;
-      for (Slot& slot : set.slots_) {
-        if (slot.fds.size() > keep) slot.fds.resize(keep);
-      }
-      continue;
-    }
-    set.tids_.push_back(tid);
+    NP_ASSIGN_OR_RETURN(const bool opened,
+                        set.OpenTask(tids[t], t == 0, cpus, open_fn, options.per_thread, &attrs,
+                                     &have_sideband));
+    if (opened) set.tids_.push_back(tids[t]);
   }
-  if (options.per_thread) {
-    std::vector<CounterSideband::CounterId> ids;
-    for (size_t c = 0; c < cpus.size(); ++c) {
-      // The kernel refuses mmap() on inherited events; a plain dummy event per CPU holds the
-      // ring, and SET_OUTPUT sends that CPU's counting events of every task (and their inherited
-      // copies) there.
-      perf_event_attr attr;
-      std::memset(&attr, 0, sizeof(attr));
-      attr.size = sizeof(attr);
-      attr.type = PERF_TYPE_SOFTWARE;
-      attr.config = PERF_COUNT_SW_DUMMY;
-      attr.disabled = 1;
-      attr.exclude_kernel = 1;
-      NP_ASSIGN_OR_RETURN(ScopedFd ring_fd, OpenPerfEvent(attr, set.pid_, cpus[c],
-                                                          "dummy side-band event", -1, open_fn));
-      const int fd = ring_fd.get();
-      NP_ASSIGN_OR_RETURN(RingBuffer ring, RingBuffer::Map(fd, options.ring_pages, cpus.size()));
-      for (size_t e = 0; e < set.slots_.size(); ++e) {
-        Slot& slot = set.slots_[e];
-        for (size_t t = 0; t < set.tids_.size() && !slot.fds.empty(); ++t) {
-          const int counting_fd = slot.fds[t * set.cpu_count_ + c].get();
-          uint64_t id = 0;
-          if (::ioctl(counting_fd, PERF_EVENT_IOC_ID, &id) != 0) {
-            return ErrnoError(absl::StrCat("PERF_EVENT_IOC_ID(", slot.event.name, ")"));
-          }
-          if (::ioctl(counting_fd, PERF_EVENT_IOC_SET_OUTPUT, fd) != 0) {
-            return ErrnoError(absl::StrCat("PERF_EVENT_IOC_SET_OUTPUT(", slot.event.name, ")"));
-          }
-          ids.push_back({.event = e, .owner = t, .id = id});
-        }
-      }
-      set.ring_fds_.push_back(std::move(ring_fd));
-      set.rings_.push_back(std::move(ring));
-    }
-    set.sideband_ = std::make_unique<CounterSideband>(events, cpus.size(), ids);
-    set.sorter_ = std::make_unique<RecordSorter>(CounterSidebandFormat(),
-                                                 RecordSorter::RingOrder::kUnordered);
-  }
+  if (options.per_thread) NP_RETURN_IF_ERROR(set.OpenSideband(cpus, options.ring_pages, open_fn));
   return set;
+}
+
+absl::StatusOr<bool> CounterSet::OpenTask(pid_t tid, bool first, const std::vector<int>& cpus,
+                                          const PerfEventOpenFn& open_fn, bool per_thread,
+                                          std::vector<perf_event_attr>* attrs,
+                                          bool* have_sideband) {
+  for (size_t e = 0; e < slots_.size(); ++e) {
+    Slot& slot = slots_[e];
+    if (!first && slot.fds.empty()) continue;  // unsupported (found on the first task)
+    perf_event_attr& attr = (*attrs)[e];
+    if (per_thread && !*have_sideband) {
+      // The first event that opens also reports thread names: COMM (incl. exec) and FORK.
+      attr.comm = 1;
+      attr.comm_exec = 1;
+      attr.task = 1;
+    }
+    for (int cpu : cpus) {
+      const int fd = OpenCounting(open_fn, &attr, tid, cpu, slot.event);
+      if (fd >= 0) {
+        slot.fds.emplace_back(fd);
+        continue;
+      }
+      const int err = errno;
+      if (err == ESRCH && !first) {
+        // A thread that exited since it was listed is not an error: forget what it opened.
+        const size_t keep = tids_.size() * cpu_count_;
+        for (Slot& s : slots_) {
+          if (s.fds.size() > keep) s.fds.resize(keep);
+        }
+        return false;
+      }
+      NP_RETURN_IF_ERROR(OpenError(err, attr, slot.event, tid, cpu, &slot.unsupported_reason));
+      slot.fds.clear();  // unsupported on one CPU or task: not counted anywhere
+      attr.comm = attr.comm_exec = attr.task = 0;
+      break;
+    }
+    if (!slot.fds.empty()) *have_sideband = true;
+  }
+  return true;
+}
+
+absl::Status CounterSet::OpenSideband(const std::vector<int>& cpus, size_t ring_pages,
+                                      const PerfEventOpenFn& open_fn) {
+  std::vector<CounterSideband::CounterId> ids;
+  for (size_t c = 0; c < cpus.size(); ++c) {
+    // The kernel refuses mmap() on inherited events; a plain dummy event per CPU holds the
+    // ring, and SET_OUTPUT sends that CPU's counting events of every task (and their inherited
+    // copies) there.
+    perf_event_attr attr;
+    std::memset(&attr, 0, sizeof(attr));
+    attr.size = sizeof(attr);
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_DUMMY;
+    attr.disabled = 1;
+    attr.exclude_kernel = 1;
+    NP_ASSIGN_OR_RETURN(ScopedFd ring_fd,
+                        OpenPerfEvent(attr, pid_, cpus[c], "dummy side-band event", -1, open_fn));
+    const int fd = ring_fd.get();
+    NP_ASSIGN_OR_RETURN(RingBuffer ring, RingBuffer::Map(fd, ring_pages, cpus.size()));
+    for (size_t e = 0; e < slots_.size(); ++e) {
+      Slot& slot = slots_[e];
+      for (size_t t = 0; t < tids_.size() && !slot.fds.empty(); ++t) {
+        const int counting_fd = slot.fds[t * cpu_count_ + c].get();
+        uint64_t id = 0;
+        if (::ioctl(counting_fd, PERF_EVENT_IOC_ID, &id) != 0) {
+          return ErrnoError(absl::StrCat("PERF_EVENT_IOC_ID(", slot.event.name, ")"));
+        }
+        if (::ioctl(counting_fd, PERF_EVENT_IOC_SET_OUTPUT, fd) != 0) {
+          return ErrnoError(absl::StrCat("PERF_EVENT_IOC_SET_OUTPUT(", slot.event.name, ")"));
+        }
+        ids.push_back({.event = e, .owner = t, .id = id});
+      }
+    }
+    ring_fds_.push_back(std::move(ring_fd));
+    rings_.push_back(std::move(ring));
+  }
+  sideband_ = std::make_unique<CounterSideband>(events_, cpus.size(), ids);
+  sorter_ = std::make_unique<RecordSorter>(CounterSidebandFormat(),
+                                           RecordSorter::RingOrder::kUnordered);
+  return absl::OkStatus();
 }
 
 absl::Status CounterSet::Enable() {

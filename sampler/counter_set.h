@@ -112,6 +112,14 @@ class CounterSet {
     std::string unsupported_reason;
   };
   CounterSet() = default;
+  // Opens every event on `tid` (on each of `cpus`), keeping the fallbacks found in `attrs`.
+  // False when a task other than the `first` no longer exists (nothing of it is kept).
+  absl::StatusOr<bool> OpenTask(pid_t tid, bool first, const std::vector<int>& cpus,
+                                const PerfEventOpenFn& open_fn, bool per_thread,
+                                std::vector<perf_event_attr>* attrs, bool* have_sideband);
+  // Per-thread mode: one side-band ring per CPU that every counting fd of that CPU writes to.
+  absl::Status OpenSideband(const std::vector<int>& cpus, size_t ring_pages,
+                            const PerfEventOpenFn& open_fn);
   // One task's value of one event, its CPUs' parts summed.
   absl::StatusOr<ReadFormatValues> ReadTask(const Slot& slot, size_t task) const;
   // Per task, one value per event.
