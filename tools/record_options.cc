@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "sampler/counter_set.h"
 #include "sampler/perf_event.h"
+#include "unwind/dwarf_stack_size.h"
 
 namespace nativeprof::tools {
 namespace {
@@ -45,14 +46,12 @@ absl::Status ParseCallGraph(absl::string_view value, RecordOptions* o) {
     o->call_graph = unwind::CallGraphMode::kDwarf;
     if (parts.size() > 2) return Bad(absl::StrCat("bad --call-graph value '", value, "'"));
     if (parts.size() == 2) {
-      uint64_t size = 0;
-      if (!absl::SimpleAtoi(parts[1], &size) || size == 0 || size > 65528) {
-        return Bad(absl::StrCat("--call-graph dwarf stack size '", parts[1],
-                                "' must be a number from 8 to 65528 (bytes)"));
-      }
-      // The kernel wants a multiple of 8 (as perf rounds it).
-      o->dwarf_stack_bytes = static_cast<uint32_t>((size + 7) / 8 * 8);
-      if (o->dwarf_stack_bytes > 65528) o->dwarf_stack_bytes = 65528;
+      // An empty SIZE ("dwarf,") is a mistake here, not a request for the default.
+      absl::StatusOr<uint32_t> size = parts[1].empty()
+                                          ? absl::InvalidArgumentError("empty dwarf stack size")
+                                          : unwind::ParseDwarfStackSize(parts[1]);
+      if (!size.ok()) return Bad(absl::StrCat("--call-graph: ", size.status().message()));
+      o->dwarf_stack_bytes = *size;
     }
     return absl::OkStatus();
   }
