@@ -11,7 +11,7 @@
 #include "output/json_util.h"
 #include "output/profile_writer.h"
 #include "symbolize/profile_builder.h"
-#include "tools/exit_codes.h"
+#include "tools/cli_error.h"
 #include "unwind/dwarf_stack_size.h"
 #include "unwind/kernel_callchain.h"
 
@@ -230,8 +230,7 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   for (const RecordOutput& out : o.outputs) {
     absl::Status st = output::WriteProfile(profile, out.path, out.format, o.write);
     if (!st.ok()) {
-      PrintLine(absl::StrCat("cannot write ", out.path, ": ", st.message()));
-      exit_code = kExitOutput;
+      exit_code = PrintCliError(CliStep::kWriteOutput, st, absl::StrCat("cannot write ", out.path));
     }
   }
   const double named_share = NamedFrameShare(profile);
@@ -242,8 +241,8 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   if (absl::Status st =
           WriteFileAtomically(o.MetadataPath(), output::RenderJsonDocument(metadata) + "\n");
       !st.ok()) {
-    PrintLine(absl::StrCat("cannot write ", o.MetadataPath(), ": ", st.message()));
-    exit_code = kExitOutput;
+    exit_code =
+        PrintCliError(CliStep::kWriteOutput, st, absl::StrCat("cannot write ", o.MetadataPath()));
   }
 
   if (!counters.empty()) {
