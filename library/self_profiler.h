@@ -28,6 +28,7 @@
 #include "sampler/proc_maps.h"
 #include "sampler/session.h"
 #include "symbolize/profile.h"
+#include "unwind/dwarf_stack_size.h"
 #include "unwind/stack_collector.h"
 #include "unwind/unwinder.h"
 
@@ -40,7 +41,7 @@ struct SelfProfilerOptions {
   uint64_t frequency_hz = 999;
   bool include_kernel = true;  // falls back to user-only when perf_event_paranoid forbids it
   unwind::CallGraphMode call_graph = unwind::CallGraphMode::kFramePointer;
-  uint32_t dwarf_stack_bytes = 8192;
+  uint32_t dwarf_stack_bytes = unwind::kDefaultDwarfStackSize;
   size_t ring_pages = 0;  // 0: Session::DefaultRingPages
   std::vector<sampler::EventSpec> counter_events = {};  // empty: LibraryCounterEvents()
 };

@@ -9,7 +9,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "symbolize/demangle.h"
 
 namespace nativeprof::output {
 
@@ -17,8 +16,20 @@ using symbolize::Profile;
 using symbolize::ProfileFrame;
 using symbolize::ProfileStack;
 
+std::string EscapeFoldedFrame(absl::string_view frame) {
+  std::string out(frame.data(), frame.size());
+  for (char& c : out) {
+    if (c == ';') {
+      c = ':';
+    } else if (c == '\n' || c == '\r') {
+      c = ' ';
+    }
+  }
+  return out;
+}
+
 std::string SanitizeFoldedName(absl::string_view name) {
-  std::string escaped = symbolize::EscapeFoldedFrame(name);
+  std::string escaped = EscapeFoldedFrame(name);
   // Readers trim blanks before the count, so a blank name would vanish: a thread without frames
   // would leave a line with no stack, which no reader (ours included) accepts.
   if (escaped.find_first_not_of(" \t") == std::string::npos) return "[unknown]";

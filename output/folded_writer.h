@@ -11,9 +11,13 @@
 
 namespace nativeprof::output {
 
-// Makes a name safe inside a folded line: ';' (the frame separator) becomes ':', newlines and
-// carriage returns become spaces, an empty or blank name (spaces and tabs only, after that)
-// becomes "[unknown]". Spaces are kept: parsers split the count off at the LAST space.
+// Makes a name safe inside a folded line (`frame;frame;frame count`): ';' (the frame separator)
+// becomes ':' and line breaks (\n, \r) become spaces; the length is unchanged. Spaces are kept:
+// flamegraph.pl and inferno split the count off at the LAST space of a line, so spaces inside
+// frames are harmless. The one place folded escaping is done: symbolize/ hands out plain names.
+std::string EscapeFoldedFrame(absl::string_view frame);
+
+// EscapeFoldedFrame, then an empty or blank name (spaces and tabs only) becomes "[unknown]".
 std::string SanitizeFoldedName(absl::string_view name);
 
 // The name a frame shows in folded output and flame graphs: sanitized function + FrameKindSuffix.

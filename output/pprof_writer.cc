@@ -68,195 +68,239 @@ bool WeightsAreTime(const Profile& p) {
   return p.weight_unit != "samples" && !p.weight_unit.empty();
 }
 
-}  // namespace
+// Encodes one Profile. Each part is one method; Encode() calls them in an order that fixes the
+// string table's order (every part interns into it), so the bytes stay deterministic.
+class PprofEncoder {
+ public:
+  explicit PprofEncoder(const Profile& profile)
+      : profile_(profile),
+        two_values_(WeightsAreTime(profile)),
+        value_type_(profile.event == "cpu-clock" || profile.event == "task-clock"
+                        ? "cpu"
+                        : (profile.event.empty() ? "weight" : profile.event)) {}
 
-std::string EncodePprof(const Profile& profile) {
-  StringTable strings;
-  ProtoEncoder out;
-  ProtoEncoder msg;
-  ProtoEncoder sub;
-
-  const bool two_values = WeightsAreTime(profile);
-  const bool cpu = profile.event == "cpu-clock" || profile.event == "task-clock";
-  const std::string value_type = cpu ? "cpu" : (profile.event.empty() ? "weight" : profile.event);
-
-  auto value_type_msg = [&](const std::string& type, const std::string& unit) {
-    sub.Clear();
-    sub.Int64(pb::kValueTypeType, strings.Intern(type));
-    sub.Int64(pb::kValueTypeUnit, strings.Intern(unit));
-    return sub.Take();
-  };
-  out.Bytes(pb::kProfileSampleType, value_type_msg("samples", "count"));
-  if (two_values) {
-    out.Bytes(pb::kProfileSampleType, value_type_msg(value_type, profile.weight_unit));
+  std::string Encode() {
+    std::string result = SampleTypes();
+    CollectMappings();
+    const std::string functions = EncodeFunctions();
+    const std::string samples = EncodeSamples();  // also fills locations_
+    // Field order does not matter to protobuf parsers; the string table goes last because every
+    // other part interns strings into it.
+    result += samples;
+    result += EncodeMappings();
+    result += locations_;
+    result += functions;
+    result += EncodeTail();
+    return result;
   }
 
-  // Mappings: one per distinct (module, build id).
-  absl::flat_hash_map<std::string, uint64_t> mapping_ids;
-  std::vector<MappingInfo> mappings;
-  std::vector<uint64_t> frame_mapping(profile.frames.size(), 0);
-  for (size_t i = 0; i < profile.frames.size(); ++i) {
-    const ProfileFrame& f = profile.frames[i];
-    if (f.module.empty() && f.build_id.empty()) continue;
-    std::string key = absl::StrCat(f.module, "\n", f.build_id);
-    auto [it, inserted] = mapping_ids.try_emplace(key, mappings.size() + 1);
-    if (inserted) {
-      MappingInfo m;
-      m.id = it->second;
-      m.file = f.module;
-      m.build_id = f.build_id;
-      mappings.push_back(std::move(m));
+ private:
+  std::string ValueType(const std::string& type, const std::string& unit) {
+    ProtoEncoder m;
+    m.Int64(pb::kValueTypeType, strings_.Intern(type));
+    m.Int64(pb::kValueTypeUnit, strings_.Intern(unit));
+    return m.Take();
+  }
+
+  std::string SampleTypes() {
+    ProtoEncoder out;
+    out.Bytes(pb::kProfileSampleType, ValueType("samples", "count"));
+    if (two_values_) {
+      out.Bytes(pb::kProfileSampleType, ValueType(value_type_, profile_.weight_unit));
     }
-    MappingInfo& m = mappings[it->second - 1];
-    m.limit = std::max(m.limit, f.module_offset + 1);
-    m.has_lines |= f.line != 0;
-    m.has_inline |= f.kind == FrameKind::kInlined;
-    frame_mapping[i] = it->second;
+    return out.Take();
+  }
+
+  // Mappings: one per distinct (module, build id). Interns nothing: EncodeMappings does, last.
+  void CollectMappings() {
+    absl::flat_hash_map<std::string, uint64_t> ids;
+    frame_mapping_.assign(profile_.frames.size(), 0);
+    for (size_t i = 0; i < profile_.frames.size(); ++i) {
+      const ProfileFrame& f = profile_.frames[i];
+      if (f.module.empty() && f.build_id.empty()) continue;
+      auto [it, inserted] =
+          ids.try_emplace(absl::StrCat(f.module, "\n", f.build_id), mappings_.size() + 1);
+      if (inserted) {
+        MappingInfo m;
+        m.id = it->second;
+        m.file = f.module;
+        m.build_id = f.build_id;
+        mappings_.push_back(std::move(m));
+      }
+      MappingInfo& m = mappings_[it->second - 1];
+      m.limit = std::max(m.limit, f.module_offset + 1);
+      m.has_lines |= f.line != 0;
+      m.has_inline |= f.kind == FrameKind::kInlined;
+      frame_mapping_[i] = it->second;
+    }
   }
 
   // Functions: one per distinct (name, file).
-  absl::flat_hash_map<std::pair<std::string, std::string>, uint64_t> function_ids;
-  std::vector<uint64_t> frame_function(profile.frames.size(), 0);
-  for (size_t i = 0; i < profile.frames.size(); ++i) {
-    const ProfileFrame& f = profile.frames[i];
-    const std::string& name = f.function.empty() ? std::string("[unknown]") : f.function;
-    auto [it, inserted] = function_ids.try_emplace(std::make_pair(name, f.file),
-                                                   function_ids.size() + 1);
-    if (inserted) {
-      sub.Clear();
-      sub.Varint(pb::kFunctionId, it->second);
-      const int64_t n = strings.Intern(name);
-      sub.Int64(pb::kFunctionName, n);
-      sub.Int64(pb::kFunctionSystemName, n);
-      if (!f.file.empty()) sub.Int64(pb::kFunctionFilename, strings.Intern(f.file));
-      msg.Bytes(pb::kProfileFunction, sub.data());
+  std::string EncodeFunctions() {
+    absl::flat_hash_map<std::pair<std::string, std::string>, uint64_t> ids;
+    frame_function_.assign(profile_.frames.size(), 0);
+    ProtoEncoder out;
+    ProtoEncoder fn;
+    for (size_t i = 0; i < profile_.frames.size(); ++i) {
+      const ProfileFrame& f = profile_.frames[i];
+      const std::string& name = f.function.empty() ? std::string("[unknown]") : f.function;
+      auto [it, inserted] = ids.try_emplace(std::make_pair(name, f.file), ids.size() + 1);
+      if (inserted) {
+        fn.Clear();
+        fn.Varint(pb::kFunctionId, it->second);
+        const int64_t n = strings_.Intern(name);
+        fn.Int64(pb::kFunctionName, n);
+        fn.Int64(pb::kFunctionSystemName, n);
+        if (!f.file.empty()) fn.Int64(pb::kFunctionFilename, strings_.Intern(f.file));
+        out.Bytes(pb::kProfileFunction, fn.data());
+      }
+      frame_function_[i] = it->second;
     }
-    frame_function[i] = it->second;
+    return out.Take();
   }
-  const std::string functions_bytes = msg.Take();
 
-  // Locations: a non-inlined frame plus the inlined frames after it (root-first), keyed by the
-  // frame-index run. Samples list locations leaf first.
-  absl::flat_hash_map<std::vector<uint32_t>, uint64_t> location_ids;
-  std::string locations_bytes;
-  std::vector<uint32_t> run;
-  std::vector<uint64_t> loc_stack;
-  std::vector<uint64_t> values;
-  ProtoEncoder samples;
-  ProtoEncoder label;
-  const int64_t thread_key = strings.Intern("thread");
-  const int64_t pid_key = strings.Intern("pid");
-  const int64_t tid_key = strings.Intern("tid");
-  for (const ProfileStack& s : profile.stacks) {
-    if (s.samples == 0) continue;
-    loc_stack.clear();
+  // The Location of a non-inlined frame plus the inlined frames after it (root-first), keyed by
+  // that frame-index run; a new one is appended to locations_.
+  uint64_t LocationFor(const std::vector<uint32_t>& run) {
+    auto [it, inserted] = location_ids_.try_emplace(run, location_ids_.size() + 1);
+    if (!inserted) return it->second;
+    // The Location's address and mapping come from the outermost (caller) frame.
+    ProtoEncoder loc;
+    loc.Varint(pb::kLocationId, it->second);
+    const uint32_t outer = run.front();
+    if (outer < profile_.frames.size()) {
+      if (frame_mapping_[outer] != 0) {
+        loc.Varint(pb::kLocationMappingId, frame_mapping_[outer]);
+        loc.Varint(pb::kLocationAddress, profile_.frames[outer].module_offset);
+      }
+      ProtoEncoder line;
+      for (size_t k = run.size(); k-- > 0;) {  // innermost first, caller last
+        if (run[k] >= profile_.frames.size()) continue;
+        line.Clear();
+        line.Varint(pb::kLineFunctionId, frame_function_[run[k]]);
+        if (profile_.frames[run[k]].line != 0) {
+          line.Int64(pb::kLineLine, profile_.frames[run[k]].line);
+        }
+        loc.Bytes(pb::kLocationLine, line.data());
+      }
+    }
+    ProtoEncoder field;
+    field.Bytes(pb::kProfileLocation, loc.data());
+    locations_ += field.data();
+    return it->second;
+  }
+
+  // Location ids of a stack, leaf first (samples list them that way; stacks are root-first).
+  std::vector<uint64_t> LeafFirstLocations(const ProfileStack& s) {
+    std::vector<uint64_t> root_first;
+    std::vector<uint32_t> run;
     size_t i = 0;
     while (i < s.frames.size()) {
       run.clear();
       run.push_back(s.frames[i++]);
-      while (i < s.frames.size() && s.frames[i] < profile.frames.size() &&
-             profile.frames[s.frames[i]].kind == FrameKind::kInlined) {
+      while (i < s.frames.size() && s.frames[i] < profile_.frames.size() &&
+             profile_.frames[s.frames[i]].kind == FrameKind::kInlined) {
         run.push_back(s.frames[i++]);
       }
-      auto [it, inserted] = location_ids.try_emplace(run, location_ids.size() + 1);
-      if (inserted) {
-        // The Location's address and mapping come from the outermost (caller) frame.
-        sub.Clear();
-        sub.Varint(pb::kLocationId, it->second);
-        const uint32_t outer = run.front();
-        if (outer < profile.frames.size()) {
-          if (frame_mapping[outer] != 0) {
-            sub.Varint(pb::kLocationMappingId, frame_mapping[outer]);
-            sub.Varint(pb::kLocationAddress, profile.frames[outer].module_offset);
-          }
-          ProtoEncoder line;
-          for (size_t k = run.size(); k-- > 0;) {  // innermost first, caller last
-            if (run[k] >= profile.frames.size()) continue;
-            line.Clear();
-            line.Varint(pb::kLineFunctionId, frame_function[run[k]]);
-            if (profile.frames[run[k]].line != 0) {
-              line.Int64(pb::kLineLine, profile.frames[run[k]].line);
-            }
-            sub.Bytes(pb::kLocationLine, line.data());
-          }
-        }
-        msg.Clear();
-        msg.Bytes(pb::kProfileLocation, sub.data());
-        locations_bytes += msg.data();
+      root_first.push_back(LocationFor(run));
+    }
+    return std::vector<uint64_t>(root_first.rbegin(), root_first.rend());
+  }
+
+  void AppendLabel(int64_t key, const int64_t* str, const int64_t* num, ProtoEncoder* sample) {
+    ProtoEncoder label;
+    label.Int64(pb::kLabelKey, key);
+    if (str != nullptr) label.Int64(pb::kLabelStr, *str);
+    if (num != nullptr) label.Int64(pb::kLabelNum, *num);
+    sample->Bytes(pb::kSampleLabel, label.data());
+  }
+
+  std::string EncodeSamples() {
+    const int64_t thread_key = strings_.Intern("thread");
+    const int64_t pid_key = strings_.Intern("pid");
+    const int64_t tid_key = strings_.Intern("tid");
+    ProtoEncoder out;
+    ProtoEncoder sample;
+    for (const ProfileStack& s : profile_.stacks) {
+      if (s.samples == 0) continue;
+      sample.Clear();
+      sample.PackedVarints(pb::kSampleLocationId, LeafFirstLocations(s));
+      std::vector<uint64_t> values = {s.samples};
+      if (two_values_) values.push_back(s.weight);
+      sample.PackedVarints(pb::kSampleValue, values);
+      if (!s.thread_name.empty()) {
+        const int64_t name = strings_.Intern(s.thread_name);
+        AppendLabel(thread_key, &name, nullptr, &sample);
       }
-      loc_stack.push_back(it->second);
+      if (s.pid != 0) {
+        const int64_t pid = s.pid;
+        AppendLabel(pid_key, nullptr, &pid, &sample);
+      }
+      if (s.tid != 0) {
+        const int64_t tid = s.tid;
+        AppendLabel(tid_key, nullptr, &tid, &sample);
+      }
+      out.Bytes(pb::kProfileSample, sample.data());
     }
-    std::vector<uint64_t> leaf_first(loc_stack.rbegin(), loc_stack.rend());
-    sub.Clear();
-    sub.PackedVarints(pb::kSampleLocationId, leaf_first);
-    values.clear();
-    values.push_back(s.samples);
-    if (two_values) values.push_back(s.weight);
-    sub.PackedVarints(pb::kSampleValue, values);
-    if (!s.thread_name.empty()) {
-      label.Clear();
-      label.Int64(pb::kLabelKey, thread_key);
-      label.Int64(pb::kLabelStr, strings.Intern(s.thread_name));
-      sub.Bytes(pb::kSampleLabel, label.data());
-    }
-    if (s.pid != 0) {
-      label.Clear();
-      label.Int64(pb::kLabelKey, pid_key);
-      label.Int64(pb::kLabelNum, s.pid);
-      sub.Bytes(pb::kSampleLabel, label.data());
-    }
-    if (s.tid != 0) {
-      label.Clear();
-      label.Int64(pb::kLabelKey, tid_key);
-      label.Int64(pb::kLabelNum, s.tid);
-      sub.Bytes(pb::kSampleLabel, label.data());
-    }
-    samples.Bytes(pb::kProfileSample, sub.data());
+    return out.Take();
   }
 
-  // Field order does not matter to protobuf parsers; the string table goes last because every
-  // other part interns strings into it.
-  std::string result = out.Take();
-  result += samples.Take();
-  for (const MappingInfo& m : mappings) {
-    sub.Clear();
-    sub.Varint(pb::kMappingId, m.id);
-    sub.Varint(pb::kMappingMemoryStart, 0);
-    sub.Varint(pb::kMappingMemoryLimit, m.limit);
-    sub.Varint(pb::kMappingFileOffset, 0);
-    if (!m.file.empty()) sub.Int64(pb::kMappingFilename, strings.Intern(m.file));
-    if (!m.build_id.empty()) sub.Int64(pb::kMappingBuildId, strings.Intern(m.build_id));
-    sub.Varint(pb::kMappingHasFunctions, 1);
-    if (m.has_lines) {
-      sub.Varint(pb::kMappingHasFilenames, 1);
-      sub.Varint(pb::kMappingHasLineNumbers, 1);
+  std::string EncodeMappings() {
+    ProtoEncoder out;
+    ProtoEncoder m;
+    for (const MappingInfo& info : mappings_) {
+      m.Clear();
+      m.Varint(pb::kMappingId, info.id);
+      m.Varint(pb::kMappingMemoryStart, 0);
+      m.Varint(pb::kMappingMemoryLimit, info.limit);
+      m.Varint(pb::kMappingFileOffset, 0);
+      if (!info.file.empty()) m.Int64(pb::kMappingFilename, strings_.Intern(info.file));
+      if (!info.build_id.empty()) m.Int64(pb::kMappingBuildId, strings_.Intern(info.build_id));
+      m.Varint(pb::kMappingHasFunctions, 1);
+      if (info.has_lines) {
+        m.Varint(pb::kMappingHasFilenames, 1);
+        m.Varint(pb::kMappingHasLineNumbers, 1);
+      }
+      if (info.has_inline) m.Varint(pb::kMappingHasInlineFrames, 1);
+      out.Bytes(pb::kProfileMapping, m.data());
     }
-    if (m.has_inline) sub.Varint(pb::kMappingHasInlineFrames, 1);
-    msg.Clear();
-    msg.Bytes(pb::kProfileMapping, sub.data());
-    result += msg.data();
+    return out.Take();
   }
-  result += locations_bytes;
-  result += functions_bytes;
 
-  ProtoEncoder tail;
-  if (profile.duration_ns != 0) tail.Int64(pb::kProfileDurationNanos, profile.duration_ns);
-  if (two_values) {
-    tail.Bytes(pb::kProfilePeriodType, value_type_msg(value_type, profile.weight_unit));
-    if (profile.sample_frequency_hz != 0 && profile.weight_unit == "nanoseconds") {
-      tail.Int64(pb::kProfilePeriod, 1000000000 / profile.sample_frequency_hz);
+  // Duration, period, default sample type, comment, and the string table.
+  std::string EncodeTail() {
+    ProtoEncoder tail;
+    if (profile_.duration_ns != 0) tail.Int64(pb::kProfileDurationNanos, profile_.duration_ns);
+    if (two_values_) {
+      tail.Bytes(pb::kProfilePeriodType, ValueType(value_type_, profile_.weight_unit));
+      if (profile_.sample_frequency_hz != 0 && profile_.weight_unit == "nanoseconds") {
+        tail.Int64(pb::kProfilePeriod, 1000000000 / profile_.sample_frequency_hz);
+      }
+      // pprof shows the last sample type by default already; naming it keeps that explicit.
+      tail.Int64(pb::kProfileDefaultSampleType, strings_.Intern(value_type_));
     }
-    // pprof shows the last sample type by default already; naming it keeps that explicit.
-    tail.Int64(pb::kProfileDefaultSampleType, strings.Intern(value_type));
+    const std::string comment = profile_.event.empty()
+                                    ? std::string("nativeprof")
+                                    : absl::StrCat("nativeprof, event ", profile_.event);
+    tail.Int64(pb::kProfileComment, strings_.Intern(comment));
+    for (const std::string& s : strings_.strings()) tail.Bytes(pb::kProfileStringTable, s);
+    return tail.Take();
   }
-  const std::string comment = profile.event.empty()
-                                  ? std::string("nativeprof")
-                                  : absl::StrCat("nativeprof, event ", profile.event);
-  tail.Int64(pb::kProfileComment, strings.Intern(comment));
-  for (const std::string& s : strings.strings()) tail.Bytes(pb::kProfileStringTable, s);
-  result += tail.Take();
-  return result;
-}
+
+  const Profile& profile_;
+  const bool two_values_;
+  const std::string value_type_;
+  StringTable strings_;
+  std::vector<MappingInfo> mappings_;
+  std::vector<uint64_t> frame_mapping_;   // per frame: its mapping id, 0 for none
+  std::vector<uint64_t> frame_function_;  // per frame: its function id
+  absl::flat_hash_map<std::vector<uint32_t>, uint64_t> location_ids_;
+  std::string locations_;
+};
+
+}  // namespace
+
+std::string EncodePprof(const Profile& profile) { return PprofEncoder(profile).Encode(); }
 
 std::string RenderPprof(const Profile& profile) { return GzipCompress(EncodePprof(profile), 1); }
 

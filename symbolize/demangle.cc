@@ -84,16 +84,4 @@ std::string DemangleSymbol(absl::string_view mangled, const DemangleOptions& opt
   return std::string(mangled);
 }
 
-std::string EscapeFoldedFrame(absl::string_view frame) {
-  std::string out(frame.data(), frame.size());
-  for (char& c : out) {
-    if (c == ';') {
-      c = ':';
-    } else if (c == '\n' || c == '\r') {
-      c = ' ';
-    }
-  }
-  return out;
-}
-
 }  // namespace nativeprof::symbolize

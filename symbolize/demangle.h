@@ -1,8 +1,8 @@
 // Symbol demangling for profile display and for `nativeprof demangle`: C++ (Itanium ABI, through
 // libiberty's cplus_demangle, the code c++filt runs), Rust legacy and Rust v0 (our own
-// implementation matching rustc-demangle), GCC/LLVM clone suffixes, and the conversion of a
-// demangled name into a folded-stack frame. Used by the symbolizer after the target exits and by
-// the demangle subcommand. Every function is pure and thread-safe, and never fails: a name that
+// implementation matching rustc-demangle) and GCC/LLVM clone suffixes. The names are plain text;
+// making them safe for an output format is output/'s job (folded_writer.h). Used by the symbolizer
+// after the target exits and by the demangle subcommand. Every function is pure and thread-safe, and never fails: a name that
 // cannot be demangled comes back unchanged.
 #ifndef NATIVEPROF_SYMBOLIZE_DEMANGLE_H_
 #define NATIVEPROF_SYMBOLIZE_DEMANGLE_H_
@@ -35,11 +35,6 @@ std::string DemangleForDisplay(absl::string_view mangled, const DemangleOptions&
 // nullopt when `mangled` is not a valid Rust symbol. Legacy names are accepted with or without
 // the `17h<hash>` element, as rustc-demangle does.
 std::optional<std::string> DemangleRust(absl::string_view mangled, bool alternate);
-
-// Makes a frame name safe for the folded-stack format (`frame;frame;frame count`): `;` becomes
-// `:` and line breaks (\n, \r) become spaces. Spaces are kept: flamegraph.pl and inferno split the
-// count off at the LAST space of a line, so spaces inside frames are harmless.
-std::string EscapeFoldedFrame(absl::string_view frame);
 
 }  // namespace nativeprof::symbolize
 

@@ -15,6 +15,7 @@
 #include "tools/cargo_build.h"
 #include "tools/cargo_options.h"
 #include "tools/cargo_profile.h"
+#include "tools/cli_error.h"
 #include "tools/commands.h"
 #include "tools/exit_codes.h"
 #include "tools/record_options.h"
@@ -72,15 +73,13 @@ void WarnIfStripped(const CargoArtifact& artifact) {
 int RunCargoCommand(int argc, char** argv) {
   absl::StatusOr<CargoOptions> options = ParseCargoOptions(argc, argv);
   if (!options.ok()) {
-    if (absl::IsCancelled(options.status())) return kExitOk;
-    PrintError(absl::StrCat(options.status().message(), " (see 'cargo nativeprof --help')"));
-    return kExitUsage;
+    return PrintCliError(CliStep::kParseOptions, options.status(), {},
+                         "see 'cargo nativeprof --help'");
   }
   // Record options are checked before anything is built, so a typo costs no compile.
   if (absl::StatusOr<RecordOptions> check = RecordOptionsFor(*options, "program", "program");
       !check.ok()) {
-    PrintError(check.status().message());
-    return kExitUsage;
+    return PrintCliError(CliStep::kParseOptions, check.status());
   } else {
     InitLogging(check->verbosity);
   }
@@ -93,10 +92,9 @@ int RunCargoCommand(int argc, char** argv) {
   }
   absl::StatusOr<std::string> manifest = LocateWorkspaceManifest(cargo, options->cargo_args);
   if (!manifest.ok()) {
-    PrintError(absl::StrCat(manifest.status().message(),
-                            "; run cargo nativeprof inside a Cargo project or give "
-                            "--manifest-path PATH"));
-    return kExitBuildFailed;
+    return PrintCliError(CliStep::kBuild, manifest.status(), {},
+                         "run cargo nativeprof inside a Cargo project or give --manifest-path "
+                         "PATH");
   }
 
   CargoBuildRequest request;
@@ -129,29 +127,20 @@ int RunCargoCommand(int argc, char** argv) {
   }
 
   absl::StatusOr<CargoBuildResult> build = RunCargoBuild(request);
-  if (!build.ok()) {
-    PrintError(build.status().message());
-    return kExitNotFound;
-  }
+  if (!build.ok()) return PrintCliError(CliStep::kExecCommand, build.status());
   if (build->exit_status != 0) {
     PrintError(absl::StrCat("cargo build failed (exit status ", build->exit_status,
                             "; its messages are above); nothing was recorded"));
     return kExitBuildFailed;
   }
   absl::StatusOr<CargoArtifact> artifact = SelectArtifact(*options, build->executables);
-  if (!artifact.ok()) {
-    PrintError(artifact.status().message());
-    return kExitBuildFailed;
-  }
+  if (!artifact.ok()) return PrintCliError(CliStep::kBuild, artifact.status());
   if (!warned_strip) WarnIfStripped(*artifact);
 
   const std::string here = CurrentDirectory();
   absl::StatusOr<RecordOptions> record = RecordOptionsFor(
       *options, artifact->executable, absl::StrCat(here, "/nativeprof-", artifact->target_name));
-  if (!record.ok()) {
-    PrintError(record.status().message());
-    return kExitUsage;
-  }
+  if (!record.ok()) return PrintCliError(CliStep::kParseOptions, record.status());
   if (options->kind == CargoTargetKind::kBench || options->kind == CargoTargetKind::kTest) {
     record->command_directory = DirectoryOf(artifact->manifest_path);
     // Relative output paths keep meaning "from where cargo nativeprof was started".

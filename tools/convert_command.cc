@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "output/profile_writer.h"
+#include "tools/cli_error.h"
 #include "tools/commands.h"
 #include "tools/exit_codes.h"
 #include "tools/input_profile.h"
@@ -36,8 +37,7 @@ exit status: 0 ok, 2 bad arguments, 4 an output cannot be written, 5 unreadable 
 )";
 
 int Usage(const std::string& problem, const std::string& fix) {
-  std::fprintf(stderr, "nativeprof: %s; %s\n", problem.c_str(), fix.c_str());
-  return kExitUsage;
+  return PrintCliError(CliStep::kParseOptions, absl::InvalidArgumentError(problem), {}, fix);
 }
 
 }  // namespace
@@ -131,9 +131,8 @@ int RunConvertCommand(int argc, char** argv) {
     }
     absl::Status writable = CheckOutputWritable(paths[i]);
     if (!writable.ok()) {
-      std::fprintf(stderr, "nativeprof: cannot write %s: %s; choose another output path\n",
-                   paths[i].c_str(), std::string(writable.message()).c_str());
-      return kExitOutput;
+      return PrintCliError(CliStep::kWriteOutput, writable, absl::StrCat("cannot write ", paths[i]),
+                           "choose another output path");
     }
   }
 
@@ -143,12 +142,11 @@ int RunConvertCommand(int argc, char** argv) {
   for (size_t i = 0; i < paths.size(); ++i) {
     absl::Status st = output::WriteProfile(*profile, paths[i], resolved[i], write);
     if (!st.ok()) {
-      if (st.code() == absl::StatusCode::kInvalidArgument) {
-        return Usage(std::string(st.message()), "see 'nativeprof convert --help'");
+      // kInvalidArgument is an option the profile cannot honour, not an unwritable file.
+      if (absl::IsInvalidArgument(st)) {
+        return PrintCliError(CliStep::kParseOptions, st, {}, "see 'nativeprof convert --help'");
       }
-      std::fprintf(stderr, "nativeprof: %s; choose another output path\n",
-                   std::string(st.message()).c_str());
-      return kExitOutput;
+      return PrintCliError(CliStep::kWriteOutput, st, {}, "choose another output path");
     }
   }
   return kExitOk;

@@ -8,9 +8,11 @@
 #include <optional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "output/diff_report.h"
+#include "tools/cli_error.h"
 #include "tools/commands.h"
 #include "tools/exit_codes.h"
 #include "tools/input_profile.h"
@@ -33,8 +35,7 @@ different sample counts compare fairly.
 )";
 
 int Usage(const std::string& problem, const std::string& fix) {
-  std::fprintf(stderr, "nativeprof: %s; %s\n", problem.c_str(), fix.c_str());
-  return kExitUsage;
+  return PrintCliError(CliStep::kParseOptions, absl::InvalidArgumentError(problem), {}, fix);
 }
 
 }  // namespace
@@ -95,9 +96,8 @@ int RunDiffCommand(int argc, char** argv) {
   if (!svg_path.empty()) {
     absl::Status writable = CheckOutputWritable(svg_path);
     if (!writable.ok()) {
-      std::fprintf(stderr, "nativeprof: cannot write %s: %s; choose another output path\n",
-                   svg_path.c_str(), std::string(writable.message()).c_str());
-      return kExitOutput;
+      return PrintCliError(CliStep::kWriteOutput, writable, absl::StrCat("cannot write ", svg_path),
+                           "choose another output path");
     }
   }
   std::optional<symbolize::Profile> before =
@@ -113,9 +113,7 @@ int RunDiffCommand(int argc, char** argv) {
     absl::Status st =
         WriteFileAtomically(svg_path, output::RenderDiffSvg(*before, *after, title));
     if (!st.ok()) {
-      std::fprintf(stderr, "nativeprof: %s; choose another output path\n",
-                   std::string(st.message()).c_str());
-      return kExitOutput;
+      return PrintCliError(CliStep::kWriteOutput, st, {}, "choose another output path");
     }
   }
   return kExitOk;

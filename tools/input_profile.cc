@@ -1,17 +1,14 @@
 #include "tools/input_profile.h"
 
-#include <cstdio>
-
 #include "output/folded_reader.h"
+#include "tools/cli_error.h"
 
 namespace nativeprof::tools {
 
 std::optional<symbolize::Profile> ReadInputProfile(const std::string& path, absl::string_view fix) {
   absl::StatusOr<symbolize::Profile> profile = output::ReadFoldedFile(path);
   if (!profile.ok()) {
-    const absl::string_view problem = profile.status().message();
-    std::fprintf(stderr, "nativeprof: %.*s; %.*s\n", static_cast<int>(problem.size()),
-                 problem.data(), static_cast<int>(fix.size()), fix.data());
+    PrintCliError(CliStep::kReadInput, profile.status(), {}, fix);
     return std::nullopt;
   }
   return *std::move(profile);

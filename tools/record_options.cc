@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "sampler/counter_set.h"
 #include "sampler/perf_event.h"
+#include "unwind/dwarf_stack_size.h"
 
 namespace nativeprof::tools {
 namespace {
@@ -45,14 +46,12 @@ absl::Status ParseCallGraph(absl::string_view value, RecordOptions* o) {
     o->call_graph = unwind::CallGraphMode::kDwarf;
     if (parts.size() > 2) return Bad(absl::StrCat("bad --call-graph value '", value, "'"));
     if (parts.size() == 2) {
-      uint64_t size = 0;
-      if (!absl::SimpleAtoi(parts[1], &size) || size == 0 || size > 65528) {
-        return Bad(absl::StrCat("--call-graph dwarf stack size '", parts[1],
-                                "' must be a number from 8 to 65528 (bytes)"));
-      }
-      // The kernel wants a multiple of 8 (as perf rounds it).
-      o->dwarf_stack_bytes = static_cast<uint32_t>((size + 7) / 8 * 8);
-      if (o->dwarf_stack_bytes > 65528) o->dwarf_stack_bytes = 65528;
+      // An empty SIZE ("dwarf,") is a mistake here, not a request for the default.
+      absl::StatusOr<uint32_t> size = parts[1].empty()
+                                          ? absl::InvalidArgumentError("empty dwarf stack size")
+                                          : unwind::ParseDwarfStackSize(parts[1]);
+      if (!size.ok()) return Bad(absl::StrCat("--call-graph: ", size.status().message()));
+      o->dwarf_stack_bytes = *size;
     }
     return absl::OkStatus();
   }
@@ -100,188 +99,230 @@ Writes FILE.json beside the first output with the run's metadata and quality fig
 )";
 }
 
-absl::StatusOr<RecordOptions> ParseRecordOptions(int argc, char** argv) {
+namespace {
+
+const option kLongOptions[] = {
+    {"freq", required_argument, nullptr, 'F'},
+    {"event", required_argument, nullptr, 'e'},
+    {"mmap-pages", required_argument, nullptr, 'm'},
+    {"output", required_argument, nullptr, 'o'},
+    {"pid", required_argument, nullptr, 'p'},
+    {"verbose", no_argument, nullptr, 'v'},
+    {"help", no_argument, nullptr, 'h'},
+    {"call-graph", required_argument, nullptr, kCallGraph},
+    {"unwinder", required_argument, nullptr, kUnwinder},
+    {"no-inline", no_argument, nullptr, kNoInline},
+    {"inline", no_argument, nullptr, kInline},
+    {"lines", no_argument, nullptr, kLines},
+    {"full-names", no_argument, nullptr, kFullNames},
+    {"addresses", no_argument, nullptr, kAddresses},
+    {"format", required_argument, nullptr, kFormat},
+    {"title", required_argument, nullptr, kTitle},
+    {"flamechart", no_argument, nullptr, kFlamechart},
+    {"no-counters", no_argument, nullptr, kNoCounters},
+    {"counters", required_argument, nullptr, kCounters},
+    {"duration", required_argument, nullptr, kDuration},
+    {"no-boost", no_argument, nullptr, kNoBoost},
+    {nullptr, 0, nullptr, 0},
+};
+
+// What the option loop gathers besides RecordOptions itself: the event and the outputs can only
+// be resolved once every option was seen.
+struct ParseState {
   RecordOptions o;
   std::string event_name = "cycles";
   std::vector<std::string> output_paths;
   std::vector<std::string> output_formats;  // parallel to output_paths; "" = infer
-  std::string pending_format;
+  std::string pending_format;               // the last --format not yet taken by an -o
+};
 
-  static const option kLong[] = {
-      {"freq", required_argument, nullptr, 'F'},
-      {"event", required_argument, nullptr, 'e'},
-      {"mmap-pages", required_argument, nullptr, 'm'},
-      {"output", required_argument, nullptr, 'o'},
-      {"pid", required_argument, nullptr, 'p'},
-      {"verbose", no_argument, nullptr, 'v'},
-      {"help", no_argument, nullptr, 'h'},
-      {"call-graph", required_argument, nullptr, kCallGraph},
-      {"unwinder", required_argument, nullptr, kUnwinder},
-      {"no-inline", no_argument, nullptr, kNoInline},
-      {"inline", no_argument, nullptr, kInline},
-      {"lines", no_argument, nullptr, kLines},
-      {"full-names", no_argument, nullptr, kFullNames},
-      {"addresses", no_argument, nullptr, kAddresses},
-      {"format", required_argument, nullptr, kFormat},
-      {"title", required_argument, nullptr, kTitle},
-      {"flamechart", no_argument, nullptr, kFlamechart},
-      {"no-counters", no_argument, nullptr, kNoCounters},
-      {"counters", required_argument, nullptr, kCounters},
-      {"duration", required_argument, nullptr, kDuration},
-      {"no-boost", no_argument, nullptr, kNoBoost},
-      {nullptr, 0, nullptr, 0},
-  };
+absl::Status ParseFrequency(absl::string_view arg, RecordOptions* o) {
+  int64_t hz = 0;
+  if (!absl::SimpleAtoi(arg, &hz) || hz <= 0) {
+    return Bad(absl::StrCat("-F '", arg, "' must be a positive number of samples per second"));
+  }
+  const uint64_t max = sampler::MaxSampleRate();
+  if (static_cast<uint64_t>(hz) > max) {
+    return Bad(absl::StrCat("-F ", hz, " is above the kernel's limit of ", max,
+                            " Hz (/proc/sys/kernel/perf_event_max_sample_rate); use -F ", max,
+                            " or less"));
+  }
+  o->frequency_hz = static_cast<uint64_t>(hz);
+  return absl::OkStatus();
+}
+
+absl::Status ParseRingPages(absl::string_view arg, RecordOptions* o) {
+  int64_t pages = 0;
+  if (!absl::SimpleAtoi(arg, &pages) || pages <= 0 || (pages & (pages - 1)) != 0 ||
+      pages > (1 << 20)) {
+    return Bad(absl::StrCat("-m '", arg, "' must be a power of two number of pages (e.g. 64)"));
+  }
+  o->ring_pages = static_cast<size_t>(pages);
+  return absl::OkStatus();
+}
+
+absl::Status ParsePids(absl::string_view arg, RecordOptions* o) {
+  for (absl::string_view p : absl::StrSplit(arg, ',', absl::SkipEmpty())) {
+    int pid = 0;
+    if (!absl::SimpleAtoi(p, &pid) || pid <= 0) {
+      return Bad(absl::StrCat("-p '", arg, "' must be a comma-separated list of PIDs"));
+    }
+    o->pids.push_back(pid);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseUnwinder(absl::string_view arg, RecordOptions* o) {
+  if (arg == "native") {
+    o->dwarf_backend = unwind::DwarfBackend::kNative;
+  } else if (arg == "libunwind") {
+    o->dwarf_backend = unwind::DwarfBackend::kLibunwind;
+  } else {
+    return Bad(absl::StrCat("unknown --unwinder '", arg, "'; use native or libunwind"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseDuration(absl::string_view arg, RecordOptions* o) {
+  double s = 0;
+  if (!absl::SimpleAtod(arg, &s) || !(s > 0)) {
+    return Bad(absl::StrCat("--duration '", arg, "' must be a positive number of seconds"));
+  }
+  o->duration_seconds = s;
+  return absl::OkStatus();
+}
+
+// Applies one option as getopt_long returned it (`c`, its value `arg`; `option_text` is the
+// argument as typed, for messages). kCancelled after printing the usage for --help.
+absl::Status ApplyOption(int c, absl::string_view arg, const char* option_text, ParseState* st) {
+  RecordOptions& o = st->o;
+  switch (c) {
+    case 'F':
+      return ParseFrequency(arg, &o);
+    case 'e':
+      st->event_name = std::string(arg);
+      return absl::OkStatus();
+    case 'm':
+      return ParseRingPages(arg, &o);
+    case 'o':
+      st->output_paths.push_back(std::string(arg));
+      st->output_formats.push_back(st->pending_format);
+      st->pending_format.clear();
+      return absl::OkStatus();
+    case 'p':
+      return ParsePids(arg, &o);
+    case 'g':  // perf's -g: frame-pointer call graphs
+      return ParseCallGraph("fp", &o);
+    case kCallGraph:
+      return ParseCallGraph(arg, &o);
+    case kUnwinder:
+      return ParseUnwinder(arg, &o);
+    case kNoInline:
+      o.symbolizer.inline_frames = false;
+      return absl::OkStatus();
+    case kInline:
+      o.symbolizer.inline_frames = true;
+      return absl::OkStatus();
+    case kLines:
+      o.symbolizer.lines = true;
+      return absl::OkStatus();
+    case kFullNames:
+      o.symbolizer.full_names = true;
+      return absl::OkStatus();
+    case kAddresses:
+      o.symbolizer.addresses = true;
+      return absl::OkStatus();
+    case kFormat: {
+      absl::StatusOr<output::OutputFormat> f = output::ParseOutputFormat(arg);
+      if (!f.ok()) return f.status();
+      st->pending_format = std::string(arg);
+      return absl::OkStatus();
+    }
+    case kTitle:
+      o.write.title = std::string(arg);
+      return absl::OkStatus();
+    case kFlamechart:
+      o.write.flamechart = true;
+      return absl::OkStatus();
+    case kNoCounters:
+      o.counters = false;
+      return absl::OkStatus();
+    case kCounters: {
+      absl::StatusOr<std::vector<sampler::EventSpec>> list = sampler::ParseEventList(arg);
+      if (!list.ok()) return list.status();
+      o.counter_events = *std::move(list);
+      return absl::OkStatus();
+    }
+    case kDuration:
+      return ParseDuration(arg, &o);
+    case kNoBoost:
+      o.boost = false;
+      return absl::OkStatus();
+    case 'v':
+      ++o.verbosity;
+      return absl::OkStatus();
+    case 'h':
+      std::fputs(RecordUsage(), stdout);
+      return absl::CancelledError("help");
+    case ':':
+      return Bad(absl::StrCat("option ", option_text, " needs a value"));
+    default:
+      return Bad(absl::StrCat("unknown option '", option_text,
+                              "'; see 'nativeprof record --help'"));
+  }
+}
+
+// The command after the options, or -p: exactly one of them.
+absl::Status TakeTarget(int first, int argc, char** argv, RecordOptions* o) {
+  for (int i = first; i < argc; ++i) o->command.push_back(argv[i]);
+  if (o->command.empty() && o->pids.empty()) {
+    return Bad("no command given; usage: nativeprof record [options] -- COMMAND [ARGS...]");
+  }
+  if (!o->command.empty() && !o->pids.empty()) {
+    return Bad("give either a command or -p PID, not both");
+  }
+  return absl::OkStatus();
+}
+
+// Each -o with its format: its own --format, else a trailing --format, else its extension.
+void ResolveOutputs(ParseState* st) {
+  if (st->output_paths.empty()) {
+    st->output_paths.push_back("nativeprof.folded");
+    st->output_formats.push_back(st->pending_format);
+  } else if (!st->pending_format.empty()) {
+    // A trailing --format applies to every -o that did not name its own.
+    for (std::string& f : st->output_formats) {
+      if (f.empty()) f = st->pending_format;
+    }
+  }
+  for (size_t i = 0; i < st->output_paths.size(); ++i) {
+    RecordOutput out;
+    out.path = st->output_paths[i];
+    out.format = st->output_formats[i].empty()
+                     ? output::FormatFromPath(out.path)
+                     : *output::ParseOutputFormat(st->output_formats[i]);
+    st->o.outputs.push_back(std::move(out));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<RecordOptions> ParseRecordOptions(int argc, char** argv) {
+  ParseState st;
   optind = 0;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "+:F:e:m:o:p:gvh", kLong, nullptr)) != -1) {
-    absl::string_view arg = optarg != nullptr ? optarg : "";
-    switch (c) {
-      case 'F': {
-        int64_t hz = 0;
-        if (!absl::SimpleAtoi(arg, &hz) || hz <= 0) {
-          return Bad(absl::StrCat("-F '", arg, "' must be a positive number of samples per second"));
-        }
-        const uint64_t max = sampler::MaxSampleRate();
-        if (static_cast<uint64_t>(hz) > max) {
-          return Bad(absl::StrCat("-F ", hz, " is above the kernel's limit of ", max,
-                                  " Hz (/proc/sys/kernel/perf_event_max_sample_rate); use -F ",
-                                  max, " or less"));
-        }
-        o.frequency_hz = static_cast<uint64_t>(hz);
-        break;
-      }
-      case 'e':
-        event_name = std::string(arg);
-        break;
-      case 'm': {
-        int64_t pages = 0;
-        if (!absl::SimpleAtoi(arg, &pages) || pages <= 0 || (pages & (pages - 1)) != 0 ||
-            pages > (1 << 20)) {
-          return Bad(absl::StrCat("-m '", arg, "' must be a power of two number of pages (e.g. 64)"));
-        }
-        o.ring_pages = static_cast<size_t>(pages);
-        break;
-      }
-      case 'o':
-        output_paths.push_back(std::string(arg));
-        output_formats.push_back(pending_format);
-        pending_format.clear();
-        break;
-      case 'p':
-        for (absl::string_view p : absl::StrSplit(arg, ',', absl::SkipEmpty())) {
-          int pid = 0;
-          if (!absl::SimpleAtoi(p, &pid) || pid <= 0) {
-            return Bad(absl::StrCat("-p '", arg, "' must be a comma-separated list of PIDs"));
-          }
-          o.pids.push_back(pid);
-        }
-        break;
-      case 'g':  // perf's -g: frame-pointer call graphs
-        [[fallthrough]];
-      case kCallGraph: {
-        absl::Status st = ParseCallGraph(c == 'g' ? "fp" : arg, &o);
-        if (!st.ok()) return st;
-        break;
-      }
-      case kUnwinder:
-        if (arg == "native") {
-          o.dwarf_backend = unwind::DwarfBackend::kNative;
-        } else if (arg == "libunwind") {
-          o.dwarf_backend = unwind::DwarfBackend::kLibunwind;
-        } else {
-          return Bad(absl::StrCat("unknown --unwinder '", arg, "'; use native or libunwind"));
-        }
-        break;
-      case kNoInline:
-        o.symbolizer.inline_frames = false;
-        break;
-      case kInline:
-        o.symbolizer.inline_frames = true;
-        break;
-      case kLines:
-        o.symbolizer.lines = true;
-        break;
-      case kFullNames:
-        o.symbolizer.full_names = true;
-        break;
-      case kAddresses:
-        o.symbolizer.addresses = true;
-        break;
-      case kFormat: {
-        absl::StatusOr<output::OutputFormat> f = output::ParseOutputFormat(arg);
-        if (!f.ok()) return f.status();
-        pending_format = std::string(arg);
-        break;
-      }
-      case kTitle:
-        o.write.title = std::string(arg);
-        break;
-      case kFlamechart:
-        o.write.flamechart = true;
-        break;
-      case kNoCounters:
-        o.counters = false;
-        break;
-      case kCounters: {
-        absl::StatusOr<std::vector<sampler::EventSpec>> list = sampler::ParseEventList(arg);
-        if (!list.ok()) return list.status();
-        o.counter_events = *std::move(list);
-        break;
-      }
-      case kDuration: {
-        double s = 0;
-        if (!absl::SimpleAtod(arg, &s) || !(s > 0)) {
-          return Bad(absl::StrCat("--duration '", arg, "' must be a positive number of seconds"));
-        }
-        o.duration_seconds = s;
-        break;
-      }
-      case kNoBoost:
-        o.boost = false;
-        break;
-      case 'v':
-        ++o.verbosity;
-        break;
-      case 'h':
-        std::fputs(RecordUsage(), stdout);
-        return absl::CancelledError("help");
-      case ':':
-        return Bad(absl::StrCat("option ", argv[optind - 1], " needs a value"));
-      default:
-        return Bad(absl::StrCat("unknown option '", argv[optind - 1],
-                                "'; see 'nativeprof record --help'"));
-    }
+  while ((c = getopt_long(argc, argv, "+:F:e:m:o:p:gvh", kLongOptions, nullptr)) != -1) {
+    absl::Status applied =
+        ApplyOption(c, optarg != nullptr ? optarg : "", argv[optind - 1], &st);
+    if (!applied.ok()) return applied;
   }
-  for (int i = optind; i < argc; ++i) o.command.push_back(argv[i]);
-  if (o.command.empty() && o.pids.empty()) {
-    return Bad("no command given; usage: nativeprof record [options] -- COMMAND [ARGS...]");
-  }
-  if (!o.command.empty() && !o.pids.empty()) {
-    return Bad("give either a command or -p PID, not both");
-  }
-
-  absl::StatusOr<sampler::EventSpec> event = sampler::ParseEventSpec(event_name);
+  if (absl::Status target = TakeTarget(optind, argc, argv, &st.o); !target.ok()) return target;
+  absl::StatusOr<sampler::EventSpec> event = sampler::ParseEventSpec(st.event_name);
   if (!event.ok()) return event.status();
-  o.event = *std::move(event);
-
-  if (output_paths.empty()) {
-    output_paths.push_back("nativeprof.folded");
-    output_formats.push_back(pending_format);
-  } else if (!pending_format.empty()) {
-    // A trailing --format applies to every -o that did not name its own.
-    for (std::string& f : output_formats) {
-      if (f.empty()) f = pending_format;
-    }
-  }
-  for (size_t i = 0; i < output_paths.size(); ++i) {
-    RecordOutput out;
-    out.path = output_paths[i];
-    out.format = output_formats[i].empty() ? output::FormatFromPath(out.path)
-                                           : *output::ParseOutputFormat(output_formats[i]);
-    o.outputs.push_back(std::move(out));
-  }
-  return o;
+  st.o.event = *std::move(event);
+  ResolveOutputs(&st);
+  return std::move(st.o);
 }
 
 }  // namespace nativeprof::tools

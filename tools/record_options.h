@@ -11,6 +11,7 @@
 #include "output/profile_writer.h"
 #include "sampler/event_spec.h"
 #include "symbolize/symbolizer.h"
+#include "unwind/dwarf_stack_size.h"
 #include "unwind/unwinder.h"
 
 namespace nativeprof::tools {
@@ -28,7 +29,7 @@ struct RecordOptions {
   // DWARF by default: most optimized code has no frame pointers (fp stays for when asked).
   unwind::CallGraphMode call_graph = unwind::CallGraphMode::kDwarf;
   bool call_graph_explicit = false;    // the user chose --call-graph
-  uint32_t dwarf_stack_bytes = 8192;
+  uint32_t dwarf_stack_bytes = unwind::kDefaultDwarfStackSize;
   unwind::DwarfBackend dwarf_backend = unwind::DwarfBackend::kNative;
   symbolize::SymbolizerOptions symbolizer;
   output::WriteOptions write;

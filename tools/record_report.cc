@@ -11,7 +11,9 @@
 #include "output/json_util.h"
 #include "output/profile_writer.h"
 #include "symbolize/profile_builder.h"
-#include "tools/exit_codes.h"
+#include "tools/cli_error.h"
+#include "unwind/dwarf_stack_size.h"
+#include "unwind/kernel_callchain.h"
 
 namespace nativeprof::tools {
 namespace {
@@ -56,12 +58,19 @@ void PrintQualityWarnings(const RecordOptions& o, const unwind::StackCollector& 
     PrintLine(absl::StrCat(Plural(truncated, "stack", "stacks"), " truncated at ",
                            o.dwarf_stack_bytes, " bytes", s.spliced ? " (" : "",
                            s.spliced ? absl::StrCat(s.spliced, " completed by the kernel chain)") : "",
-                           " - try --call-graph dwarf,", std::min(o.dwarf_stack_bytes * 2, 65528u)));
+                           " - try --call-graph dwarf,",
+                           std::min(o.dwarf_stack_bytes * 2, unwind::kMaxDwarfStackSize)));
   }
   const uint64_t max_depth = s.ends[static_cast<size_t>(unwind::StackEnd::kMaxDepth)];
   if (max_depth > 0) {
-    PrintLine(absl::StrCat(Plural(max_depth, "stack", "stacks"),
-                           " hit the depth limit (/proc/sys/kernel/perf_event_max_stack)"));
+    // fp stacks end where the kernel stopped its walk; DWARF stacks at the unwinder's own cap.
+    const std::string limit =
+        o.call_graph == unwind::CallGraphMode::kFramePointer
+            ? absl::StrCat(unwind::KernelMaxStack(),
+                           " frames (/proc/sys/kernel/perf_event_max_stack)")
+            : absl::StrCat(unwind::kMaxFrames, " frames");
+    PrintLine(absl::StrCat(Plural(max_depth, "stack", "stacks"), " hit the depth limit of ",
+                           limit));
   }
   for (int e = 0; e < unwind::kStackEndCount; ++e) {
     auto end = static_cast<unwind::StackEnd>(e);
@@ -221,8 +230,7 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   for (const RecordOutput& out : o.outputs) {
     absl::Status st = output::WriteProfile(profile, out.path, out.format, o.write);
     if (!st.ok()) {
-      PrintLine(absl::StrCat("cannot write ", out.path, ": ", st.message()));
-      exit_code = kExitOutput;
+      exit_code = PrintCliError(CliStep::kWriteOutput, st, absl::StrCat("cannot write ", out.path));
     }
   }
   const double named_share = NamedFrameShare(profile);
@@ -233,8 +241,8 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   if (absl::Status st =
           WriteFileAtomically(o.MetadataPath(), output::RenderJsonDocument(metadata) + "\n");
       !st.ok()) {
-    PrintLine(absl::StrCat("cannot write ", o.MetadataPath(), ": ", st.message()));
-    exit_code = kExitOutput;
+    exit_code =
+        PrintCliError(CliStep::kWriteOutput, st, absl::StrCat("cannot write ", o.MetadataPath()));
   }
 
   if (!counters.empty()) {

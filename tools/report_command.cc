@@ -15,6 +15,7 @@
 #include "output/report_markdown.h"
 #include "output/report_model.h"
 #include "output/text_report.h"
+#include "tools/cli_error.h"
 #include "tools/commands.h"
 #include "tools/exit_codes.h"
 #include "tools/input_profile.h"
@@ -56,11 +57,7 @@ std::string RenderText(const ReportOptions& o, const output::ReportModel& model,
 
 int RunReportCommand(int argc, char** argv) {
   absl::StatusOr<ReportOptions> o = ParseReportOptions(argc, argv);
-  if (absl::IsCancelled(o.status())) return kExitOk;  // --help
-  if (!o.ok()) {
-    std::fprintf(stderr, "nativeprof: %s\n", std::string(o.status().message()).c_str());
-    return kExitUsage;
-  }
+  if (!o.ok()) return PrintCliError(CliStep::kParseOptions, o.status());
   std::optional<symbolize::Profile> profile =
       ReadInputProfile(o->path, "give a folded file ('comm;frame;...;frame COUNT' per line)");
   if (!profile.has_value()) return kExitBadInput;

@@ -27,6 +27,7 @@
 #include "sampler/counter_attach.h"
 #include "sampler/counter_set.h"
 #include "sampler/event_spec.h"
+#include "tools/cli_error.h"
 #include "tools/commands.h"
 #include "tools/exit_codes.h"
 
@@ -102,21 +103,6 @@ double TimevalSeconds(const timeval& tv) {
 // What the kernel names the main thread after exec: the file's basename, 15 bytes at most.
 std::string CommOf(const std::string& program) {
   return std::string(BaseNameOf(program).substr(0, 15));
-}
-
-// The status message for a user-facing line. absl::ErrnoToStatus already appends strerror, so a
-// message built by ErrnoError can end in the errno text twice ("...: No such file or directory:
-// No such file or directory"); show it once.
-std::string StatusText(const absl::Status& status) {
-  std::string msg(status.message());
-  const size_t last = msg.rfind(": ");
-  if (last == std::string::npos) return msg;
-  const std::string tail = msg.substr(last);
-  if (msg.size() >= 2 * tail.size() &&
-      msg.compare(msg.size() - 2 * tail.size(), tail.size(), tail) == 0) {
-    msg.resize(msg.size() - tail.size());
-  }
-  return msg;
 }
 
 int UsageError(const std::string& problem, const std::string& what_to_do) {
@@ -210,8 +196,7 @@ std::optional<int> ParseOptions(int argc, char** argv, StatOptions* options) {
     absl::StatusOr<std::vector<sampler::EventSpec>> events =
         sampler::ParseEventList(event_list);
     if (!events.ok()) {
-      std::fprintf(stderr, "nativeprof: %s\n", std::string(events.status().message()).c_str());
-      return kExitUsage;
+      return PrintCliError(CliStep::kParseOptions, events.status());
     }
     options->events = *std::move(events);
   } else {
@@ -220,12 +205,9 @@ std::optional<int> ParseOptions(int argc, char** argv, StatOptions* options) {
   return std::nullopt;
 }
 
-// Maps a CounterSet::Open failure to a message and exit code.
+// Maps a CounterSet::Open or AttachedCounters::Open failure to a message and exit code.
 int CounterOpenFailure(const absl::Status& status) {
-  std::fprintf(stderr, "nativeprof: %s\n", StatusText(status).c_str());
-  if (absl::IsPermissionDenied(status)) return kExitPerfUnavailable;
-  if (absl::IsNotFound(status) || absl::IsUnavailable(status)) return kExitFailure;  // no process
-  return kExitPerfUnavailable;
+  return PrintCliError(CliStep::kOpenCounters, status);
 }
 
 // Waits for the target to end (pidfd readable, or polling waitpid), forwarding SIGINT/SIGTERM
@@ -261,9 +243,8 @@ RunResult RunCommandOnce(const StatOptions& options) {
   RunResult result;
   absl::StatusOr<sampler::ChildProcess> child = sampler::ChildProcess::Spawn(options.command);
   if (!child.ok()) {
-    std::fprintf(stderr, "nativeprof: cannot start '%s': %s\n", options.command[0].c_str(),
-                 StatusText(child.status()).c_str());
-    result.exit_code = kExitFailure;
+    result.exit_code = PrintCliError(CliStep::kRun, child.status(),
+                                     absl::StrCat("cannot start '", options.command[0], "'"));
     return result;
   }
   sampler::CounterOptions counter_options;
@@ -282,8 +263,7 @@ RunResult RunCommandOnce(const StatOptions& options) {
   const double start = MonotonicSeconds();
   absl::Status released = child->Release();
   if (!released.ok()) {
-    std::fprintf(stderr, "nativeprof: %s\n", StatusText(released).c_str());
-    result.exit_code = absl::IsNotFound(released) ? kExitNotFound : kExitNotExecutable;
+    result.exit_code = PrintCliError(CliStep::kExecCommand, released);
     return result;
   }
   int wait_status = WaitForChild(&*child, {&*set});
@@ -301,8 +281,7 @@ RunResult RunCommandOnce(const StatOptions& options) {
     absl::StatusOr<std::vector<sampler::ThreadCounters>> threads =
         set->ReadPerThread();
     if (!threads.ok()) {
-      std::fprintf(stderr, "nativeprof: %s\n", StatusText(threads.status()).c_str());
-      result.exit_code = kExitFailure;
+      result.exit_code = PrintCliError(CliStep::kRun, threads.status());
       return result;
     }
     result.run.threads = *std::move(threads);
@@ -320,8 +299,7 @@ RunResult RunCommandOnce(const StatOptions& options) {
   }
   absl::StatusOr<std::vector<sampler::CounterValue>> values = set->Read();
   if (!values.ok()) {
-    std::fprintf(stderr, "nativeprof: %s\n", StatusText(values.status()).c_str());
-    result.exit_code = kExitFailure;
+    result.exit_code = PrintCliError(CliStep::kRun, values.status());
     return result;
   }
   result.run.values = *std::move(values);
@@ -353,15 +331,13 @@ int RunStatAttach(const StatOptions& options, output::CounterRun* run) {
   if (options.per_thread) {
     absl::StatusOr<std::vector<sampler::ThreadCounters>> threads = counters->ReadPerThread();
     if (!threads.ok()) {
-      std::fprintf(stderr, "nativeprof: %s\n", StatusText(threads.status()).c_str());
-      return kExitFailure;
+      return PrintCliError(CliStep::kRun, threads.status());
     }
     run->threads = *std::move(threads);
   }
   absl::StatusOr<std::vector<sampler::CounterValue>> values = counters->Read();
   if (!values.ok()) {
-    std::fprintf(stderr, "nativeprof: %s\n", StatusText(values.status()).c_str());
-    return kExitFailure;
+    return PrintCliError(CliStep::kRun, values.status());
   }
   run->values = *std::move(values);
   return kExitOk;
@@ -375,9 +351,9 @@ int RunStatCommand(int argc, char** argv) {
   if (!options.json_path.empty()) {
     absl::Status writable = CheckOutputWritable(options.json_path);
     if (!writable.ok()) {
-      std::fprintf(stderr, "nativeprof: cannot write '%s': %s; choose another --json path\n",
-                   options.json_path.c_str(), StatusText(writable).c_str());
-      return kExitOutput;
+      return PrintCliError(CliStep::kWriteOutput, writable,
+                           absl::StrCat("cannot write '", options.json_path, "'"),
+                           "choose another --json path");
     }
   }
   ScopedSignalForwarding forwarding;
@@ -405,9 +381,8 @@ int RunStatCommand(int argc, char** argv) {
     absl::Status written = WriteFileAtomically(
         options.json_path, output::RenderJsonDocument(output::CounterSummaryToJson(summary)));
     if (!written.ok()) {
-      std::fprintf(stderr, "nativeprof: cannot write '%s': %s\n", options.json_path.c_str(),
-                   StatusText(written).c_str());
-      return kExitOutput;
+      return PrintCliError(CliStep::kWriteOutput, written,
+                           absl::StrCat("cannot write '", options.json_path, "'"));
     }
   }
   return exit_code;

@@ -1,25 +1,29 @@
-// Frame-pointer stacks as the kernel walked them (PERF_SAMPLE_CALLCHAIN): splits the chain at the
-// PERF_CONTEXT_* markers into kernel and user frames. Needs no stack copy; exact for code built
-// with frame pointers, one or two frames for code without. Drain thread only.
+// Frame-pointer stacks as the kernel walked them (PERF_SAMPLE_CALLCHAIN): the kernel part, then
+// the user part of the chain (split by kernel_callchain.h). Needs no stack copy; exact for code
+// built with frame pointers, one or two frames for code without. Drain thread only.
 #ifndef NATIVEPROF_UNWIND_CALLCHAIN_UNWINDER_H_
 #define NATIVEPROF_UNWIND_CALLCHAIN_UNWINDER_H_
 
-#include <cstdint>
-#include <span>
+#include <cstddef>
 
+#include "unwind/kernel_callchain.h"
 #include "unwind/unwinder.h"
 
 namespace nativeprof::unwind {
 
 class CallchainUnwinder final : public Unwinder {
  public:
+  // `kernel_max_stack`: the limit the kernel cut chains at when they were recorded; a chain that
+  // long ends in kMaxDepth, since its outermost frames are missing.
+  explicit CallchainUnwinder(size_t kernel_max_stack = KernelMaxStack())
+      : kernel_max_stack_(kernel_max_stack) {}
+
   void Unwind(const sampler::SampleView& sample, const ProcessView& process,
               UnwoundStack* out) override;
-};
 
-// Appends the frames of a raw callchain to `out` (kernel part first, leaf first within each part).
-// With `user` false only the kernel part is appended. Returns the number of user entries seen.
-size_t AppendCallchain(std::span<const uint64_t> callchain, bool user, UnwoundStack* out);
+ private:
+  size_t kernel_max_stack_;
+};
 
 }  // namespace nativeprof::unwind
 

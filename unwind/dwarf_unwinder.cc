@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "unwind/cfi_rule.h"
+#include "unwind/kernel_callchain.h"
 
 namespace nativeprof::unwind {
 namespace {
@@ -40,11 +41,14 @@ StepError FramePointerStep(const DwarfRegs& in, const StackCopy& stack, DwarfReg
 void DwarfUnwinder::Unwind(const sampler::SampleView& sample, const ProcessView& process,
                            UnwoundStack* out) {
   out->Clear();
-  std::span<const uint64_t> user_chain = AppendKernelFrames(sample.callchain, out);
+  const KernelCallchain chain = SplitCallchain(sample.callchain);
+  AppendCallchainFrames(chain.kernel, /*kernel=*/true, out);
   const size_t first_user = out->frames.size();
   if (sample.regs_abi == PERF_SAMPLE_REGS_ABI_64 && !sample.regs_user.empty()) {
     UnwindUser(sample, process, out);
-    if (options_.splice_kernel_chain) SpliceKernelChain(user_chain, first_user, process, out, sample.callchain.size());
+    if (options_.splice_kernel_chain) {
+      SpliceKernelChain(chain.user, first_user, process, out, chain.CutAtMaxStack());
+    }
   } else if (first_user == 0) {
     // No user registers (a 32-bit task, or recorded without REGS_USER) and no kernel frames.
     out->end = StackEnd::kNoUnwindInfo;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "unwind/cfi_rule.h"
+#include "unwind/kernel_callchain.h"
 
 extern "C" int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
                                                   unw_dyn_info_t* di, unw_proc_info_t* pi,
@@ -165,7 +166,8 @@ LibunwindUnwinder::~LibunwindUnwinder() {
 void LibunwindUnwinder::Unwind(const sampler::SampleView& sample, const ProcessView& process,
                                UnwoundStack* out) {
   out->Clear();
-  std::span<const uint64_t> user_chain = AppendKernelFrames(sample.callchain, out);
+  const KernelCallchain chain = SplitCallchain(sample.callchain);
+  AppendCallchainFrames(chain.kernel, /*kernel=*/true, out);
   const size_t first_user = out->frames.size();
   State& st = *state_;
   if (sample.regs_abi != PERF_SAMPLE_REGS_ABI_64 || sample.regs_user.empty() ||
@@ -226,7 +228,9 @@ void LibunwindUnwinder::Unwind(const sampler::SampleView& sample, const ProcessV
       break;
     }
   }
-  if (options_.splice_kernel_chain) SpliceKernelChain(user_chain, first_user, process, out, sample.callchain.size());
+  if (options_.splice_kernel_chain) {
+    SpliceKernelChain(chain.user, first_user, process, out, chain.CutAtMaxStack());
+  }
   stats_.Count(*out);
 }
 

@@ -1,5 +1,6 @@
 // libFuzzer target for symbolize/demangle.h: any byte string through DemangleForDisplay and
-// DemangleSymbol with both option settings, DemangleRust in both forms, and EscapeFoldedFrame.
+// DemangleSymbol with both option settings, DemangleRust in both forms, and output's
+// EscapeFoldedFrame over the demangled names.
 // Checks the documented bounds: no crash, output at most ~1 MB, unknown names unchanged.
 #include <cstddef>
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "output/folded_writer.h"
 #include "symbolize/demangle.h"
 
 namespace {
@@ -32,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(display.size() <= bound);
     std::string symbol = nativeprof::symbolize::DemangleSymbol(input, options);
     Check(symbol.size() <= bound);
-    std::string folded = nativeprof::symbolize::EscapeFoldedFrame(symbol);
+    std::string folded = nativeprof::output::EscapeFoldedFrame(symbol);
     Check(folded.size() == symbol.size());
     Check(folded.find(';') == std::string::npos && folded.find('\n') == std::string::npos);
     std::optional<std::string> rust = nativeprof::symbolize::DemangleRust(input, !full);

@@ -6,6 +6,7 @@
 #include "output/folded_reader.h"
 #include "output/folded_writer.h"
 #include "output/profile_writer.h"
+#include "symbolize/demangle.h"
 #include "symbolize/profile.h"
 #include "tests/testing/test_support.h"
 
@@ -17,6 +18,15 @@ using symbolize::Profile;
 using symbolize::ProfileFrame;
 using symbolize::ProfileStack;
 using ::testing::HasSubstr;
+
+// Moved from symbolize's demangle_test with the function: escaping for folded output is output/'s.
+TEST(EscapeFoldedFrameTest, ReplacesSeparatorsKeepsSpaces) {
+  EXPECT_EQ(EscapeFoldedFrame("a;b"), "a:b");
+  EXPECT_EQ(EscapeFoldedFrame("x\ny\rz"), "x y z");
+  EXPECT_EQ(EscapeFoldedFrame("foo(int, char const*) const [clone .cold]"),
+            "foo(int, char const*) const [clone .cold]");
+  EXPECT_EQ(EscapeFoldedFrame(symbolize::DemangleSymbol("_RIC0KRe3b0a_E", {})), "::<\":\\n\">");
+}
 
 uint32_t AddFrame(Profile& p, const std::string& name, FrameKind kind = FrameKind::kUser) {
   ProfileFrame f;

@@ -107,14 +107,6 @@ TEST(DemangleForDisplayTest, SkipsLeadingDotLikeCxxfilt) {
   EXPECT_EQ(DemangleForDisplay("._notmangled", {}), "._notmangled");
 }
 
-TEST(EscapeFoldedFrameTest, ReplacesSeparatorsKeepsSpaces) {
-  EXPECT_EQ(EscapeFoldedFrame("a;b"), "a:b");
-  EXPECT_EQ(EscapeFoldedFrame("x\ny\rz"), "x y z");
-  EXPECT_EQ(EscapeFoldedFrame("foo(int, char const*) const [clone .cold]"),
-            "foo(int, char const*) const [clone .cold]");
-  EXPECT_EQ(EscapeFoldedFrame(DemangleSymbol("_RIC0KRe3b0a_E", {})), "::<\":\\n\">");
-}
-
 // --- adversarial input -------------------------------------------------------------------------
 
 std::string Base62(uint64_t n) {

@@ -34,7 +34,8 @@ UnwoundStack Unwind(const std::vector<uint64_t>& chain, uint64_t ip = 0) {
   sampler::SampleView s;
   s.ip = ip;
   s.callchain = chain;
-  CallchainUnwinder u;
+  // The kernel's default limit, not this machine's sysctl: the expectations below assume 127.
+  CallchainUnwinder u(kDefaultKernelMaxStack);
   UnwoundStack out;
   out.frames.push_back(Frame{0xdead, FrameKind::kReturnAddress, false});  // must be cleared
   out.end = StackEnd::kBadFrame;
@@ -91,8 +92,10 @@ TEST(CallchainUnwinderTest, FrameLimitIsEnforced) {
 
 TEST(CallchainUnwinderTest, AppendCallchainKernelOnly) {
   UnwoundStack s;
-  size_t user = AppendCallchain(std::vector<uint64_t>{kKernel, 0xffff1, kUser, 0x1, 0x2},
-                                /*user=*/false, &s);
+  const std::vector<uint64_t> raw = {kKernel, 0xffff1, kUser, 0x1, 0x2};
+  const KernelCallchain chain = SplitCallchain(raw);
+  AppendCallchainFrames(chain.kernel, /*kernel=*/true, &s);
+  size_t user = chain.user.size();
   EXPECT_EQ(user, 2u);
   EXPECT_THAT(Frames(s), ElementsAre(F{0xffff1, kIp, true}));
 }

@@ -17,6 +17,7 @@
 #include "unwind/chain_splice.h"
 #include "unwind/dwarf_stack_size.h"
 #include "unwind/dwarf_unwinder.h"
+#include "unwind/kernel_callchain.h"
 #include "unwind/x86_64_regs.h"
 
 namespace nativeprof::unwind {
@@ -197,7 +198,9 @@ TEST(ChainSpliceTest, KernelFramesComeFirst) {
   const std::vector<uint64_t> chain = {kernel, 0xffffffff81000010, 0xffffffff81000020, user,
                                        0x401000, 0x401100};
   UnwoundStack out;
-  std::span<const uint64_t> rest = AppendKernelFrames(chain, &out);
+  const KernelCallchain split = SplitCallchain(chain);
+  AppendCallchainFrames(split.kernel, /*kernel=*/true, &out);
+  std::span<const uint64_t> rest = split.user;
   ASSERT_EQ(out.frames.size(), 2u);
   EXPECT_TRUE(out.frames[0].kernel);
   EXPECT_EQ(out.frames[0].kind, FrameKind::kInstructionPointer);
