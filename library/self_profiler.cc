@@ -1,6 +1,5 @@
 #include "library/self_profiler.h"
 
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -17,6 +16,8 @@
 #include "base/status_macros.h"
 #include "output/counter_report.h"
 #include "output/profile_writer.h"
+#include "sampler/record_loop.h"
+#include "sampler/target.h"
 #include "symbolize/profile_builder.h"
 #include "symbolize/symbolizer.h"
 
@@ -140,7 +141,7 @@ absl::Status SelfProfiler::Start() {
   notes_.clear();
   // The reader exists before any event is opened, so no inherited event ever follows it.
   try {
-    reader_ = std::thread([this] { ReaderLoop(); });
+    reader_ = std::thread([this] { ReaderThread(); });
   } catch (const std::system_error& e) {
     g_running = false;
     return absl::ResourceExhaustedError(
@@ -194,7 +195,7 @@ absl::Status SelfProfiler::Start() {
   return absl::OkStatus();
 }
 
-void SelfProfiler::ReaderLoop() {
+void SelfProfiler::ReaderThread() {
   // Process-directed signals must go to the host's threads, never to this one.
   sigset_t all;
   sigfillset(&all);
@@ -202,34 +203,30 @@ void SelfProfiler::ReaderLoop() {
   pthread_setname_np(pthread_self(), "nativeprof-rd");
   WriteEventFd(ready_fd_.get(), static_cast<uint64_t>(::gettid()));
   if (ReadEventFd(control_fd_.get()) != kGo) return;
-  if (session_ == nullptr) {
-    // Counting only: nothing to drain, just wait for Stop.
-    ReadEventFd(control_fd_.get());
-    return;
-  }
 
   // The kernel reports only mappings made after the events were enabled: the address space and
   // thread names as they are now come from /proc (re-sent only when they changed since the last
   // segment, which keeps a start/stop cycle cheap).
-  const pid_t pid = ::getpid();
-  absl::StatusOr<std::vector<sampler::ProcMapsEntry>> maps = sampler::ReadProcMaps(pid);
-  absl::StatusOr<std::vector<pid_t>> threads = sampler::ListThreads(pid);
-  if (maps.ok() && threads.ok() &&
-      (!SameMaps(*maps, last_maps_) || *threads != last_threads_)) {
-    sampler::SynthesizeProcessState(pid, *maps, *collector_);
-    last_maps_ = *std::move(maps);
-    last_threads_ = *std::move(threads);
+  if (session_ != nullptr) {
+    const pid_t pid = ::getpid();
+    absl::StatusOr<std::vector<sampler::ProcMapsEntry>> maps = sampler::ReadProcMaps(pid);
+    absl::StatusOr<std::vector<pid_t>> threads = sampler::ListThreads(pid);
+    if (maps.ok() && threads.ok() &&
+        (!SameMaps(*maps, last_maps_) || *threads != last_threads_)) {
+      sampler::SynthesizeProcessState(pid, *maps, *collector_);
+      last_maps_ = *std::move(maps);
+      last_threads_ = *std::move(threads);
+    }
   }
 
-  pollfd control = {control_fd_.get(), POLLIN, 0};
-  while (true) {
-    session_->Poll(std::span<pollfd>(&control, 1), 100);
-    session_->Drain(*collector_);
-    if (control.revents & POLLIN) break;
-  }
-  ReadEventFd(control_fd_.get());
-  // Stop disabled the events before waking us: this drain sees the segment's last records.
-  session_->Flush(*collector_);
+  // Until Stop writes control_fd_ again. Counting only, there is nothing to drain and the loop
+  // just waits. Stop disabled the events before that write, so the loop's final drain sees the
+  // segment's last records. No signals are read: they are the host's.
+  sampler::SelfTarget target(control_fd_.get());
+  sampler::RecordLoopOptions loop;
+  loop.session = session_.get();
+  loop.sink = collector_.get();
+  (void)sampler::RunRecordLoop(target, loop);  // a SelfTarget always starts
 }
 
 absl::Status SelfProfiler::Stop() {

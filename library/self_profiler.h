@@ -94,7 +94,7 @@ class SelfProfiler {
  private:
   explicit SelfProfiler(const SelfProfilerOptions& options) : options_(options) {}
   absl::Status OpenCounters(const std::vector<pid_t>& tids);
-  void ReaderLoop();
+  void ReaderThread();
   absl::Status WriteAs(const std::string& path, output::OutputFormat format);
 
   SelfProfilerOptions options_;

@@ -43,8 +43,6 @@ absl::Status AttachedCounters::Disable() { return set_->Disable(); }
 
 absl::StatusOr<std::vector<CounterValue>> AttachedCounters::Read() const { return set_->Read(); }
 
-void AttachedCounters::Poll() { set_->Poll(); }
-
 absl::StatusOr<std::vector<ThreadCounters>> AttachedCounters::ReadPerThread() {
   return set_->ReadPerThread();
 }

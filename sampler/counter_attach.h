@@ -32,8 +32,8 @@ class AttachedCounters {
   absl::Status Disable();
   // Totals over every thread, one per event. Errors as CounterSet::Read.
   absl::StatusOr<std::vector<CounterValue>> Read() const;
-  // Per-thread mode: drains the side bands; call while waiting.
-  void Poll();
+  // The counters themselves, for the record loop to poll their side bands while waiting.
+  CounterSet& set() { return *set_; }
   // Per-thread mode: one row per attached thread and per task that exited meanwhile.
   absl::StatusOr<std::vector<ThreadCounters>> ReadPerThread();
 

@@ -1,8 +1,5 @@
 #include "tools/record_session.h"
 
-#include <signal.h>
-#include <sys/signalfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,14 +13,16 @@
 #include "base/file_util.h"
 #include "base/logging.h"
 #include "base/scheduling.h"
-#include "base/scoped_fd.h"
+#include "base/signal_reader.h"
 #include "output/counter_report.h"
 #include "sampler/child_process.h"
 #include "sampler/counter_attach.h"
 #include "sampler/counter_set.h"
 #include "sampler/cpu_list.h"
 #include "sampler/proc_maps.h"
+#include "sampler/record_loop.h"
 #include "sampler/session.h"
+#include "sampler/target.h"
 #include "symbolize/profile_builder.h"
 #include "tools/exit_codes.h"
 #include "tools/record_report.h"
@@ -44,39 +43,6 @@ int ExitCodeForStartError(const absl::Status& st) {
   if (absl::IsInvalidArgument(st)) return kExitUsage;
   return kExitFailure;
 }
-
-// SIGINT/SIGTERM/SIGHUP are blocked and read from a signalfd, so no handler runs inside
-// nativeprof and the poll loop sees them like any other fd. The child unblocks them before exec.
-class SignalReader {
- public:
-  absl::Status Init() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    if (sigprocmask(SIG_BLOCK, &set, &old_) != 0) return absl::InternalError("sigprocmask");
-    blocked_ = true;
-    fd_.Reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-    if (!fd_.valid()) return absl::InternalError("signalfd");
-    return absl::OkStatus();
-  }
-  ~SignalReader() {
-    if (blocked_) sigprocmask(SIG_SETMASK, &old_, nullptr);
-  }
-  int fd() const { return fd_.get(); }
-  // The next pending signal number, or 0.
-  int Read() {
-    signalfd_siginfo info;
-    if (::read(fd_.get(), &info, sizeof(info)) != sizeof(info)) return 0;
-    return static_cast<int>(info.ssi_signo);
-  }
-
- private:
-  ScopedFd fd_;
-  sigset_t old_{};
-  bool blocked_ = false;
-};
 
 void ApplyCallGraph(const RecordOptions& o, sampler::SessionOptions* so) {
   so->sampling.event = o.event;
@@ -132,17 +98,6 @@ void NoteWaits(const std::optional<SchedStat>& setup, const std::optional<SchedS
   if (setup.has_value()) {
     d->setup_wait_seconds = NsToSeconds(setup->run_queue_ns, start->run_queue_ns);
   }
-}
-
-// The poll timeout: at most 100 ms (exit and signal checks stay prompt), and no later than the
-// deadline, rounded up so the loop does not spin through its last millisecond.
-int PollTimeoutMs(std::chrono::steady_clock::time_point deadline) {
-  constexpr int kMaxMs = 100;
-  if (deadline == std::chrono::steady_clock::time_point::max()) return kMaxMs;
-  const auto left = deadline - std::chrono::steady_clock::now();
-  if (left <= std::chrono::steady_clock::duration::zero()) return 0;
-  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
-  return static_cast<int>(std::min<int64_t>(ms, kMaxMs));
 }
 
 double MillisecondsSince(std::chrono::steady_clock::time_point t) {
@@ -202,7 +157,6 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
 
   unwind::StackCollector collector(&unwinder, /*keep_timeline=*/true);
   std::unique_ptr<symbolize::Symbolizer> symbolizer = MakeRecordingSymbolizer(o, collector);
-  std::vector<ScopedFd> pidfds;
   // --duration counts from here, the start of sampling.
   const auto start = std::chrono::steady_clock::now();
   const std::optional<SchedStat> start_sched = SchedNow();
@@ -215,50 +169,30 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   for (int pid : o.pids) {
     absl::StatusOr<std::vector<sampler::ProcMapsEntry>> maps = sampler::ReadProcMaps(pid);
     if (maps.ok()) sampler::SynthesizeProcessState(pid, *maps, collector);
-    pidfds.emplace_back(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   }
 
+  sampler::AttachedTarget target(o.pids);
+  sampler::RecordLoopOptions loop;
+  loop.session = session->get();
+  loop.sink = &collector;
+  loop.signals = &signals;
+  if (o.duration_seconds > 0) {
+    loop.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(o.duration_seconds));
+  }
+  // The targets keep running after the loop: their events stop before the last drain.
+  loop.disable_before_final_drain = true;
+  absl::StatusOr<sampler::RecordLoopResult> ran = sampler::RunRecordLoop(target, loop);
+  if (!ran.ok()) {  // AttachedTarget::Start cannot fail; kept for the contract
+    PrintError(ran.status().message());
+    return kExitFailure;
+  }
   RunState state;
-  std::vector<pollfd> extra = {{signals.fd(), POLLIN, 0}};
-  for (const ScopedFd& fd : pidfds) {
-    if (fd.valid()) extra.push_back({fd.get(), POLLIN, 0});
-  }
-  const auto deadline =
-      o.duration_seconds > 0
-          ? start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                        std::chrono::duration<double>(o.duration_seconds))
-          : std::chrono::steady_clock::time_point::max();
-  size_t exited = 0;
-  while (true) {
-    (*session)->Poll(std::span<pollfd>(extra), PollTimeoutMs(deadline));
-    (*session)->Drain(collector);
-    if (extra[0].revents & POLLIN) {
-      while (signals.Read() != 0) ++state.signals_received;
-      state.interrupted = true;
-      break;
-    }
-    for (size_t i = 1; i < extra.size(); ++i) {
-      // An exited process's pidfd stays readable: stop polling it, or every later poll() would
-      // return at once while the other targets run.
-      if (extra[i].fd >= 0 && (extra[i].revents & POLLIN)) {
-        extra[i].fd = -1;
-        ++exited;
-      }
-    }
-    if (extra.size() > 1 && exited == extra.size() - 1) break;
-    if (extra.size() == 1) {
-      // No pidfds (old kernel): check for the processes by signal 0.
-      bool any = false;
-      for (int pid : o.pids) any |= ::kill(pid, 0) == 0 || errno == EPERM;
-      if (!any) break;
-    }
-    if (std::chrono::steady_clock::now() >= deadline) break;
-  }
-  (void)(*session)->Disable();
-  (*session)->Flush(collector);
+  state.signals_received = ran->signals_received;
+  state.interrupted = ran->end == sampler::LoopEnd::kSignal;
   state.duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  state.exit_code = kExitOk;
+  state.exit_code = target.exit_code();
   state.scheduling = std::move(scheduling);
   NoteWaits(setup_sched, start_sched, &state.scheduling);
   std::vector<sampler::CounterValue> counter_values;
@@ -302,14 +236,14 @@ int RunRecording(const RecordOptions& o) {
     return kExitUsage;
   }
 
-  SignalReader signals;
-  if (absl::Status st = signals.Init(); !st.ok()) {
-    PrintError(st.message());
+  absl::StatusOr<SignalReader> signals = SignalReader::Create();
+  if (!signals.ok()) {
+    PrintError(signals.status().message());
     return kExitFailure;
   }
 
   if (!o.pids.empty()) {
-    return RunAttached(o, **unwinder, signals, setup_sched, std::move(scheduling));
+    return RunAttached(o, **unwinder, *signals, setup_sched, std::move(scheduling));
   }
 
   sampler::SpawnOptions spawn;
@@ -352,42 +286,26 @@ int RunRecording(const RecordOptions& o) {
   std::unique_ptr<symbolize::Symbolizer> symbolizer = MakeRecordingSymbolizer(o, collector);
   const auto start = std::chrono::steady_clock::now();
   const std::optional<SchedStat> start_sched = SchedNow();
-  if (absl::Status st = child->Release(); !st.ok()) {
-    PrintError(st.message());
-    return absl::IsNotFound(st) ? kExitNotFound : kExitNotExecutable;
+  // Like perf: the command decides how to end on a signal; nativeprof drains until it exits.
+  sampler::LaunchedTarget target(&*child, {.second_sigint_stops_waiting = true});
+  sampler::RecordLoopOptions loop;
+  loop.session = session->get();
+  loop.sink = &collector;
+  loop.signals = &*signals;
+  absl::StatusOr<sampler::RecordLoopResult> ran = sampler::RunRecordLoop(target, loop);
+  if (!ran.ok()) {
+    PrintError(ran.status().message());
+    return absl::IsNotFound(ran.status()) ? kExitNotFound : kExitNotExecutable;
   }
-
   RunState state;
-  pollfd extra[2] = {{signals.fd(), POLLIN, 0}, {child->pidfd(), POLLIN, 0}};
-  const size_t extra_count = child->pidfd() >= 0 ? 2 : 1;
-  std::optional<int> wait_status;
-  while (true) {
-    (*session)->Poll(std::span<pollfd>(extra, extra_count), 100);
-    (*session)->Drain(collector);
-    if (extra[0].revents & POLLIN) {
-      while (int sig = signals.Read()) {
-        ++state.signals_received;
-        if (state.signals_received == 1 || sig != SIGINT) {
-          // Like perf: the target decides how to end; nativeprof keeps draining until it exits.
-          child->Signal(sig);
-          state.interrupted = true;
-        } else {
-          state.stopped_waiting = true;
-        }
-      }
-    }
-    wait_status = child->TryWait();
-    if (wait_status.has_value() || state.stopped_waiting) break;
-  }
-  const auto end = std::chrono::steady_clock::now();
-  // Records of the last moments may still sit below the wakeup mark.
-  (*session)->Flush(collector);
-  state.duration_seconds = std::chrono::duration<double>(end - start).count();
-  state.exit_code = wait_status.has_value() ? sampler::ExitCodeFromWaitStatus(*wait_status)
-                                            : 128 + SIGINT;
+  state.signals_received = ran->signals_received;
+  state.interrupted = target.forwarded_signal();
+  state.stopped_waiting = target.stopped_waiting();
+  state.duration_seconds = std::chrono::duration<double>(ran->stopped_at - start).count();
+  state.exit_code = target.exit_code();
   state.scheduling = std::move(scheduling);
   NoteWaits(setup_sched, start_sched, &state.scheduling);
-  if (state.stopped_waiting && !wait_status.has_value()) {
+  if (state.stopped_waiting && !target.wait_status().has_value()) {
     PrintError("second interrupt: stopped waiting for the target; writing what was recorded");
   }
 

@@ -1,15 +1,12 @@
 // `nativeprof stat`: runs a command (or attaches to a process) with counting perf events and
 // prints perf-stat-like totals, derived metrics and hints on stderr, optionally as JSON too.
-// Runs on the main thread; the only signal handler records SIGINT/SIGTERM for forwarding.
+// Runs on the main thread; installs no signal handlers (SIGINT/SIGTERM are read through a
+// signalfd and forwarded).
 #include <getopt.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include <sys/wait.h>
 
-#include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <optional>
@@ -20,13 +17,15 @@
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "base/logging.h"
-#include "base/scoped_fd.h"
+#include "base/signal_reader.h"
 #include "output/counter_report.h"
 #include "output/json_util.h"
 #include "sampler/child_process.h"
 #include "sampler/counter_attach.h"
 #include "sampler/counter_set.h"
 #include "sampler/event_spec.h"
+#include "sampler/record_loop.h"
+#include "sampler/target.h"
 #include "tools/cli_error.h"
 #include "tools/commands.h"
 #include "tools/exit_codes.h"
@@ -54,32 +53,6 @@ constexpr char kUsage[] =
     "  -p, --pid PID      count an existing process (all its threads) until it exits or SIGINT\n"
     "  -v, --verbose      more diagnostics (repeat for more)\n"
     "  -h, --help         this text\n";
-
-volatile sig_atomic_t g_pending_signal = 0;
-
-void OnSignal(int sig) { g_pending_signal = sig; }
-
-// SIGINT/SIGTERM are recorded, not fatal: the target gets them forwarded (as perf stat does)
-// and the counts are still read and printed. No SA_RESTART, so poll() wakes up.
-class ScopedSignalForwarding {
- public:
-  ScopedSignalForwarding() {
-    g_pending_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = OnSignal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~ScopedSignalForwarding() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-};
 
 struct StatOptions {
   std::vector<sampler::EventSpec> events;
@@ -210,28 +183,6 @@ int CounterOpenFailure(const absl::Status& status) {
   return PrintCliError(CliStep::kOpenCounters, status);
 }
 
-// Waits for the target to end (pidfd readable, or polling waitpid), forwarding SIGINT/SIGTERM
-// and draining the per-thread side band meanwhile. Returns the wait status.
-int WaitForChild(sampler::ChildProcess* child, std::vector<sampler::CounterSet*> sets) {
-  while (true) {
-    std::optional<int> status = child->TryWait();
-    if (status.has_value()) return *status;
-    if (g_pending_signal != 0) {
-      int sig = g_pending_signal;
-      g_pending_signal = 0;
-      child->Signal(sig);
-    }
-    for (sampler::CounterSet* set : sets) set->Poll();
-    if (child->pidfd() >= 0) {
-      pollfd pfd{child->pidfd(), POLLIN, 0};
-      ::poll(&pfd, 1, 100);
-    } else {
-      timespec ts{0, 10 * 1000 * 1000};
-      ::nanosleep(&ts, nullptr);
-    }
-  }
-}
-
 struct RunResult {
   std::optional<int> exit_code;  // set: stop with this code (error before the command ran)
   output::CounterRun run;
@@ -239,7 +190,7 @@ struct RunResult {
   bool interrupted = false;
 };
 
-RunResult RunCommandOnce(const StatOptions& options) {
+RunResult RunCommandOnce(const StatOptions& options, SignalReader& signals) {
   RunResult result;
   absl::StatusOr<sampler::ChildProcess> child = sampler::ChildProcess::Spawn(options.command);
   if (!child.ok()) {
@@ -261,18 +212,24 @@ RunResult RunCommandOnce(const StatOptions& options) {
   rusage before{};
   getrusage(RUSAGE_CHILDREN, &before);
   const double start = MonotonicSeconds();
-  absl::Status released = child->Release();
-  if (!released.ok()) {
-    result.exit_code = PrintCliError(CliStep::kExecCommand, released);
+  // As perf stat does: every signal goes to the command, and its counts are printed after it.
+  sampler::LaunchedTarget target(&*child, {.second_sigint_stops_waiting = false});
+  sampler::RecordLoopOptions loop;
+  loop.signals = &signals;
+  loop.counters = {&*set};
+  absl::StatusOr<sampler::RecordLoopResult> ran = sampler::RunRecordLoop(target, loop);
+  if (!ran.ok()) {
+    result.exit_code = PrintCliError(CliStep::kExecCommand, ran.status());
     return result;
   }
-  int wait_status = WaitForChild(&*child, {&*set});
+  const int wait_status = *target.wait_status();  // a launched target is done once reaped
   const double end = MonotonicSeconds();
   rusage after{};
   getrusage(RUSAGE_CHILDREN, &after);
-  result.interrupted = g_pending_signal != 0 || (WIFSIGNALED(wait_status) &&
-                                                 (WTERMSIG(wait_status) == SIGINT ||
-                                                  WTERMSIG(wait_status) == SIGTERM));
+  // A signal that came after the last one was forwarded ends a -r series too.
+  result.interrupted = signals.Pending() || (WIFSIGNALED(wait_status) &&
+                                             (WTERMSIG(wait_status) == SIGINT ||
+                                              WTERMSIG(wait_status) == SIGTERM));
   result.command_exit = sampler::ExitCodeFromWaitStatus(wait_status);
   result.run.elapsed_seconds = end - start;
   result.run.user_seconds = TimevalSeconds(after.ru_utime) - TimevalSeconds(before.ru_utime);
@@ -308,23 +265,17 @@ RunResult RunCommandOnce(const StatOptions& options) {
 
 // `stat -p PID`: counts until the process exits or SIGINT/SIGTERM arrives (not forwarded: the
 // process is not ours). Returns an exit code; fills `run` on success.
-int RunStatAttach(const StatOptions& options, output::CounterRun* run) {
+int RunStatAttach(const StatOptions& options, SignalReader& signals, output::CounterRun* run) {
   absl::StatusOr<sampler::AttachedCounters> counters =
       sampler::AttachedCounters::Open(options.events, options.attach_pid, options.per_thread);
   if (!counters.ok()) return CounterOpenFailure(counters.status());
   const double start = MonotonicSeconds();
-  ScopedFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, options.attach_pid, 0)));
-  while (g_pending_signal == 0) {
-    counters->Poll();
-    if (pidfd.valid()) {
-      pollfd pfd{pidfd.get(), POLLIN, 0};
-      if (::poll(&pfd, 1, 100) > 0) break;
-    } else {
-      if (::kill(options.attach_pid, 0) != 0 && errno == ESRCH) break;
-      timespec ts{0, 10 * 1000 * 1000};
-      ::nanosleep(&ts, nullptr);
-    }
-  }
+  sampler::AttachedTarget target({options.attach_pid});
+  sampler::RecordLoopOptions loop;
+  loop.signals = &signals;
+  loop.counters = {&counters->set()};
+  // Nothing is sampled and an attached target cannot fail to start: the loop only waits.
+  (void)sampler::RunRecordLoop(target, loop);
   absl::Status disabled = counters->Disable();
   run->elapsed_seconds = MonotonicSeconds() - start;
   if (!disabled.ok()) Logger("main")->debug("disable: {}", disabled.ToString());
@@ -356,17 +307,21 @@ int RunStatCommand(int argc, char** argv) {
                            "choose another --json path");
     }
   }
-  ScopedSignalForwarding forwarding;
+  // SIGINT/SIGTERM never end nativeprof here: they go to the command (or stop counting an
+  // attached process), and the counts are printed. SIGHUP keeps its default action.
+  absl::StatusOr<SignalReader> signals =
+      SignalReader::Create({.signals = {SIGINT, SIGTERM}, .discard_unread = true});
+  if (!signals.ok()) return PrintCliError(CliStep::kRun, signals.status());
   std::vector<output::CounterRun> runs;
   int exit_code = kExitOk;
   if (options.attach_pid > 0) {
     output::CounterRun run;
-    exit_code = RunStatAttach(options, &run);
+    exit_code = RunStatAttach(options, *signals, &run);
     if (exit_code != kExitOk) return exit_code;
     runs.push_back(std::move(run));
   } else {
     for (int i = 0; i < options.repeat; ++i) {
-      RunResult result = RunCommandOnce(options);
+      RunResult result = RunCommandOnce(options, *signals);
       if (result.exit_code.has_value()) return *result.exit_code;
       runs.push_back(std::move(result.run));
       exit_code = result.command_exit;

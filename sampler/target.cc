@@ -1,0 +1,98 @@
+#include "sampler/target.h"
+
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <utility>
+
+namespace nativeprof::sampler {
+namespace {
+
+// How often a target without a pidfd is looked for: its exit is noticed (and the run's elapsed
+// time measured) to within this.
+constexpr int kNoPidfdWaitMs = 10;
+
+}  // namespace
+
+LaunchedTarget::LaunchedTarget(ChildProcess* child, const LaunchedTargetOptions& options)
+    : child_(child), options_(options) {}
+
+absl::Status LaunchedTarget::Start() {
+  pidfd_.fd = child_->pidfd();
+  return child_->Release();
+}
+
+std::span<pollfd> LaunchedTarget::fds() {
+  return pidfd_.fd >= 0 ? std::span<pollfd>(&pidfd_, 1) : std::span<pollfd>();
+}
+
+bool LaunchedTarget::Done() {
+  // Asked even after the second SIGINT: a command that exited meanwhile reports its own status.
+  if (!wait_status_.has_value()) wait_status_ = child_->TryWait();
+  return wait_status_.has_value() || stopped_waiting_;
+}
+
+SignalVerdict LaunchedTarget::OnSignal(int sig) {
+  ++signals_;
+  if (options_.second_sigint_stops_waiting && signals_ > 1 && sig == SIGINT) {
+    // Done() ends the loop; the command keeps what it was sent so far.
+    stopped_waiting_ = true;
+  } else {
+    child_->Signal(sig);
+    forwarded_signal_ = true;
+  }
+  return SignalVerdict::kContinue;
+}
+
+int LaunchedTarget::max_wait_ms() const { return pidfd_.fd >= 0 ? -1 : kNoPidfdWaitMs; }
+
+int LaunchedTarget::exit_code() const {
+  return wait_status_.has_value() ? ExitCodeFromWaitStatus(*wait_status_) : 128 + SIGINT;
+}
+
+AttachedTarget::AttachedTarget(std::vector<pid_t> pids) : pids_(std::move(pids)) {}
+
+absl::Status AttachedTarget::Start() {
+  for (pid_t pid : pids_) {
+    // pidfd_open is Linux 5.3+; without it Done() looks for the processes by signal 0.
+    ScopedFd fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!fd.valid()) continue;
+    pollfds_.push_back({fd.get(), POLLIN, 0});
+    pidfds_.push_back(std::move(fd));
+  }
+  return absl::OkStatus();
+}
+
+bool AttachedTarget::Done() {
+  for (pollfd& p : pollfds_) {
+    // An exited process's pidfd stays readable: stop waiting on it, or every later poll() would
+    // return at once while the other processes run.
+    if (p.fd >= 0 && (p.revents & POLLIN)) {
+      p.fd = -1;
+      ++exited_;
+    }
+  }
+  if (!pollfds_.empty()) return exited_ == pollfds_.size();
+  for (pid_t pid : pids_) {
+    // EPERM: it exists but belongs to someone else.
+    if (::kill(pid, 0) == 0 || errno == EPERM) return false;
+  }
+  return true;
+}
+
+SignalVerdict AttachedTarget::OnSignal(int) { return SignalVerdict::kStop; }
+
+int AttachedTarget::max_wait_ms() const { return pollfds_.empty() ? kNoPidfdWaitMs : -1; }
+
+bool SelfTarget::Done() {
+  if ((stop_.revents & POLLIN) == 0) return false;
+  uint64_t value = 0;
+  while (::read(stop_.fd, &value, sizeof(value)) < 0 && errno == EINTR) {
+  }
+  return true;
+}
+
+}  // namespace nativeprof::sampler
