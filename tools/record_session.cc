@@ -24,6 +24,7 @@
 #include "sampler/session.h"
 #include "sampler/target.h"
 #include "symbolize/profile_builder.h"
+#include "tools/cli_error.h"
 #include "tools/exit_codes.h"
 #include "tools/record_report.h"
 #include "unwind/stack_collector.h"
@@ -33,15 +34,6 @@ namespace {
 
 void PrintError(absl::string_view message) {
   std::fprintf(stderr, "nativeprof: %.*s\n", static_cast<int>(message.size()), message.data());
-}
-
-int ExitCodeForStartError(const absl::Status& st) {
-  // Refused or unsupported events, and ring buffers over the locked-memory limit.
-  if (absl::IsPermissionDenied(st) || absl::IsNotFound(st) || absl::IsResourceExhausted(st)) {
-    return kExitPerfUnavailable;
-  }
-  if (absl::IsInvalidArgument(st)) return kExitUsage;
-  return kExitFailure;
 }
 
 void ApplyCallGraph(const RecordOptions& o, sampler::SessionOptions* so) {
@@ -114,8 +106,7 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   for (int pid : o.pids) {
     absl::StatusOr<std::vector<pid_t>> tids = sampler::ListThreads(pid);
     if (!tids.ok()) {
-      PrintError(absl::StrCat("no process with PID ", pid));
-      return kExitFailure;
+      return PrintCliError(CliStep::kRun, tids.status(), absl::StrCat("no process with PID ", pid));
     }
     session_options.targets.insert(session_options.targets.end(), tids->begin(), tids->end());
   }
@@ -124,17 +115,15 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
       sampler::Session::Open(session_options);
   if (!session.ok()) {
     if (absl::IsUnavailable(session.status())) {
-      PrintError(absl::StrCat("the process exited while attaching: ", session.status().message()));
-      return kExitFailure;
+      return PrintCliError(CliStep::kOpenEvents, session.status(),
+                           "the process exited while attaching");
     }
     if (absl::IsPermissionDenied(session.status())) {
-      PrintError(absl::StrCat(session.status().message(),
-                              "; attaching to another user's process also needs CAP_PERFMON or "
-                              "ptrace rights (/proc/sys/kernel/yama/ptrace_scope)"));
-      return kExitPerfUnavailable;
+      return PrintCliError(CliStep::kOpenEvents, session.status(), {},
+                           "attaching to another user's process also needs CAP_PERFMON or "
+                           "ptrace rights (/proc/sys/kernel/yama/ptrace_scope)");
     }
-    PrintError(session.status().message());
-    return ExitCodeForStartError(session.status());
+    return PrintCliError(CliStep::kOpenEvents, session.status());
   }
   for (const std::string& note : (*session)->notes()) PrintError(note);
   Logger("main")->debug("sampling events on {} threads opened in {:.1f} ms",
@@ -160,10 +149,7 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   // --duration counts from here, the start of sampling.
   const auto start = std::chrono::steady_clock::now();
   const std::optional<SchedStat> start_sched = SchedNow();
-  if (absl::Status st = (*session)->Enable(); !st.ok()) {
-    PrintError(st.message());
-    return kExitFailure;
-  }
+  if (absl::Status st = (*session)->Enable(); !st.ok()) return PrintCliError(CliStep::kRun, st);
   // The kernel reports only mappings made from now on; the existing ones come from /proc. Read
   // after enabling, so nothing mapped in between is missed (a duplicate just replaces itself).
   for (int pid : o.pids) {
@@ -184,8 +170,7 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   loop.disable_before_final_drain = true;
   absl::StatusOr<sampler::RecordLoopResult> ran = sampler::RunRecordLoop(target, loop);
   if (!ran.ok()) {  // AttachedTarget::Start cannot fail; kept for the contract
-    PrintError(ran.status().message());
-    return kExitFailure;
+    return PrintCliError(CliStep::kRun, ran.status());
   }
   RunState state;
   state.signals_received = ran->signals_received;
@@ -219,9 +204,9 @@ int RunRecording(const RecordOptions& o) {
   for (const RecordOutput& out : o.outputs) {
     absl::Status st = CheckOutputWritable(out.path);
     if (!st.ok()) {
-      PrintError(absl::StrCat("cannot write output '", out.path, "': ", st.message(),
-                              "; choose another -o"));
-      return kExitOutput;
+      return PrintCliError(CliStep::kWriteOutput, st,
+                           absl::StrCat("cannot write output '", out.path, "'"),
+                           "choose another -o");
     }
   }
   if (o.duration_seconds > 0 && o.pids.empty()) {
@@ -231,16 +216,10 @@ int RunRecording(const RecordOptions& o) {
 
   absl::StatusOr<std::unique_ptr<unwind::Unwinder>> unwinder =
       unwind::MakeUnwinder(o.call_graph, o.dwarf_backend);
-  if (!unwinder.ok()) {
-    PrintError(unwinder.status().message());
-    return kExitUsage;
-  }
+  if (!unwinder.ok()) return PrintCliError(CliStep::kParseOptions, unwinder.status());
 
   absl::StatusOr<SignalReader> signals = SignalReader::Create();
-  if (!signals.ok()) {
-    PrintError(signals.status().message());
-    return kExitFailure;
-  }
+  if (!signals.ok()) return PrintCliError(CliStep::kRun, signals.status());
 
   if (!o.pids.empty()) {
     return RunAttached(o, **unwinder, *signals, setup_sched, std::move(scheduling));
@@ -252,20 +231,14 @@ int RunRecording(const RecordOptions& o) {
   }
   spawn.working_directory = o.command_directory;
   absl::StatusOr<sampler::ChildProcess> child = sampler::ChildProcess::Spawn(o.command, spawn);
-  if (!child.ok()) {
-    PrintError(child.status().message());
-    return kExitFailure;
-  }
+  if (!child.ok()) return PrintCliError(CliStep::kRun, child.status());
 
   sampler::SessionOptions session_options;
   ApplyCallGraph(o, &session_options);
   session_options.targets = {child->pid()};
   absl::StatusOr<std::unique_ptr<sampler::Session>> session =
       sampler::Session::Open(session_options);
-  if (!session.ok()) {
-    PrintError(session.status().message());
-    return ExitCodeForStartError(session.status());
-  }
+  if (!session.ok()) return PrintCliError(CliStep::kOpenEvents, session.status());
   for (const std::string& note : (*session)->notes()) PrintError(note);
 
   std::optional<sampler::CounterSet> counters;
@@ -293,10 +266,7 @@ int RunRecording(const RecordOptions& o) {
   loop.sink = &collector;
   loop.signals = &*signals;
   absl::StatusOr<sampler::RecordLoopResult> ran = sampler::RunRecordLoop(target, loop);
-  if (!ran.ok()) {
-    PrintError(ran.status().message());
-    return absl::IsNotFound(ran.status()) ? kExitNotFound : kExitNotExecutable;
-  }
+  if (!ran.ok()) return PrintCliError(CliStep::kExecCommand, ran.status());
   RunState state;
   state.signals_received = ran->signals_received;
   state.interrupted = target.forwarded_signal();
