@@ -16,7 +16,8 @@ namespace nativeprof::output {
 // becomes "[unknown]". Spaces are kept: parsers split the count off at the LAST space.
 std::string SanitizeFoldedName(absl::string_view name);
 
-// The name a frame shows in folded output and flame graphs: sanitized function + FrameKindSuffix.
+// The name a frame shows in folded output and flame graphs: sanitized function +
+// ProfileFrameKindSuffix.
 std::string FoldedFrameName(const symbolize::ProfileFrame& frame);
 
 // Renders the profile as folded text. Stacks of different pids/tids with the same comm and frames

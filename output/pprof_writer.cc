@@ -12,9 +12,9 @@
 
 namespace nativeprof::output {
 
-using symbolize::FrameKind;
 using symbolize::Profile;
 using symbolize::ProfileFrame;
+using symbolize::ProfileFrameKind;
 using symbolize::ProfileStack;
 
 namespace {
@@ -110,7 +110,7 @@ std::string EncodePprof(const Profile& profile) {
     MappingInfo& m = mappings[it->second - 1];
     m.limit = std::max(m.limit, f.module_offset + 1);
     m.has_lines |= f.line != 0;
-    m.has_inline |= f.kind == FrameKind::kInlined;
+    m.has_inline |= f.kind == ProfileFrameKind::kInlined;
     frame_mapping[i] = it->second;
   }
 
@@ -155,7 +155,7 @@ std::string EncodePprof(const Profile& profile) {
       run.clear();
       run.push_back(s.frames[i++]);
       while (i < s.frames.size() && s.frames[i] < profile.frames.size() &&
-             profile.frames[s.frames[i]].kind == FrameKind::kInlined) {
+             profile.frames[s.frames[i]].kind == ProfileFrameKind::kInlined) {
         run.push_back(s.frames[i++]);
       }
       auto [it, inserted] = location_ids.try_emplace(run, location_ids.size() + 1);

@@ -32,8 +32,8 @@ size_t AppendCallchain(std::span<const uint64_t> callchain, bool user, UnwoundSt
     // return addresses.
     if (out->frames.size() < kMaxFrames) {
       out->frames.push_back(Frame{entry,
-                                  first_in_context ? FrameKind::kInstructionPointer
-                                                   : FrameKind::kReturnAddress,
+                                  first_in_context ? FrameAddressKind::kInstructionPointer
+                                                   : FrameAddressKind::kReturnAddress,
                                   kernel});
     }
     first_in_context = false;
@@ -45,7 +45,7 @@ void CallchainUnwinder::Unwind(const sampler::SampleView& sample, const ProcessV
                                UnwoundStack* out) {
   out->Clear();
   if (sample.callchain.empty()) {
-    out->frames.push_back(Frame{sample.ip, FrameKind::kInstructionPointer, false});
+    out->frames.push_back(Frame{sample.ip, FrameAddressKind::kInstructionPointer, false});
     out->end = StackEnd::kNoUnwindInfo;
     return;
   }

@@ -20,7 +20,8 @@ std::span<const uint64_t> AppendKernelFrames(std::span<const uint64_t> callchain
     }
     if (!in_kernel) continue;
     out->frames.push_back(
-        {a, first ? FrameKind::kInstructionPointer : FrameKind::kReturnAddress, true});
+        {a, first ? FrameAddressKind::kInstructionPointer : FrameAddressKind::kReturnAddress,
+         true});
     first = false;
   }
   return {};
@@ -52,7 +53,7 @@ bool SpliceKernelChain(std::span<const uint64_t> user_chain, size_t first_user_f
     if (m == nullptr || !(m->prot & PROT_EXEC) || m->module == sampler::kNoModule) return false;
   }
   for (size_t i = k + 1; i < user_chain.size() && out->frames.size() < kMaxFrames; ++i) {
-    out->frames.push_back({user_chain[i], FrameKind::kReturnAddress, false});
+    out->frames.push_back({user_chain[i], FrameAddressKind::kReturnAddress, false});
   }
   // A chain the kernel cut at perf_event_max_stack entries does not reach the outermost frame:
   // the frames it adds are right, but the stack stays truncated.
