@@ -27,9 +27,9 @@ const symbolize::Profile& BigProfile(bool with_timeline) {
   for (int i = 0; i < kFunctions; ++i) {
     symbolize::ProfileFrame f;
     f.function = absl::StrCat("ns::Module", i % 50, "::function_", i, "(int, std::string const&)");
-    f.kind = i % 40 == 0 ? symbolize::FrameKind::kKernel
-                         : (i % 17 == 0 ? symbolize::FrameKind::kInlined
-                                        : symbolize::FrameKind::kUser);
+    f.kind = i % 40 == 0 ? symbolize::ProfileFrameKind::kKernel
+                         : (i % 17 == 0 ? symbolize::ProfileFrameKind::kInlined
+                                        : symbolize::ProfileFrameKind::kUser);
     f.module = absl::StrCat("/usr/lib/libmod", i % 30, ".so");
     f.build_id = absl::StrCat("0123456789abcdef", i % 30);
     f.module_offset = 0x1000 + 16 * static_cast<uint64_t>(i);

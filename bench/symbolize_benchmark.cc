@@ -12,8 +12,8 @@
 
 #include "base/cache_dir.h"
 #include "benchmark/benchmark.h"
+#include "module/elf_image.h"
 #include "sampler/module_registry.h"
-#include "symbolize/elf_file.h"
 #include "symbolize/kernel_symbols.h"
 #include "symbolize/module_symbols.h"
 #include "symbolize/symbolizer.h"
@@ -42,7 +42,7 @@ const CacheDir& BenchCache() {
 
 std::unique_ptr<ModuleSymbols> LoadModule(const std::string& path, bool dwarf,
                                           bool cache = false) {
-  auto file = ElfFile::Open(path);
+  auto file = module::ElfImage::Open(path);
   if (!file.ok()) return nullptr;
   ModuleLoadOptions options;
   options.dwarf = dwarf;
@@ -58,7 +58,7 @@ std::vector<uint64_t> RandomOffsets(const ModuleSymbols& symbols, size_t n) {
   while (out.size() < n && !table.empty()) {
     const SymbolTable::Symbol& s = table[rng() % table.size()];
     uint64_t svma = s.start + (s.size > 1 ? rng() % s.size : 0);
-    for (const LoadSegment& seg : symbols.file().loads()) {
+    for (const module::LoadSegment& seg : symbols.file().loads()) {
       if (svma >= seg.vaddr && svma < seg.vaddr + seg.filesz) {
         out.push_back(svma - seg.vaddr + seg.offset);
       }

@@ -7,19 +7,19 @@
 
 namespace nativeprof::output {
 
-using symbolize::FrameKind;
 using symbolize::Profile;
+using symbolize::ProfileFrameKind;
 using symbolize::ProfileStack;
 
-Palette PaletteOf(FrameKind kind) {
+Palette PaletteOf(ProfileFrameKind kind) {
   switch (kind) {
-    case FrameKind::kKernel:
+    case ProfileFrameKind::kKernel:
       return Palette::kKernel;
-    case FrameKind::kInlined:
+    case ProfileFrameKind::kInlined:
       return Palette::kInlined;
-    case FrameKind::kJit:
+    case ProfileFrameKind::kJit:
       return Palette::kJit;
-    case FrameKind::kUser:
+    case ProfileFrameKind::kUser:
       break;
   }
   return Palette::kUser;

@@ -72,7 +72,7 @@ class FlameTree {
 FlameTree BuildFlameGraphTree(const symbolize::Profile& profile);
 
 // Palette of a profile frame.
-Palette PaletteOf(symbolize::FrameKind kind);
+Palette PaletteOf(symbolize::ProfileFrameKind kind);
 
 }  // namespace nativeprof::output
 

@@ -16,28 +16,28 @@
 
 namespace nativeprof::output {
 
-using symbolize::FrameKind;
 using symbolize::Profile;
 using symbolize::ProfileFrame;
+using symbolize::ProfileFrameKind;
 using symbolize::ProfileStack;
 
 namespace {
 
 // Splits a FlameGraph annotation off a frame name.
-std::pair<absl::string_view, FrameKind> SplitSuffix(absl::string_view name) {
+std::pair<absl::string_view, ProfileFrameKind> SplitSuffix(absl::string_view name) {
   if (name.size() > 4 && name.substr(name.size() - 4, 2) == "_[" && name.back() == ']') {
     switch (name[name.size() - 2]) {
       case 'k':
-        return {name.substr(0, name.size() - 4), FrameKind::kKernel};
+        return {name.substr(0, name.size() - 4), ProfileFrameKind::kKernel};
       case 'i':
-        return {name.substr(0, name.size() - 4), FrameKind::kInlined};
+        return {name.substr(0, name.size() - 4), ProfileFrameKind::kInlined};
       case 'j':
-        return {name.substr(0, name.size() - 4), FrameKind::kJit};
+        return {name.substr(0, name.size() - 4), ProfileFrameKind::kJit};
       default:
         break;
     }
   }
-  return {name, FrameKind::kUser};
+  return {name, ProfileFrameKind::kUser};
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Reads folded stacks ("comm;root;...;leaf COUNT" per line) back into a symbolize::Profile, for
 // `convert`, `report` and `diff`. Only names survive the folded format: frames get a function and
-// a FrameKind (from the _[k] / _[i] / _[j] suffix), the first element becomes the thread name.
-// Pure parsing plus one file read; any thread.
+// a ProfileFrameKind (from the _[k] / _[i] / _[j] suffix), the first element becomes the thread
+// name. Pure parsing plus one file read; any thread.
 #ifndef NATIVEPROF_OUTPUT_FOLDED_READER_H_
 #define NATIVEPROF_OUTPUT_FOLDED_READER_H_
 

@@ -43,7 +43,7 @@ std::string FoldedFrameName(const ProfileFrame& frame) {
     position = absl::StrCat(" (", SanitizeFoldedName(frame.file), ":", frame.line, ")");
   }
   return absl::StrCat(SanitizeFoldedName(frame.function), position,
-                      symbolize::FrameKindSuffix(frame.kind));
+                      symbolize::ProfileFrameKindSuffix(frame.kind));
 }
 
 std::string RenderFolded(const Profile& profile) {

@@ -20,7 +20,8 @@ std::string EscapeFoldedFrame(absl::string_view frame);
 // EscapeFoldedFrame, then an empty or blank name (spaces and tabs only) becomes "[unknown]".
 std::string SanitizeFoldedName(absl::string_view name);
 
-// The name a frame shows in folded output and flame graphs: sanitized function + FrameKindSuffix.
+// The name a frame shows in folded output and flame graphs: sanitized function +
+// ProfileFrameKindSuffix.
 std::string FoldedFrameName(const symbolize::ProfileFrame& frame);
 
 // Renders the profile as folded text. Stacks of different pids/tids with the same comm and frames

@@ -19,8 +19,8 @@ nlohmann::json FrameModulesJson(const symbolize::Profile& profile) {
   std::map<std::string, std::map<std::string, uint64_t>> seen;
   for (size_t i = 0; i < profile.frames.size(); ++i) {
     const symbolize::ProfileFrame& f = profile.frames[i];
-    if (f.module.empty() || f.kind == symbolize::FrameKind::kKernel ||
-        f.kind == symbolize::FrameKind::kJit) {
+    if (f.module.empty() || f.kind == symbolize::ProfileFrameKind::kKernel ||
+        f.kind == symbolize::ProfileFrameKind::kJit) {
       continue;
     }
     seen[FoldedFrameName(f)][std::string(BaseNameOf(f.module))] += frame_samples[i];

@@ -12,9 +12,9 @@
 
 namespace nativeprof::output {
 
-using symbolize::FrameKind;
 using symbolize::Profile;
 using symbolize::ProfileFrame;
+using symbolize::ProfileFrameKind;
 using symbolize::ProfileStack;
 
 namespace {
@@ -130,7 +130,7 @@ class PprofEncoder {
       MappingInfo& m = mappings_[it->second - 1];
       m.limit = std::max(m.limit, f.module_offset + 1);
       m.has_lines |= f.line != 0;
-      m.has_inline |= f.kind == FrameKind::kInlined;
+      m.has_inline |= f.kind == ProfileFrameKind::kInlined;
       frame_mapping_[i] = it->second;
     }
   }
@@ -199,7 +199,7 @@ class PprofEncoder {
       run.clear();
       run.push_back(s.frames[i++]);
       while (i < s.frames.size() && s.frames[i] < profile_.frames.size() &&
-             profile_.frames[s.frames[i]].kind == FrameKind::kInlined) {
+             profile_.frames[s.frames[i]].kind == ProfileFrameKind::kInlined) {
         run.push_back(s.frames[i++]);
       }
       root_first.push_back(LocationFor(run));

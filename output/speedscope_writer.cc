@@ -40,7 +40,7 @@ std::string RenderSpeedscope(const Profile& profile, const std::string& name) {
   for (size_t i = 0; i < profile.frames.size(); ++i) {
     const ProfileFrame& f = profile.frames[i];
     std::string display = absl::StrCat(f.function.empty() ? "[unknown]" : f.function,
-                                       symbolize::FrameKindSuffix(f.kind));
+                                       symbolize::ProfileFrameKindSuffix(f.kind));
     auto [it, inserted] = frame_ids.try_emplace(std::make_tuple(display, f.file, f.line),
                                                 static_cast<uint32_t>(frame_ids.size()));
     if (inserted) {

@@ -100,7 +100,7 @@ DwarfInfo::~DwarfInfo() {
   if (dwarf_ != nullptr) dwarf_end(dwarf_);
 }
 
-std::unique_ptr<DwarfInfo> DwarfInfo::Open(const ElfFile& elf) {
+std::unique_ptr<DwarfInfo> DwarfInfo::Open(const module::ElfImage& elf) {
   if (!elf.HasSectionData(".debug_info")) return nullptr;
   Dwarf* dwarf = dwarf_begin_elf(elf.elf(), DWARF_C_READ, nullptr);
   if (dwarf == nullptr) return nullptr;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "symbolize/elf_file.h"
+#include "module/elf_image.h"
 #include "symbolize/line_program_check.h"
 
 namespace nativeprof::symbolize {
@@ -32,7 +32,7 @@ class DwarfInfo {
 
   // Opens the DWARF of `elf`, which must outlive the DwarfInfo. Returns nullptr when the ELF has no
   // .debug_info or libdw rejects it.
-  static std::unique_ptr<DwarfInfo> Open(const ElfFile& elf);
+  static std::unique_ptr<DwarfInfo> Open(const module::ElfImage& elf);
 
   // Describes svma: appends the inlined functions containing it, innermost first, then the
   // function they were inlined into (last). With `inline_frames` false only that last frame is
@@ -95,7 +95,7 @@ class DwarfInfo {
   const std::string& NameOf(FunctionDie& function, bool full_names);
 
   Dwarf* dwarf_ = nullptr;
-  const ElfFile* elf_ = nullptr;
+  const module::ElfImage* elf_ = nullptr;
   std::optional<LineSections> line_sections_;  // read on the first line program checked
   std::vector<Dwarf_Off> cu_offsets_;  // each unit's DIE offset in .debug_info
   std::vector<std::optional<Dwarf_Die>> cus_;  // parallel: each unit's DIE, once read

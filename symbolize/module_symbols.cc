@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "base/logging.h"
-#include "symbolize/debug_file_cache.h"
-#include "symbolize/debug_file_finder.h"
+#include "module/debug_file_cache.h"
+#include "module/debug_file_finder.h"
 #include "symbolize/display_name.h"
 
 namespace nativeprof::symbolize {
@@ -25,12 +25,12 @@ const char* NameSourceName(NameSource source) {
   return "?";
 }
 
-std::unique_ptr<ModuleSymbols> ModuleSymbols::Load(std::unique_ptr<ElfFile> file,
+std::unique_ptr<ModuleSymbols> ModuleSymbols::Load(std::unique_ptr<module::ElfImage> file,
                                                    const std::string& path,
                                                    const ModuleLoadOptions& options) {
   std::unique_ptr<ModuleSymbols> m(new ModuleSymbols());
   m->file_ = std::move(file);
-  ElfFile& elf = *m->file_;
+  module::ElfImage& elf = *m->file_;
   m->has_cfi_ = elf.HasSectionData(".eh_frame") || elf.HasSectionData(".debug_frame");
 
   bool has_symtab = m->table_.AddElfSymbols(elf, ".symtab") > 0;
@@ -40,7 +40,8 @@ std::unique_ptr<ModuleSymbols> ModuleSymbols::Load(std::unique_ptr<ElfFile> file
   // A separate debug file supplies names for stripped modules and DWARF for modules stripped of
   // debug info only.
   if (!has_symtab || (options.dwarf && !has_dwarf)) {
-    absl::StatusOr<DebugFileResult> debug = FindDebugFile(elf, path, options.debug_dirs);
+    absl::StatusOr<module::DebugFileResult> debug =
+        module::FindDebugFile(elf, path, options.debug_dirs);
     if (debug.ok()) {
       m->debug_file_ = debug->file->name();
       m->debug_file_how_ = debug->how;
@@ -54,7 +55,7 @@ std::unique_ptr<ModuleSymbols> ModuleSymbols::Load(std::unique_ptr<ElfFile> file
     }
   }
   if (!has_symtab) {
-    absl::StatusOr<std::unique_ptr<ElfFile>> mini = OpenMiniDebugInfo(elf);
+    absl::StatusOr<std::unique_ptr<module::ElfImage>> mini = module::OpenMiniDebugInfo(elf);
     if (mini.ok()) {
       // MiniDebugInfo holds only the symbols .dynsym lacks; both are merged below.
       if (m->table_.AddElfSymbols(**mini, ".symtab") > 0) {
@@ -72,10 +73,10 @@ std::unique_ptr<ModuleSymbols> ModuleSymbols::Load(std::unique_ptr<ElfFile> file
   m->table_.AddPltSymbols(elf);
   m->table_.Finish();
 
-  const ElfFile* dwarf_elf = has_dwarf ? &elf : m->debug_elf_.get();
+  const module::ElfImage* dwarf_elf = has_dwarf ? &elf : m->debug_elf_.get();
   if (options.dwarf && dwarf_elf != nullptr) {
     if (options.cache.has_value()) {
-      m->dwarf_elf_ = OpenDecompressedDebugFile(*dwarf_elf, *options.cache);
+      m->dwarf_elf_ = module::OpenDecompressedDebugFile(*dwarf_elf, *options.cache);
       if (m->dwarf_elf_ != nullptr) dwarf_elf = m->dwarf_elf_.get();
     }
     m->dwarf_ = DwarfInfo::Open(*dwarf_elf);

@@ -12,8 +12,9 @@
 #include <vector>
 
 #include "base/cache_dir.h"
+#include "module/debug_file_finder.h"
+#include "module/elf_image.h"
 #include "symbolize/dwarf_info.h"
-#include "symbolize/elf_file.h"
 #include "symbolize/symbol_table.h"
 
 namespace nativeprof::symbolize {
@@ -23,7 +24,7 @@ enum class NameSource : uint8_t { kSymtab, kDebugFile, kMiniDebugInfo, kDynsym, 
 const char* NameSourceName(NameSource source);
 
 struct ModuleLoadOptions {
-  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
+  std::vector<std::string> debug_dirs = module::DefaultDebugDirs();
   bool dwarf = true;  // open DWARF (inline frames, lines, producer)
   // Where decompressed copies of compressed DWARF are kept between runs; none: inflate each time.
   std::optional<CacheDir> cache;
@@ -34,7 +35,8 @@ class ModuleSymbols {
   // Loads the names of the module whose ELF is `file`; `path` is where it lives (or lived) on disk,
   // for debuglink lookups. Never fails: a module without names gets an empty table and
   // source() == kNone.
-  static std::unique_ptr<ModuleSymbols> Load(std::unique_ptr<ElfFile> file, const std::string& path,
+  static std::unique_ptr<ModuleSymbols> Load(std::unique_ptr<module::ElfImage> file,
+                                             const std::string& path,
                                              const ModuleLoadOptions& options);
 
   // File offset -> svma through the module's PT_LOAD headers; false when outside every segment.
@@ -49,7 +51,7 @@ class ModuleSymbols {
   const SymbolTable& table() const { return table_; }
   NameSource source() const { return source_; }
   const std::string& build_id() const { return file_->build_id(); }
-  const ElfFile& file() const { return *file_; }
+  const module::ElfImage& file() const { return *file_; }
   // Path of the separate debug file used, and how it was found ("build-id"/"debuglink"); empty
   // when none.
   const std::string& debug_file() const { return debug_file_; }
@@ -57,7 +59,7 @@ class ModuleSymbols {
   // Whether unwind info exists (.eh_frame or .debug_frame), for the quality report.
   bool has_cfi() const { return has_cfi_; }
   // Sections of the module's file or its debug file left out as corrupt, one message each
-  // (ElfFile::skipped_sections).
+  // (module::ElfImage::skipped_sections).
   std::vector<std::string> skipped_sections() const;
   // DWARF for inline frames and lines; nullptr when the module has none.
   DwarfInfo* dwarf() { return dwarf_.get(); }
@@ -65,15 +67,16 @@ class ModuleSymbols {
  private:
   ModuleSymbols() = default;
 
-  std::unique_ptr<ElfFile> file_;
-  std::unique_ptr<ElfFile> debug_elf_;  // separate debug file or MiniDebugInfo, kept for DWARF
+  std::unique_ptr<module::ElfImage> file_;
+  // The separate debug file or MiniDebugInfo, kept for DWARF.
+  std::unique_ptr<module::ElfImage> debug_elf_;
   SymbolTable table_;
   NameSource source_ = NameSource::kNone;
   std::string debug_file_;
   std::string debug_file_how_;
   bool has_cfi_ = false;
   // The decompressed copy DWARF is read from, when the DWARF is compressed; outlives dwarf_.
-  std::unique_ptr<ElfFile> dwarf_elf_;
+  std::unique_ptr<module::ElfImage> dwarf_elf_;
   std::unique_ptr<DwarfInfo> dwarf_;
   // Display names by symbol index, filled on first use; empty = not computed yet (no symbol has an
   // empty name).

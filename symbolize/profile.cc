@@ -2,15 +2,15 @@
 
 namespace nativeprof::symbolize {
 
-const char* FrameKindSuffix(FrameKind kind) {
+const char* ProfileFrameKindSuffix(ProfileFrameKind kind) {
   switch (kind) {
-    case FrameKind::kKernel:
+    case ProfileFrameKind::kKernel:
       return "_[k]";
-    case FrameKind::kInlined:
+    case ProfileFrameKind::kInlined:
       return "_[i]";
-    case FrameKind::kJit:
+    case ProfileFrameKind::kJit:
       return "_[j]";
-    case FrameKind::kUser:
+    case ProfileFrameKind::kUser:
       break;
   }
   return "";

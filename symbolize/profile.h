@@ -10,16 +10,17 @@
 
 namespace nativeprof::symbolize {
 
-// How a frame was found; writers annotate names with the FlameGraph suffixes
-// "" / "_[k]" / "_[i]" / "_[j]".
-enum class FrameKind : uint8_t { kUser, kKernel, kInlined, kJit };
+// Where a profile frame's name comes from (user code, the kernel, an inlined call, JIT code);
+// writers annotate names with the FlameGraph suffixes "" / "_[k]" / "_[i]" / "_[j]". Not
+// unwind::FrameAddressKind, which says whether an address is an instruction or a return address.
+enum class ProfileFrameKind : uint8_t { kUser, kKernel, kInlined, kJit };
 
-const char* FrameKindSuffix(FrameKind kind);
+const char* ProfileFrameKindSuffix(ProfileFrameKind kind);
 
 struct ProfileFrame {
   std::string function;     // display name (demangled, arguments dropped unless --full-names);
                             // "[libfoo.so]" in a module but no symbol, "[unknown]" in no module
-  FrameKind kind = FrameKind::kUser;
+  ProfileFrameKind kind = ProfileFrameKind::kUser;
   std::string module;       // path of the mapped file; empty when unknown
   std::string build_id;     // lower-case hex; empty when unknown
   uint64_t module_offset = 0;  // file offset of the address within `module` (0 when unknown)

@@ -13,7 +13,7 @@ namespace {
 // as the frame's representative location.
 struct FrameKey {
   std::string function;
-  FrameKind kind;
+  ProfileFrameKind kind;
   std::string module;
   std::string file;
   uint32_t line;
@@ -26,7 +26,7 @@ struct FrameKey {
 };
 
 struct AddressKey {
-  uint64_t address;
+  uint64_t address;  // file offset for a frame in a module, else avma (CollectedFrame)
   sampler::ModuleId module;
   int32_t pid;  // only for unmapped addresses: JIT maps are per process
   bool leaf;    // leaf frames keep their source line
@@ -60,16 +60,17 @@ class Builder {
   // `leaf` is true for the sampled instruction: only there does a source line say where the time
   // went (--lines adds file:line to leaf frames), so every other position drops it.
   const std::vector<uint32_t>& FramesFor(const unwind::CollectedFrame& f, int32_t pid, bool leaf) {
-    AddressKey key{f.address, f.module, f.module == sampler::kNoModule ? pid : 0, leaf};
+    AddressKey key{f.in_module() ? f.file_offset() : f.avma(), f.module(),
+                   f.module() == sampler::kNoModule ? pid : 0, leaf};
     auto it = by_address_.find(key);
     if (it != by_address_.end()) return it->second;
     scratch_.clear();
-    if (f.module == unwind::kKernelModule) {
-      symbolizer_.SymbolizeKernel(f.address, &scratch_);
-    } else if (f.module == sampler::kNoModule) {
-      symbolizer_.SymbolizeUnmapped(pid, f.address, &scratch_);
+    if (f.module() == unwind::kKernelModule) {
+      symbolizer_.SymbolizeKernel(f.avma(), &scratch_);
+    } else if (f.module() == sampler::kNoModule) {
+      symbolizer_.SymbolizeUnmapped(pid, f.avma(), &scratch_);
     } else {
-      symbolizer_.SymbolizeUser(pid, f.module, f.address, /*avma=*/0, &scratch_);
+      symbolizer_.SymbolizeUser(pid, f.module(), f.file_offset(), /*avma=*/0, &scratch_);
     }
     for (size_t i = 0; i < scratch_.size(); ++i) {
       if (!leaf || i != 0) {
@@ -89,11 +90,11 @@ class Builder {
   uint32_t Intern(const SymbolizedFrame& s, const unwind::CollectedFrame& f) {
     std::string module;
     std::string build_id;
-    if (f.module != sampler::kNoModule && f.module != unwind::kKernelModule) {
-      const sampler::ModuleInfo& info = collector_.modules().Get(f.module);
+    if (f.in_module()) {
+      const sampler::ModuleInfo& info = collector_.modules().Get(f.module());
       module = info.path;
       build_id = info.build_id;
-    } else if (f.module == unwind::kKernelModule) {
+    } else if (f.module() == unwind::kKernelModule) {
       module = "[kernel.kallsyms]";
     }
     FrameKey key{s.function, s.kind, module, s.file, s.line};
@@ -104,7 +105,9 @@ class Builder {
     frame.kind = s.kind;
     frame.module = module;
     frame.build_id = build_id;
-    frame.module_offset = f.address;
+    // Kernel and unmapped frames have carried their avma here since before the type said so;
+    // writers' output depends on it.
+    frame.module_offset = f.in_module() ? f.file_offset() : f.avma();
     frame.file = s.file;
     frame.line = s.line;
     uint32_t index = static_cast<uint32_t>(profile_->frames.size());

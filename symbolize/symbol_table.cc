@@ -42,7 +42,7 @@ void SymbolTable::Add(uint64_t start, uint64_t size, absl::string_view name, Bin
   pending_.push_back(p);
 }
 
-size_t SymbolTable::AddElfSymbols(const ElfFile& file, absl::string_view section) {
+size_t SymbolTable::AddElfSymbols(const module::ElfImage& file, absl::string_view section) {
   GElf_Shdr shdr;
   Elf_Scn* scn = file.FindSection(section, &shdr);
   if (scn == nullptr || shdr.sh_type == SHT_NOBITS || shdr.sh_entsize == 0) return 0;
@@ -87,7 +87,7 @@ size_t SymbolTable::AddElfSymbols(const ElfFile& file, absl::string_view section
   return added;
 }
 
-size_t SymbolTable::AddPltSymbols(const ElfFile& file) {
+size_t SymbolTable::AddPltSymbols(const module::ElfImage& file) {
   Elf* elf = file.elf();
   GElf_Ehdr ehdr;
   if (gelf_getehdr(elf, &ehdr) == nullptr || ehdr.e_machine != EM_X86_64) return 0;
@@ -136,7 +136,7 @@ size_t SymbolTable::AddPltSymbols(const ElfFile& file) {
   return added + AddPltGotSymbols(file);
 }
 
-size_t SymbolTable::AddPltGotSymbols(const ElfFile& file) {
+size_t SymbolTable::AddPltGotSymbols(const module::ElfImage& file) {
   // .plt.got stubs jump through a GOT slot that a GLOB_DAT relocation in .rela.dyn names:
   // "[endbr64] jmp *disp(%rip)". Decode the jump to find the slot, as objdump does.
   Elf* elf = file.elf();

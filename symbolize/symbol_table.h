@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "symbolize/elf_file.h"
+#include "module/elf_image.h"
 
 namespace nativeprof::symbolize {
 
@@ -34,10 +34,10 @@ class SymbolTable {
            uint64_t section_end = 0);
   // Adds the function symbols of `section` (".symtab" or ".dynsym") of `elf`. Returns how many were
   // added (0 when the section is absent or malformed).
-  size_t AddElfSymbols(const ElfFile& elf, absl::string_view section);
+  size_t AddElfSymbols(const module::ElfImage& elf, absl::string_view section);
   // Adds "name@plt" for each x86-64 PLT stub, from .rela.plt and .dynsym (stubs have no symbols
   // of their own; perf names them the same way). Returns how many were added.
-  size_t AddPltSymbols(const ElfFile& elf);
+  size_t AddPltSymbols(const module::ElfImage& elf);
   // Sorts, merges aliases (one name per start address) and bounds size-0 symbols by the next
   // symbol. Call once after the last Add; lookups before Finish() find nothing.
   void Finish();
@@ -59,7 +59,7 @@ class SymbolTable {
 
  private:
   // The .plt.got part of AddPltSymbols.
-  size_t AddPltGotSymbols(const ElfFile& elf);
+  size_t AddPltGotSymbols(const module::ElfImage& elf);
 
   struct Pending {
     Symbol symbol;

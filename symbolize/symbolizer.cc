@@ -3,11 +3,6 @@
 
 #include "symbolize/symbolizer.h"
 
-#include <fcntl.h>
-#include <sys/auxv.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -21,6 +16,9 @@
 #include "base/logging.h"
 #include "base/scoped_fd.h"
 #include "base/text_escape.h"
+#include "module/module_opener.h"
+#include "module/module_path.h"
+#include "module/vdso.h"
 #include "symbolize/display_name.h"
 #include "symbolize/kernel_symbols.h"
 #include "symbolize/module_symbols.h"
@@ -32,14 +30,6 @@ namespace {
 // Fds held for modules seen at mmap time; beyond this, modules are opened by path later.
 constexpr size_t kMaxHeldFds = 512;
 constexpr size_t kMaxWorstModules = 10;
-constexpr size_t kMaxVdsoBytes = 1u << 20;
-
-// Paths the kernel reports for mappings that are not files.
-bool IsPseudoPath(absl::string_view path) {
-  return path.empty() || path[0] == '[' || absl::StartsWith(path, "//anon") ||
-         absl::StartsWith(path, "/memfd:") || absl::StartsWith(path, "anon_inode:") ||
-         absl::StartsWith(path, "/dev/zero") || absl::StartsWith(path, "/SYSV");
-}
 
 // System libraries are built optimized by their distribution; only the user's own code is checked
 // for -O0, so a stray unit in a system library never produces a false alarm.
@@ -80,7 +70,7 @@ class ElfSymbolizer : public Symbolizer {
 
   ModuleState& State(sampler::ModuleId module);
   void Resolve(sampler::ModuleId module, ModuleState& state);
-  ModuleSymbols* Intern(std::unique_ptr<ElfFile> file, const std::string& path);
+  ModuleSymbols* Intern(std::unique_ptr<module::ElfImage> file, const std::string& path);
   ModuleSymbols* VdsoFor(int32_t pid);
   void CheckOptimization(ModuleSymbols& symbols, const std::string& path);
   void Unnamed(ModuleState* state, const std::string& display, uint64_t file_offset,
@@ -120,28 +110,19 @@ void ElfSymbolizer::NoteMapping(int32_t pid, sampler::ModuleId module, uint64_t 
                                 uint64_t end_avma) {
   if (module >= modules_.size()) return;
   const sampler::ModuleInfo& info = modules_.Get(module);
-  if (info.is_kernel || IsPseudoPath(info.path)) return;
+  if (info.is_kernel || module::KindOfPath(info.path) != module::PathKind::kFile) return;
   ModuleState& state = State(module);
   if (state.fd_attempted || held_fds_ >= kMaxHeldFds) return;
   state.fd_attempted = true;
-  // map_files names exactly the mapped inode, even if the path was deleted or replaced since.
-  std::string map_file = absl::StrFormat("/proc/%d/map_files/%x-%x", pid, start_avma, end_avma);
-  ScopedFd fd(::open(map_file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) {
-    fd.Reset(::open(info.path.c_str(), O_RDONLY | O_CLOEXEC));
-    struct stat st;
-    if (fd.valid() && info.inode != 0 &&
-        (::fstat(fd.get(), &st) != 0 || st.st_ino != info.inode)) {
-      fd.Reset();  // a different file now lives at that path
-    }
-  }
+  ScopedFd fd = module::HoldModuleFd(info, pid, start_avma, end_avma);
   if (fd.valid()) {
     state.held_fd = std::move(fd);
     ++held_fds_;
   }
 }
 
-ModuleSymbols* ElfSymbolizer::Intern(std::unique_ptr<ElfFile> file, const std::string& path) {
+ModuleSymbols* ElfSymbolizer::Intern(std::unique_ptr<module::ElfImage> file,
+                                     const std::string& path) {
   // Same build-id: same names, whatever the path. Without one, key by path.
   std::string key = file->build_id().empty() ? absl::StrCat("path:", path) : file->build_id();
   auto it = symbols_by_key_.find(key);
@@ -165,20 +146,21 @@ void ElfSymbolizer::CheckOptimization(ModuleSymbols& symbols, const std::string&
 void ElfSymbolizer::Resolve(sampler::ModuleId module, ModuleState& state) {
   state.resolved = true;
   const sampler::ModuleInfo& info = modules_.Get(module);
-  std::string path = info.path;
-  if (absl::EndsWith(path, " (deleted)")) path.resize(path.size() - 10);
+  const std::string path = module::PathOnDisk(info.path);
   state.display = std::string(BaseNameOf(path));
 
-  absl::StatusOr<std::unique_ptr<ElfFile>> file = absl::NotFoundError("not opened");
-  bool exact = false;  // opened through the fd held since mmap: certainly the mapped file
-  if (state.held_fd.valid()) {
-    file = ElfFile::FromFd(ScopedFd(::dup(state.held_fd.get())), path);
-    exact = file.ok();
-    state.held_fd.Reset();
-  }
-  if (!file.ok()) file = ElfFile::Open(path);
-  if (!file.ok() && info.first_pid > 0) {
-    file = ElfFile::Open(absl::StrCat("/proc/", info.first_pid, "/root", path));
+  // The target has exited: no process to read /proc/PID/map_files of, so the fd held since the
+  // mapping was seen stands in for it.
+  absl::StatusOr<std::unique_ptr<module::ElfImage>> file =
+      module::OpenModuleImage(module::ModuleRequest{.info = &info, .held_fd = state.held_fd.get()});
+  state.held_fd.Reset();
+  if (absl::IsFailedPrecondition(file.status())) {
+    state.reason = "the file on disk is not the one that was mapped";
+    state.advice = "do not rebuild or replace the program while it is profiled";
+    Warn(absl::StrCat(EscapeForMessage(path, kMaxQuotedPathBytes),
+                      " changed on disk after it was mapped (", file.status().message(),
+                      "); its frames are shown as [", EscapeForMessage(state.display), "]"));
+    return;
   }
   if (!file.ok()) {
     state.reason =
@@ -188,27 +170,6 @@ void ElfSymbolizer::Resolve(sampler::ModuleId module, ModuleState& state) {
     Warn(absl::StrCat("cannot read ", EscapeForMessage(path, kMaxQuotedPathBytes),
                       "; its frames are shown as [", EscapeForMessage(state.display), "]"));
     return;
-  }
-  if (!exact) {
-    bool mismatch = false;
-    std::string detail;
-    if (!info.build_id.empty() && !(*file)->build_id().empty()) {
-      mismatch = info.build_id != (*file)->build_id();
-      detail = absl::StrCat("build-id ", info.build_id, " was mapped, the file has ",
-                            (*file)->build_id());
-    } else if (info.build_id.empty() && info.inode != 0) {
-      struct stat st;
-      mismatch = ::stat(path.c_str(), &st) == 0 && st.st_ino != info.inode;
-      detail = "its inode changed";
-    }
-    if (mismatch) {
-      state.reason = "the file on disk is not the one that was mapped";
-      state.advice = "do not rebuild or replace the program while it is profiled";
-      Warn(absl::StrCat(EscapeForMessage(path, kMaxQuotedPathBytes),
-                        " changed on disk after it was mapped (", detail,
-                        "); its frames are shown as [", EscapeForMessage(state.display), "]"));
-      return;
-    }
   }
   state.symbols = Intern(std::move(*file), path);
   CheckOptimization(*state.symbols, path);
@@ -251,32 +212,19 @@ ModuleSymbols* ElfSymbolizer::VdsoFor(int32_t pid) {
   if (!own_vdso_.has_value()) {
     own_vdso_ = nullptr;
     // Same kernel, same vdso: nativeprof's own is the target's (for targets of the same ABI).
-    uint64_t base = getauxval(AT_SYSINFO_EHDR);
-    if (base != 0) {
-      const auto* ehdr = reinterpret_cast<const Elf64_Ehdr*>(base);
-      uint64_t size = uint64_t{ehdr->e_shoff} + uint64_t{ehdr->e_shnum} * ehdr->e_shentsize;
-      if (size > 0 && size <= kMaxVdsoBytes) {
-        auto file = ElfFile::FromBytes(
-            std::string(reinterpret_cast<const char*>(base), size), "[vdso]");
-        if (file.ok()) own_vdso_ = Intern(std::move(*file), "[vdso]");
-      }
+    if (absl::StatusOr<std::string> image = module::ReadOwnVdso(); image.ok()) {
+      auto file = module::ElfImage::FromBytes(*std::move(image), "[vdso]");
+      if (file.ok()) own_vdso_ = Intern(std::move(*file), "[vdso]");
     }
   }
   return *own_vdso_;
 }
 
 void ElfSymbolizer::NoteVdso(int32_t pid, uint64_t start_avma, uint64_t end_avma) {
-  if (vdso_by_pid_.contains(pid) || end_avma <= start_avma ||
-      end_avma - start_avma > kMaxVdsoBytes) {
-    return;
-  }
-  ScopedFd fd(::open(absl::StrCat("/proc/", pid, "/mem").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return;
-  std::string image(end_avma - start_avma, '\0');
-  ssize_t n = ::pread(fd.get(), image.data(), image.size(), static_cast<off_t>(start_avma));
-  if (n <= 0) return;
-  image.resize(static_cast<size_t>(n));
-  auto file = ElfFile::FromBytes(std::move(image), "[vdso]");
+  if (vdso_by_pid_.contains(pid)) return;
+  absl::StatusOr<std::string> image = module::ReadProcessVdso(pid, start_avma, end_avma);
+  if (!image.ok()) return;
+  auto file = module::ElfImage::FromBytes(*std::move(image), "[vdso]");
   if (!file.ok()) return;
   vdso_by_pid_[pid] = Intern(std::move(*file), "[vdso]");
 }
@@ -294,7 +242,8 @@ void ElfSymbolizer::SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_
   }
   ModuleSymbols* symbols = nullptr;
   ModuleState* state = nullptr;
-  if (info.path == "[vdso]") {
+  const module::PathKind kind = module::KindOfPath(info.path);
+  if (kind == module::PathKind::kVdso) {
     ++addresses_;
     symbols = VdsoFor(pid);
     state = &State(module);
@@ -305,7 +254,7 @@ void ElfSymbolizer::SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_
       state->advice = "call Symbolizer::NoteVdso while the target runs";
     }
     if (symbols == nullptr) return Unnamed(state, state->display, file_offset, out);
-  } else if (IsPseudoPath(info.path)) {
+  } else if (kind == module::PathKind::kNoFile) {
     // Anonymous executable memory: JIT code if the runtime wrote a perf map. The kernel reports
     // an anonymous mapping's page offset as its start address, so its "file offset" is the avma
     // itself, which serves when the caller has no avma.
@@ -332,7 +281,7 @@ void ElfSymbolizer::SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_
       for (size_t i = 0; i < dwarf_frames.size(); ++i) {
         bool outermost = i + 1 == dwarf_frames.size();
         SymbolizedFrame frame;
-        frame.kind = outermost ? FrameKind::kUser : FrameKind::kInlined;
+        frame.kind = outermost ? ProfileFrameKind::kUser : ProfileFrameKind::kInlined;
         // The ELF symbol names the real function best (clone suffixes, full qualification).
         if (outermost && symbol != nullptr) {
           frame.function = symbols->DisplayNameOf(symbol, options_.full_names);
@@ -377,7 +326,7 @@ void ElfSymbolizer::SymbolizeUnmapped(int32_t pid, uint64_t avma,
     if (const SymbolTable::Symbol* symbol = it->second->Lookup(avma); symbol != nullptr) {
       SymbolizedFrame frame;
       frame.function = std::string(it->second->Name(*symbol));
-      frame.kind = FrameKind::kJit;
+      frame.kind = ProfileFrameKind::kJit;
       out->push_back(std::move(frame));
       ++named_;
       return;
@@ -393,7 +342,7 @@ void ElfSymbolizer::SymbolizeKernel(uint64_t avma, std::vector<SymbolizedFrame>*
   ++addresses_;
   if (!kernel_.has_value()) kernel_.emplace(options_.cache);
   SymbolizedFrame frame;
-  frame.kind = FrameKind::kKernel;
+  frame.kind = ProfileFrameKind::kKernel;
   absl::string_view name = kernel_->Lookup(avma);
   if (!name.empty()) {
     frame.function = std::string(name);

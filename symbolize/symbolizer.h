@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/cache_dir.h"
+#include "module/debug_file_finder.h"
 #include "sampler/module_registry.h"
 #include "symbolize/profile.h"
 
@@ -23,7 +24,7 @@ struct SymbolizerOptions {
   bool full_names = false;     // keep C++ argument lists and Rust hashes (--full-names)
   bool addresses = false;      // unnamed frames as "libfoo.so+0x1a2b" instead of "[libfoo.so]"
   // Roots searched for separate debug files (<dir>/.build-id/xx/yyyy.debug, <dir>/<module dir>/).
-  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
+  std::vector<std::string> debug_dirs = module::DefaultDebugDirs();
   // Where JIT runtimes write perf-PID.map.
   std::string perf_map_dir = "/tmp";
   // Kept between runs: decompressed debug files and the kernel's symbols (base/cache_dir.h).
@@ -34,7 +35,7 @@ struct SymbolizerOptions {
 // (the inlined callee) first, the outermost (the real function) last.
 struct SymbolizedFrame {
   std::string function;
-  FrameKind kind = FrameKind::kUser;
+  ProfileFrameKind kind = ProfileFrameKind::kUser;
   std::string file;
   uint32_t line = 0;
 };

@@ -10,8 +10,8 @@
 #include "base/file_util.h"
 #include "base/logging.h"
 #include "base/text_escape.h"
+#include "module/elf_image.h"
 #include "spdlog/spdlog.h"
-#include "symbolize/elf_file.h"
 #include "tools/cargo_build.h"
 #include "tools/cargo_options.h"
 #include "tools/cargo_profile.h"
@@ -58,8 +58,8 @@ absl::StatusOr<RecordOptions> RecordOptionsFor(const CargoOptions& o,
 // Warns when the binary Cargo produced has no symbol table although the profile did not say it
 // strips (RUSTFLAGS="-C strip=symbols", a post-build step).
 void WarnIfStripped(const CargoArtifact& artifact) {
-  absl::StatusOr<std::unique_ptr<symbolize::ElfFile>> elf =
-      symbolize::ElfFile::Open(artifact.executable);
+  absl::StatusOr<std::unique_ptr<module::ElfImage>> elf =
+      module::ElfImage::Open(artifact.executable);
   if (!elf.ok()) return;
   if ((*elf)->FindSection(".symtab", nullptr) == nullptr) {
     PrintError(absl::StrCat("warning: ", EscapeForMessage(artifact.executable),

@@ -6,7 +6,7 @@ void CallchainUnwinder::Unwind(const sampler::SampleView& sample, const ProcessV
                                UnwoundStack* out) {
   out->Clear();
   if (sample.callchain.empty()) {
-    out->frames.push_back(Frame{sample.ip, FrameKind::kInstructionPointer, false});
+    out->frames.push_back(Frame{sample.ip, FrameAddressKind::kInstructionPointer, false});
     out->end = StackEnd::kNoUnwindInfo;
     return;
   }

@@ -21,7 +21,7 @@ bool SpliceKernelChain(std::span<const uint64_t> user_chain, size_t first_user_f
     if (m == nullptr || !(m->prot & PROT_EXEC) || m->module == sampler::kNoModule) return false;
   }
   for (size_t i = k + 1; i < user_chain.size() && out->frames.size() < kMaxFrames; ++i) {
-    out->frames.push_back({user_chain[i], FrameKind::kReturnAddress, false});
+    out->frames.push_back({user_chain[i], FrameAddressKind::kReturnAddress, false});
   }
   // A chain the kernel cut at perf_event_max_stack does not reach the outermost frame: the frames
   // it adds are right, but the stack stays truncated.

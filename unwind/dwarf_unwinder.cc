@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "module/module_path.h"
 #include "unwind/cfi_rule.h"
 #include "unwind/kernel_callchain.h"
 
@@ -68,7 +69,7 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
     return;
   }
   const StackCopy stack{cur->sp(), sample.stack_user};
-  out->frames.push_back({cur->pc(), FrameKind::kInstructionPointer, false});
+  out->frames.push_back({cur->pc(), FrameAddressKind::kInstructionPointer, false});
   bool exact_pc = true;  // the leaf, and a frame interrupted by a signal, hold an exact PC
   while (true) {
     if (out->frames.size() >= kMaxFrames) {
@@ -87,7 +88,8 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
     }
     ElfCfi* elf = files_.Get(*mapping, process);
     if (elf == nullptr && process.modules != nullptr &&
-        ModuleFiles::IsAnonymous(process.modules->Get(mapping->module).path)) {
+        module::KindOfPath(process.modules->Get(mapping->module).path) ==
+            module::PathKind::kNoFile) {
       out->end = StackEnd::kNoModule;  // JIT or other anonymous code: stop cleanly
       return;
     }
@@ -101,7 +103,7 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
       // A handler "returns" to the first instruction of the signal trampoline (__restore_rt):
       // pc - 1 finds its CFI (glibc covers that byte on purpose) but lies before its symbol, so
       // the trampoline is named from its exact pc (perf shows it as [unknown]).
-      if (signal_frame) out->frames.back().kind = FrameKind::kInstructionPointer;
+      if (signal_frame) out->frames.back().kind = FrameAddressKind::kInstructionPointer;
       stats_.expr_frames += !rule->fast;
     } else if (regs.Has(kDwarfRbp) && regs.value[kDwarfRbp] == 0) {
       // No CFI and rbp = 0: the psABI's mark of the outermost frame (the kernel starts a process
@@ -138,9 +140,10 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
       return;
     }
     exact_pc = signal_frame;
-    out->frames.push_back({next.pc(),
-                           exact_pc ? FrameKind::kInstructionPointer : FrameKind::kReturnAddress,
-                           false});
+    out->frames.push_back(
+        {next.pc(),
+         exact_pc ? FrameAddressKind::kInstructionPointer : FrameAddressKind::kReturnAddress,
+         false});
     std::swap(cur, next_regs);
   }
 }

@@ -50,7 +50,7 @@ KernelCallchain SplitCallchain(std::span<const uint64_t> callchain) {
 bool AppendCallchainFrames(std::span<const uint64_t> part, bool kernel, UnwoundStack* out) {
   for (size_t i = 0; i < part.size(); ++i) {
     if (out->frames.size() >= kMaxFrames) return false;
-    const FrameKind kind = i == 0 ? FrameKind::kInstructionPointer : FrameKind::kReturnAddress;
+    const FrameAddressKind kind = i == 0 ? FrameAddressKind::kInstructionPointer : FrameAddressKind::kReturnAddress;
     out->frames.push_back(Frame{part[i], kind, kernel});
   }
   return true;

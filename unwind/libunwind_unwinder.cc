@@ -40,8 +40,8 @@ constexpr uint8_t kPeDatarelSdata4 = 0x3b;
 bool ReadModuleWord(const State& st, uint64_t addr, uint64_t* out) {
   for (const State::Loaded& l : st.loaded) {
     uint64_t off;
-    if (!l.elf->VaddrToFileOffset(addr - l.bias, &off)) continue;
-    std::span<const uint8_t> b = l.elf->Bytes(off, 8);
+    if (!l.elf->image().SvmaToFileOffset(addr - l.bias, &off)) continue;
+    std::span<const uint8_t> b = l.elf->image().Bytes(off, 8);
     if (b.size() != 8) continue;
     std::memcpy(out, b.data(), 8);
     return true;
@@ -60,16 +60,18 @@ int FindProcInfo(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int ne
   }
   ElfCfi* elf = st->files->Get(*m, st->process);
   if (elf == nullptr) return -UNW_ENOINFO;
-  uint64_t map_vaddr;
-  if (!elf->FileOffsetToVaddr(m->file_offset, &map_vaddr)) return -UNW_ENOINFO;
-  const int64_t bias = static_cast<int64_t>(m->start_avma - map_vaddr);
+  const module::ElfImage& image = elf->image();
+  uint64_t map_svma;
+  if (!image.FileOffsetToSvma(m->file_offset, &map_svma)) return -UNW_ENOINFO;
+  const int64_t bias = static_cast<int64_t>(m->start_avma - map_svma);
   bool known = false;
   for (const State::Loaded& l : st->loaded) known |= l.elf == elf;
   if (!known) st->loaded.push_back({bias, elf});
 
-  uint64_t hdr_vaddr, hdr_off, hdr_size;
-  if (!elf->EhFrameHdr(&hdr_vaddr, &hdr_off, &hdr_size)) return -UNW_ENOINFO;
-  std::span<const uint8_t> hdr = elf->Bytes(hdr_off, hdr_size);
+  if (!image.eh_frame_hdr().has_value()) return -UNW_ENOINFO;
+  const uint64_t hdr_svma = image.eh_frame_hdr()->svma;
+  std::span<const uint8_t> hdr =
+      image.Bytes(image.eh_frame_hdr()->offset, image.eh_frame_hdr()->size);
   // version, eh_frame_ptr_enc, fde_count_enc, table_enc, eh_frame_ptr (4), fde_count (4), table
   if (hdr.size() < 12 || hdr[0] != 1 || hdr[3] != kPeDatarelSdata4 || (hdr[1] & 0x0f) != 0x0b ||
       hdr[2] != 0x03) {
@@ -82,8 +84,8 @@ int FindProcInfo(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int ne
   di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
   di.start_ip = m->start_avma;
   di.end_ip = m->end_avma;
-  di.u.rti.segbase = hdr_vaddr + bias;
-  di.u.rti.table_data = hdr_vaddr + bias + 12;
+  di.u.rti.segbase = hdr_svma + bias;
+  di.u.rti.table_data = hdr_svma + bias + 12;
   di.u.rti.table_len = uint64_t{fde_count} * 8 / sizeof(unw_word_t);
   return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
 }
@@ -100,12 +102,12 @@ bool IsSigreturnTrampoline(const State& st, uint64_t ip) {
   const sampler::Mapping* m = st.process.address_space->Find(ip);
   if (m == nullptr) return false;
   ElfCfi* elf = st.files->Get(*m, st.process);
-  uint64_t map_vaddr = 0, offset = 0;
-  if (elf == nullptr || !elf->FileOffsetToVaddr(m->file_offset, &map_vaddr) ||
-      !elf->VaddrToFileOffset(ip - m->start_avma + map_vaddr, &offset)) {
+  uint64_t map_svma = 0, offset = 0;
+  if (elf == nullptr || !elf->image().FileOffsetToSvma(m->file_offset, &map_svma) ||
+      !elf->image().SvmaToFileOffset(ip - m->start_avma + map_svma, &offset)) {
     return false;
   }
-  std::span<const uint8_t> code = elf->Bytes(offset, sizeof(kSigreturn));
+  std::span<const uint8_t> code = elf->image().Bytes(offset, sizeof(kSigreturn));
   return code.size() == sizeof(kSigreturn) &&
          std::memcmp(code.data(), kSigreturn, sizeof(kSigreturn)) == 0;
 }
@@ -205,14 +207,15 @@ void LibunwindUnwinder::Unwind(const sampler::SampleView& sample, const ProcessV
       break;
     }
     out->frames.push_back(
-        {ip, exact ? FrameKind::kInstructionPointer : FrameKind::kReturnAddress, false});
+        {ip, exact ? FrameAddressKind::kInstructionPointer : FrameAddressKind::kReturnAddress,
+         false});
     if (process.address_space == nullptr || process.address_space->Find(exact ? ip : ip - 1) == nullptr) {
       out->end = StackEnd::kNoModule;
       break;
     }
     // The signal trampoline itself is named from its exact pc, as in DwarfUnwinder.
     if (!exact && IsSigreturnTrampoline(st, ip)) {
-      out->frames.back().kind = FrameKind::kInstructionPointer;
+      out->frames.back().kind = FrameAddressKind::kInstructionPointer;
     }
     exact = unw_is_signal_frame(&cursor) > 0;
     const int r = unw_step(&cursor);

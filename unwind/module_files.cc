@@ -1,91 +1,42 @@
 #include "unwind/module_files.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cstring>
-
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
-#include "base/errno_status.h"
-#include "base/file_util.h"
 #include "base/logging.h"
+#include "module/module_opener.h"
+#include "module/module_path.h"
+#include "module/vdso.h"
 
 namespace nativeprof::unwind {
-namespace {
-
-constexpr uint64_t kMaxVdsoSize = 1 << 20;
-
-absl::StatusOr<std::string> ReadProcMem(int32_t pid, uint64_t start, uint64_t size) {
-  ScopedFd fd(open(absl::StrCat("/proc/", pid, "/mem").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return ErrnoError("open /proc/PID/mem");
-  std::string image(size, '\0');
-  const ssize_t n = pread(fd.get(), image.data(), size, static_cast<off_t>(start));
-  if (n != static_cast<ssize_t>(size)) return ErrnoError("read vdso from /proc/PID/mem");
-  return image;
-}
-
-}  // namespace
-
-bool ModuleFiles::IsAnonymous(const std::string& path) {
-  if (path.empty() || absl::StartsWith(path, "//anon") || absl::StartsWith(path, "/memfd:")) {
-    return true;
-  }
-  return path[0] == '[' && path != "[vdso]";
-}
-
-absl::StatusOr<std::string> ReadVdsoImage(int32_t pid, uint64_t start, uint64_t end) {
-  if (end > start && end - start <= kMaxVdsoSize && pid > 0) {
-    auto image = ReadProcMem(pid, start, end - start);
-    if (image.ok()) return image;
-  }
-  // Our own vdso: same kernel, same image.
-  auto maps = ReadSmallFile("/proc/self/maps");
-  if (maps.ok()) {
-    for (absl::string_view line : absl::StrSplit(*maps, '\n')) {
-      if (!absl::EndsWith(line, "[vdso]")) continue;
-      std::vector<absl::string_view> range = absl::StrSplit(line.substr(0, line.find(' ')), '-');
-      uint64_t s = 0, e = 0;
-      if (range.size() != 2 || !absl::SimpleHexAtoi(range[0], &s) ||
-          !absl::SimpleHexAtoi(range[1], &e) || e <= s || e - s > kMaxVdsoSize) {
-        break;
-      }
-      return std::string(reinterpret_cast<const char*>(s), e - s);
-    }
-  }
-  return absl::NotFoundError("no vdso image");
-}
 
 std::unique_ptr<ElfCfi> ModuleFiles::OpenModule(const sampler::Mapping& mapping,
                                                 const ProcessView& process) {
   const sampler::ModuleInfo& info = process.modules->Get(mapping.module);
-  if (info.is_kernel || IsAnonymous(info.path)) return nullptr;
-  if (info.path == "[vdso]") {
-    auto image = ReadVdsoImage(process.pid, mapping.start_avma, mapping.end_avma);
-    if (!image.ok()) return nullptr;
-    auto m = ElfCfi::FromImage(*std::move(image));
-    return m.ok() ? *std::move(m) : nullptr;
+  if (info.is_kernel) return nullptr;
+  absl::StatusOr<std::unique_ptr<module::ElfImage>> image =
+      absl::InvalidArgumentError("no ELF image");
+  switch (module::KindOfPath(info.path)) {
+    case module::PathKind::kNoFile:
+      return nullptr;
+    case module::PathKind::kVdso: {
+      absl::StatusOr<std::string> bytes =
+          module::ReadVdsoImage(process.pid, mapping.start_avma, mapping.end_avma);
+      if (!bytes.ok()) return nullptr;
+      image = module::ElfImage::FromBytes(*std::move(bytes), "[vdso]");
+      break;
+    }
+    case module::PathKind::kFile:
+      image = module::OpenModuleImage(module::ModuleRequest{.info = &info,
+                                                            .pid = process.pid,
+                                                            .start_avma = mapping.start_avma,
+                                                            .end_avma = mapping.end_avma});
+      break;
   }
-  std::string path(absl::StripSuffix(info.path, " (deleted)"));
-  std::vector<std::string> candidates = {path};
-  if (info.first_pid > 0) candidates.push_back(absl::StrCat("/proc/", info.first_pid, "/root", path));
-  if (process.pid > 0) {
-    candidates.push_back(absl::StrFormat("/proc/%d/map_files/%x-%x", process.pid,
-                                         mapping.start_avma, mapping.end_avma));
+  if (!image.ok()) {
+    SPDLOG_LOGGER_DEBUG(Logger("unwind"), "cannot open {} for unwinding: {}", info.path,
+                        image.status().ToString());
+    return nullptr;
   }
-  absl::Status last;
-  for (const std::string& c : candidates) {
-    auto m = ElfCfi::Open(c, info.build_id);
-    if (m.ok()) return *std::move(m);
-    last = m.status();
-  }
-  SPDLOG_LOGGER_DEBUG(Logger("unwind"), "cannot open {} for unwinding: {}", info.path,
-                      last.ToString());
-  return nullptr;
+  auto cfi = ElfCfi::FromImage(*std::move(image), debug_dirs_);
+  return cfi.ok() ? *std::move(cfi) : nullptr;
 }
 
 ElfCfi* ModuleFiles::GetSlow(const sampler::Mapping& mapping, const ProcessView& process) {

@@ -1,13 +1,14 @@
-// Opens the ELF file behind each mapped module once and keeps its unwind tables (ElfCfi) for the
-// life of the unwinder: by its path, through /proc/<first_pid>/root (another mount namespace) or
-// /proc/<pid>/map_files (deleted or replaced files), and the vdso from the live process's memory.
-// Anonymous memory (JIT code, heap, stack) has no file. Failures are remembered so a module is
-// tried once. Drain thread only.
+// Keeps each mapped module's unwind tables (ElfCfi) for the life of the unwinder, built from the
+// image module/ opens: the file through module/module_opener.h (the same candidates and identity
+// check as the symbolizer, so a file replaced since it was mapped is refused by both), the vdso
+// from the live process's memory (module/vdso.h). Memory without a file (module/module_path.h)
+// gets none. Failures are remembered so a module is tried once. Drain thread only.
 #ifndef NATIVEPROF_UNWIND_MODULE_FILES_H_
 #define NATIVEPROF_UNWIND_MODULE_FILES_H_
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -19,6 +20,10 @@ namespace nativeprof::unwind {
 
 class ModuleFiles {
  public:
+  // `debug_dirs`: where separate debug files are searched for .debug_frame.
+  explicit ModuleFiles(std::vector<std::string> debug_dirs = module::DefaultDebugDirs())
+      : debug_dirs_(std::move(debug_dirs)) {}
+
   // The tables of the module mapped at `mapping`, or nullptr when it has no file or the file
   // cannot be opened.
   ElfCfi* Get(const sampler::Mapping& mapping, const ProcessView& process) {
@@ -28,10 +33,6 @@ class ModuleFiles {
     }
     return GetSlow(mapping, process);
   }
-
-  // True for paths the kernel reports for memory with no file behind it ("//anon", "[heap]",
-  // "[stack]", "[anon:...]", "" ...), and "[vsyscall]", which has no ELF image.
-  static bool IsAnonymous(const std::string& path);
 
   // Sum of the per-module CFI cache statistics.
   CfiCacheStats TotalStats() const;
@@ -50,15 +51,11 @@ class ModuleFiles {
   ElfCfi* GetSlow(const sampler::Mapping& mapping, const ProcessView& process);
   std::unique_ptr<ElfCfi> OpenModule(const sampler::Mapping& mapping, const ProcessView& process);
 
+  std::vector<std::string> debug_dirs_;
   absl::flat_hash_map<sampler::ModuleId, std::unique_ptr<ElfCfi>> modules_;
   // ModuleIds are small and dense: a per-frame lookup is an index, not a hash probe.
   std::vector<Slot> by_id_;
 };
-
-// Reads the vdso image of process `pid` (whose [vdso] mapping is [start, end)) from
-// /proc/PID/mem; falls back to this process's own vdso, which is the same image when both run on
-// the same kernel. Errors: kNotFound when neither can be read.
-absl::StatusOr<std::string> ReadVdsoImage(int32_t pid, uint64_t start, uint64_t end);
 
 }  // namespace nativeprof::unwind
 

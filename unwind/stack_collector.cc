@@ -19,7 +19,7 @@ StackCollector::StackCollector(Unwinder* unwinder, bool keep_timeline)
 
 namespace {
 
-// CollectedFrame has no padding and `reserved` is always 0, so a frame list can be hashed and
+// CollectedFrame has no padding and `reserved_` is always 0, so a frame list can be hashed and
 // compared as one block of bytes (absl hashes a long string in bulk, much faster than combining
 // 30 frames field by field).
 static_assert(sizeof(CollectedFrame) == 16 && std::has_unique_object_representations_v<CollectedFrame>);
@@ -108,15 +108,12 @@ void StackCollector::OnSample(const sampler::SampleView& sample) {
     CollectedFrame cf;
     const uint64_t lookup = LookupAvma(f);
     if (f.kernel) {
-      cf.address = lookup;
-      cf.module = kKernelModule;
+      cf = CollectedFrame::Kernel(lookup);
       ++stats_.kernel_frames;
     } else if (const sampler::Mapping* m = process.address_space.Find(lookup)) {
-      cf.address = m->FileOffset(lookup);
-      cf.module = m->module;
+      cf = CollectedFrame::InModule(m->module, m->FileOffset(lookup));
     } else {
-      cf.address = lookup;
-      cf.module = sampler::kNoModule;
+      cf = CollectedFrame::Unmapped(lookup);
       ++stats_.unmapped_frames;
     }
     probe_.frames.push_back(cf);

@@ -6,6 +6,7 @@
 #define NATIVEPROF_UNWIND_STACK_COLLECTOR_H_
 
 #include <array>
+#include <cassert>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -21,21 +22,49 @@
 
 namespace nativeprof::unwind {
 
-// A frame resolved at sample time. For a frame in a mapped file `address` is the file offset of
-// the lookup address (avma - 1 for return addresses) in `module`; for a kernel frame (module ==
-// kKernelModule) or an address in no mapping (module == sampler::kNoModule) it is the lookup avma.
-struct CollectedFrame {
-  uint64_t address = 0;
-  sampler::ModuleId module = sampler::kNoModule;
-  uint32_t reserved = 0;  // always 0: the collector hashes and compares frames as raw bytes
+inline constexpr sampler::ModuleId kKernelModule = 0xfffffffeu;
+
+// A frame resolved at sample time: the module it lies in and where. Where is a number in a
+// different address space per kind of frame, so it is read only through the accessor that names
+// its space: file_offset() for a frame in a mapped file (the offset of the lookup address, avma - 1
+// for return addresses, in `module()`), avma() for a kernel frame (module() == kKernelModule) or
+// an address in no mapping (module() == sampler::kNoModule).
+class CollectedFrame {
+ public:
+  CollectedFrame() = default;
+  static CollectedFrame InModule(sampler::ModuleId module, uint64_t file_offset) {
+    return CollectedFrame(file_offset, module);
+  }
+  static CollectedFrame Kernel(uint64_t avma) { return CollectedFrame(avma, kKernelModule); }
+  static CollectedFrame Unmapped(uint64_t avma) { return CollectedFrame(avma, sampler::kNoModule); }
+
+  sampler::ModuleId module() const { return module_; }
+  bool in_module() const { return module_ != sampler::kNoModule && module_ != kKernelModule; }
+  // Offset in the module's file; only for in_module() frames.
+  uint64_t file_offset() const {
+    assert(in_module());
+    return file_offset_or_avma_;
+  }
+  // Lookup avma; only for kernel and unmapped frames.
+  uint64_t avma() const {
+    assert(!in_module());
+    return file_offset_or_avma_;
+  }
 
   friend bool operator==(const CollectedFrame&, const CollectedFrame&) = default;
   template <typename H>
   friend H AbslHashValue(H h, const CollectedFrame& f) {
-    return H::combine(std::move(h), f.address, f.module);
+    return H::combine(std::move(h), f.file_offset_or_avma_, f.module_);
   }
+
+ private:
+  CollectedFrame(uint64_t file_offset_or_avma, sampler::ModuleId module)
+      : file_offset_or_avma_(file_offset_or_avma), module_(module) {}
+
+  uint64_t file_offset_or_avma_ = 0;  // which one: see module_
+  sampler::ModuleId module_ = sampler::kNoModule;
+  uint32_t reserved_ = 0;  // always 0: the collector hashes and compares frames as raw bytes
 };
-inline constexpr sampler::ModuleId kKernelModule = 0xfffffffeu;
 
 struct CollectedStack {
   int32_t pid = 0;

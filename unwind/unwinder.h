@@ -17,18 +17,19 @@
 
 namespace nativeprof::unwind {
 
-// The leaf frame is the sampled instruction; every other user frame is a return address, which
-// points after the call: symbol and CFI lookups use avma - 1 for those (see LookupAvma).
-enum class FrameKind : uint8_t { kInstructionPointer, kReturnAddress };
+// What a frame's avma is: the sampled instruction (the leaf, or the interrupted frame of a signal
+// handler), or a return address, which points after the call: symbol and CFI lookups use avma - 1
+// for those (see LookupAvma). Not symbolize::ProfileFrameKind, which says how a name was found.
+enum class FrameAddressKind : uint8_t { kInstructionPointer, kReturnAddress };
 
 struct Frame {
   uint64_t avma = 0;
-  FrameKind kind = FrameKind::kReturnAddress;
+  FrameAddressKind kind = FrameAddressKind::kReturnAddress;
   bool kernel = false;
 };
 
 inline uint64_t LookupAvma(const Frame& f) {
-  return f.kind == FrameKind::kReturnAddress ? f.avma - 1 : f.avma;
+  return f.kind == FrameAddressKind::kReturnAddress ? f.avma - 1 : f.avma;
 }
 
 // Why an unwind stopped. Anything but kComplete is counted and shown in the run summary.

@@ -15,20 +15,20 @@
 #include <string>
 #include <vector>
 
-#include "symbolize/compressed_sections.h"
-#include "symbolize/debug_file_finder.h"
+#include "module/compressed_sections.h"
+#include "module/debug_file_finder.h"
+#include "module/elf_image.h"
 #include "symbolize/dwarf_info.h"
-#include "symbolize/elf_file.h"
 #include "symbolize/symbol_table.h"
 
 namespace {
 
+using nativeprof::module::ElfImage;
 using nativeprof::symbolize::DwarfFrame;
 using nativeprof::symbolize::DwarfInfo;
-using nativeprof::symbolize::ElfFile;
 using nativeprof::symbolize::SymbolTable;
 
-void Exercise(ElfFile& file, int depth) {
+void Exercise(ElfImage& file, int depth) {
   (void)file.build_id();
   (void)file.debug_link();
   SymbolTable table;
@@ -65,9 +65,9 @@ void Exercise(ElfFile& file, int depth) {
   }
   if (depth == 0) {
     if (auto raw = file.SectionData(".gnu_debugdata"); raw.ok()) {
-      auto elf = nativeprof::symbolize::XzDecompress(*raw, 1u << 20);
+      auto elf = nativeprof::module::XzDecompress(*raw, 1u << 20);
       if (elf.ok()) {
-        auto inner = ElfFile::FromBytes(std::move(*elf), "fuzz [.gnu_debugdata]");
+        auto inner = ElfImage::FromBytes(std::move(*elf), "fuzz [.gnu_debugdata]");
         if (inner.ok()) Exercise(**inner, depth + 1);
       }
     }
@@ -78,14 +78,14 @@ void Exercise(ElfFile& file, int depth) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
-  auto file = ElfFile::FromBytes(bytes, "fuzz");
+  auto file = ElfImage::FromBytes(bytes, "fuzz");
   if (file.ok()) Exercise(**file, 0);
   // What the debug-file cache does to an image: rewrite it decompressed, without some sections.
-  auto compact = nativeprof::symbolize::CompactDecompressedImage(
-      bytes, 1u << 20, nativeprof::symbolize::kAllCompressedSections,
+  auto compact = nativeprof::module::CompactDecompressedImage(
+      bytes, 1u << 20, nativeprof::module::kAllCompressedSections,
       {".debug_loclists", ".debug_macro"});
   if (compact.ok()) {
-    auto rewritten = ElfFile::FromBytes(std::move(compact->bytes), "fuzz [compact]");
+    auto rewritten = ElfImage::FromBytes(std::move(compact->bytes), "fuzz [compact]");
     if (rewritten.ok()) (void)(*rewritten)->SectionData(".debug_info");
   }
   return 0;

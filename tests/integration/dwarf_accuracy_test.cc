@@ -18,7 +18,7 @@
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "symbolize/elf_file.h"
+#include "module/elf_image.h"
 #include "tests/testing/test_support.h"
 
 namespace nativeprof {
@@ -135,7 +135,7 @@ Shares Compute(const std::vector<Stack>& stacks) {
 // Whether libc's separate debug file (libc6-dbg, installed by tools/setup.sh) is present, so that
 // its local symbols such as __restore_rt have names.
 bool LibcHasDebugFile() {
-  auto libc = symbolize::ElfFile::Open("/lib/x86_64-linux-gnu/libc.so.6");
+  auto libc = module::ElfImage::Open("/lib/x86_64-linux-gnu/libc.so.6");
   if (!libc.ok() || (*libc)->build_id().size() < 3) return false;
   const std::string& id = (*libc)->build_id();
   return std::filesystem::exists(

@@ -136,15 +136,15 @@ TEST(OutputPprofTest, GoToolPprofReadsBackTheSameStacksAndCounts) {
 
 TEST(OutputPprofTest, RecordedProfileShowsCpuTimeAndSampleCounts) {
   SKIP_WITHOUT_GO();
-  using symbolize::FrameKind;
+  using symbolize::ProfileFrameKind;
   symbolize::Profile p;
   p.event = "cpu-clock";
   p.weight_unit = "nanoseconds";
   p.sample_frequency_hz = 1000;
   p.duration_ns = 1500000000;
-  p.frames = {{"main", FrameKind::kUser, "/usr/bin/app", "0badc0de", 0x1100, "app.cc", 10},
-              {"spin", FrameKind::kUser, "/usr/bin/app", "0badc0de", 0x1200, "app.cc", 20},
-              {"sleep_a_bit", FrameKind::kUser, "/lib/libc.so.6", "", 0x9000, "", 0}};
+  p.frames = {{"main", ProfileFrameKind::kUser, "/usr/bin/app", "0badc0de", 0x1100, "app.cc", 10},
+              {"spin", ProfileFrameKind::kUser, "/usr/bin/app", "0badc0de", 0x1200, "app.cc", 20},
+              {"sleep_a_bit", ProfileFrameKind::kUser, "/lib/libc.so.6", "", 0x9000, "", 0}};
   // spin: 3 samples of 2 ms; sleep_a_bit: 1 sample of 6 ms. Shares differ by value type.
   p.stacks.push_back({"app", 7, 7, {0, 1}, 3, 6000000});
   p.stacks.push_back({"app", 7, 7, {0, 2}, 1, 6000000});

@@ -7,8 +7,8 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -16,8 +16,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
-#include "symbolize/elf_file.h"
 #include "gtest/gtest.h"
+#include "module/elf_image.h"
 #include "tests/testing/folded_testing.h"
 #include "tests/testing/test_support.h"
 
@@ -110,8 +110,8 @@ TEST_F(SymbolizeRecordTest, DebugFileWithImplausibleCompressedSectionStillNames)
   std::string image = ReadFileOrEmpty(debug);
   GElf_Shdr shdr;
   {
-    // A zlib section with a plausible claim: ElfFile reads the file as it is, offsets included.
-    NP_ASSERT_OK_AND_ASSIGN(auto elf, symbolize::ElfFile::Open(debug));
+    // A zlib section with a plausible claim: ElfImage reads the file as it is, offsets included.
+    NP_ASSERT_OK_AND_ASSIGN(auto elf, module::ElfImage::Open(debug));
     ASSERT_NE(elf->FindSection(".debug_info", &shdr), nullptr);
   }
   const uint64_t chdr_at = shdr.sh_offset;

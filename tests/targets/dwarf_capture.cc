@@ -17,10 +17,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
+#include "module/vdso.h"
 #include "sampler/child_process.h"
 #include "sampler/session.h"
 #include "unwind/dwarf_stack_size.h"
-#include "unwind/module_files.h"
 #include "unwind/sample_fixture.h"
 #include "unwind/x86_64_regs.h"
 
@@ -50,7 +50,7 @@ struct Capture : nativeprof::sampler::RecordSink {
       fixture.modules.push_back(FixtureModule{path, base});
       paths.push_back(path);
       if (path == "[vdso]") {
-        auto image = nativeprof::unwind::ReadVdsoImage(pid, m.start_avma, m.start_avma + m.length);
+        auto image = nativeprof::module::ReadVdsoImage(pid, m.start_avma, m.start_avma + m.length);
         if (image.ok()) {
           vdso_file = absl::StrCat("/tmp/np-vdso-", getpid(), ".so");
           (void)nativeprof::WriteFileAtomically(vdso_file, *image);

@@ -13,9 +13,9 @@
 namespace nativeprof::output {
 namespace {
 
-using symbolize::FrameKind;
 using symbolize::Profile;
 using symbolize::ProfileFrame;
+using symbolize::ProfileFrameKind;
 using symbolize::ProfileStack;
 using ::testing::HasSubstr;
 
@@ -28,7 +28,8 @@ TEST(EscapeFoldedFrameTest, ReplacesSeparatorsKeepsSpaces) {
   EXPECT_EQ(EscapeFoldedFrame(symbolize::DemangleSymbol("_RIC0KRe3b0a_E", {})), "::<\":\\n\">");
 }
 
-uint32_t AddFrame(Profile& p, const std::string& name, FrameKind kind = FrameKind::kUser) {
+uint32_t AddFrame(Profile& p, const std::string& name,
+                  ProfileFrameKind kind = ProfileFrameKind::kUser) {
   ProfileFrame f;
   f.function = name;
   f.kind = kind;
@@ -52,9 +53,9 @@ TEST(FoldedWriterTest, MergesThreadsSortsAndAnnotates) {
   Profile p;
   uint32_t main_f = AddFrame(p, "main");
   uint32_t work = AddFrame(p, "work");
-  uint32_t sys = AddFrame(p, "do_syscall_64", FrameKind::kKernel);
-  uint32_t inl = AddFrame(p, "inlined_helper", FrameKind::kInlined);
-  uint32_t jit = AddFrame(p, "jitted", FrameKind::kJit);
+  uint32_t sys = AddFrame(p, "do_syscall_64", ProfileFrameKind::kKernel);
+  uint32_t inl = AddFrame(p, "inlined_helper", ProfileFrameKind::kInlined);
+  uint32_t jit = AddFrame(p, "jitted", ProfileFrameKind::kJit);
   AddStack(p, "app", 10, 10, {main_f, work}, 5);
   AddStack(p, "app", 10, 11, {main_f, work}, 3);  // other tid: merges
   AddStack(p, "app", 12, 12, {main_f, work}, 2);  // other pid: merges
@@ -116,9 +117,9 @@ TEST(FoldedReaderTest, ParsesKindsThreadsAndSumsDuplicates) {
   ASSERT_EQ(p.stacks[0].frames.size(), 3u);
   const ProfileFrame& leaf = p.frames[p.stacks[0].frames[2]];
   EXPECT_EQ(leaf.function, "sys_read");
-  EXPECT_EQ(leaf.kind, FrameKind::kKernel);
-  EXPECT_EQ(p.frames[p.stacks[1].frames[1]].kind, FrameKind::kInlined);
-  EXPECT_EQ(p.frames[p.stacks[1].frames[2]].kind, FrameKind::kJit);
+  EXPECT_EQ(leaf.kind, ProfileFrameKind::kKernel);
+  EXPECT_EQ(p.frames[p.stacks[1].frames[1]].kind, ProfileFrameKind::kInlined);
+  EXPECT_EQ(p.frames[p.stacks[1].frames[2]].kind, ProfileFrameKind::kJit);
   EXPECT_EQ(p.frames[p.stacks[1].frames[2]].function, "jit");
   // "main" is interned once.
   EXPECT_EQ(p.stacks[0].frames[0], p.stacks[2].frames[0]);

@@ -10,10 +10,11 @@
 namespace nativeprof::output {
 namespace {
 
-using symbolize::FrameKind;
 using symbolize::ProfileFrame;
+using symbolize::ProfileFrameKind;
 
-ProfileFrame Frame(const char* function, const char* module, FrameKind kind = FrameKind::kUser) {
+ProfileFrame Frame(const char* function, const char* module,
+                   ProfileFrameKind kind = ProfileFrameKind::kUser) {
   ProfileFrame f;
   f.function = function;
   f.module = module;
@@ -34,8 +35,8 @@ symbolize::Profile Recorded() {
   p.frames = {
       Frame("main", "/usr/bin/hotbin"),
       Frame("malloc", "/lib/x86_64-linux-gnu/libc.so.6"),
-      Frame("hotlib::hash", "/usr/bin/hotbin", FrameKind::kInlined),
-      Frame("ksys_write", "[kernel.kallsyms]", FrameKind::kKernel),
+      Frame("hotlib::hash", "/usr/bin/hotbin", ProfileFrameKind::kInlined),
+      Frame("ksys_write", "[kernel.kallsyms]", ProfileFrameKind::kKernel),
       Frame("[unknown]", ""),
       Frame("dup", "/a/liba.so"),
       Frame("dup", "/b/libb.so"),

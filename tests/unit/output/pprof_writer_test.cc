@@ -13,9 +13,9 @@
 namespace nativeprof::output {
 namespace {
 
-using symbolize::FrameKind;
 using symbolize::Profile;
 using symbolize::ProfileFrame;
+using symbolize::ProfileFrameKind;
 using symbolize::ProfileStack;
 using testing::DecodeMessage;
 using testing::DecodePacked;
@@ -145,10 +145,10 @@ TEST(PprofWriterTest, RecordedProfileHasTwoValuesMappingsLabelsAndInlineLines) {
   p.sample_frequency_hz = 1000;
   p.duration_ns = 2000000000;
   p.frames = {
-      {"main", FrameKind::kUser, "/usr/bin/app", "abcd", 0x1100, "", 0},
-      {"compute", FrameKind::kUser, "/usr/bin/app", "abcd", 0x1200, "app.cc", 42},
-      {"helper", FrameKind::kInlined, "/usr/bin/app", "abcd", 0x1200, "helper.h", 7},
-      {"do_syscall_64", FrameKind::kKernel, "[kernel.kallsyms]", "", 0, "", 0},
+      {"main", ProfileFrameKind::kUser, "/usr/bin/app", "abcd", 0x1100, "", 0},
+      {"compute", ProfileFrameKind::kUser, "/usr/bin/app", "abcd", 0x1200, "app.cc", 42},
+      {"helper", ProfileFrameKind::kInlined, "/usr/bin/app", "abcd", 0x1200, "helper.h", 7},
+      {"do_syscall_64", ProfileFrameKind::kKernel, "[kernel.kallsyms]", "", 0, "", 0},
   };
   p.stacks.push_back({"app", 10, 11, {0, 1, 2}, 3, 3000000});
   p.stacks.push_back({"app", 10, 12, {0, 3}, 1, 1000000});

@@ -9,16 +9,16 @@
 namespace nativeprof::output {
 namespace {
 
-using symbolize::FrameKind;
 using symbolize::Profile;
+using symbolize::ProfileFrameKind;
 
 Profile ThreadedProfile() {
   Profile p;
   p.weight_unit = "nanoseconds";
-  p.frames = {{"main", FrameKind::kUser, "", "", 0, "app.cc", 3},
-              {"work", FrameKind::kUser, "", "", 0, "", 0},
-              {"sys_write", FrameKind::kKernel, "", "", 0, "", 0},
-              {"work", FrameKind::kUser, "", "", 0x40, "", 0}};  // same name, other offset
+  p.frames = {{"main", ProfileFrameKind::kUser, "", "", 0, "app.cc", 3},
+              {"work", ProfileFrameKind::kUser, "", "", 0, "", 0},
+              {"sys_write", ProfileFrameKind::kKernel, "", "", 0, "", 0},
+              {"work", ProfileFrameKind::kUser, "", "", 0x40, "", 0}};  // same name, other offset
   p.stacks.push_back({"app", 1, 1, {0, 1}, 2, 2000});
   p.stacks.push_back({"app", 1, 1, {0, 2}, 1, 1000});
   p.stacks.push_back({"worker \"w\"", 1, 2, {3}, 5, 5000});

@@ -11,8 +11,8 @@
 namespace nativeprof::output {
 namespace {
 
-using symbolize::FrameKind;
 using symbolize::Profile;
+using symbolize::ProfileFrameKind;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -73,9 +73,9 @@ TEST(SvgWriterTest, PrunesFramesNarrowerThanMinWidthAndSaysHowMany) {
 
 TEST(SvgWriterTest, FlameChartKeepsTimeOrderAndNeedsATimeline) {
   Profile p;
-  p.frames = {{"main", FrameKind::kUser, "", "", 0, "", 0},
-              {"a", FrameKind::kUser, "", "", 0, "", 0},
-              {"b", FrameKind::kUser, "", "", 0, "", 0}};
+  p.frames = {{"main", ProfileFrameKind::kUser, "", "", 0, "", 0},
+              {"a", ProfileFrameKind::kUser, "", "", 0, "", 0},
+              {"b", ProfileFrameKind::kUser, "", "", 0, "", 0}};
   p.stacks = {{"t", 1, 1, {0, 1}, 2, 2}, {"t", 1, 1, {0, 2}, 1, 1}};
   absl::StatusOr<std::string> none = RenderProfileSvg(p, "", true, 1200, 0.1, nullptr);
   ASSERT_FALSE(none.ok());
@@ -137,9 +137,9 @@ namespace {
 TEST(SvgWriterTest, HundredThousandStacksStayUnderTwentyMegabytes) {
   Profile p;
   for (int i = 0; i < 5000; ++i) {
-    p.frames.push_back({absl::StrCat("namespace_", i % 13, "::Class", i % 101, "::method_", i,
-                                     "(int, double)"),
-                        FrameKind::kUser, "", "", 0, "", 0});
+    p.frames.push_back(
+        {absl::StrCat("namespace_", i % 13, "::Class", i % 101, "::method_", i, "(int, double)"),
+         ProfileFrameKind::kUser, "", "", 0, "", 0});
   }
   uint64_t total = 0;
   for (uint32_t i = 0; i < 100000; ++i) {

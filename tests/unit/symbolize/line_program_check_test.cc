@@ -10,7 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "symbolize/elf_file.h"
+#include "module/elf_image.h"
 #include "tests/testing/test_support.h"
 
 namespace nativeprof::symbolize {
@@ -184,7 +184,7 @@ TEST(LineProgramCheckTest, EveryUnitOfRealBinariesPasses) {
   size_t units = 0;
   for (const std::string& path : files) {
     SCOPED_TRACE(path);
-    NP_ASSERT_OK_AND_ASSIGN(std::unique_ptr<ElfFile> elf, ElfFile::Open(path));
+    NP_ASSERT_OK_AND_ASSIGN(std::unique_ptr<module::ElfImage> elf, module::ElfImage::Open(path));
     Dwarf* dwarf = dwarf_begin_elf(elf->elf(), DWARF_C_READ, nullptr);
     ASSERT_NE(dwarf, nullptr);
     auto section = [&](const char* name) -> absl::string_view {

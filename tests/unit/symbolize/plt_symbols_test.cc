@@ -7,8 +7,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "module/elf_image.h"
 #include "symbolize/display_name.h"
-#include "symbolize/elf_file.h"
 #include "symbolize/symbol_table.h"
 #include "tests/testing/test_support.h"
 
@@ -40,7 +40,7 @@ TEST(PltSymbolsTest, StubsAreNamedAsObjdumpNamesThem) {
     const std::string path = TargetPath(target);
     auto labels = ObjdumpPltLabels(path);
     ASSERT_FALSE(labels.empty()) << "objdump shows no PLT labels in " << path;
-    NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::Open(path));
+    NP_ASSERT_OK_AND_ASSIGN(auto elf, module::ElfImage::Open(path));
     SymbolTable table;
     EXPECT_EQ(table.AddPltSymbols(*elf), labels.size());
     table.Finish();

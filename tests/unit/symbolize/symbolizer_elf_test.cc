@@ -129,7 +129,7 @@ TEST(SymbolizerElfTest, KernelAddressesNamedFromKallsyms) {
   symbolizer->SymbolizeKernel(addr + 1, &frames);
   ASSERT_THAT(frames, SizeIs(1));
   EXPECT_EQ(frames[0].function, expected);
-  EXPECT_EQ(frames[0].kind, FrameKind::kKernel);
+  EXPECT_EQ(frames[0].kind, ProfileFrameKind::kKernel);
 }
 
 }  // namespace

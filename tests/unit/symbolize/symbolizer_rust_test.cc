@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "symbolize/elf_file.h"
+#include "module/elf_image.h"
 #include "symbolize/module_symbols.h"
 #include "symbolize/symbolizer.h"
 #include "tests/testing/test_support.h"
@@ -23,7 +23,7 @@ using ::testing::HasSubstr;
 // Names every function of `program` through the Symbolizer (at an offset inside each symbol) and
 // returns the names of the program's own crate.
 std::vector<std::string> CrateFunctionNames(const std::string& program) {
-  auto opened = ElfFile::Open(program);
+  auto opened = module::ElfImage::Open(program);
   EXPECT_TRUE(opened.ok()) << opened.status();
   if (!opened.ok()) return {};
   auto elf = std::move(*opened);
@@ -40,7 +40,7 @@ std::vector<std::string> CrateFunctionNames(const std::string& program) {
   std::vector<std::string> names;
   for (const SymbolTable::Symbol& s : symbols->table().symbols()) {
     if (!absl::StrContains(symbols->table().Name(s), "sym_rust")) continue;
-    for (const LoadSegment& seg : symbols->file().loads()) {
+    for (const module::LoadSegment& seg : symbols->file().loads()) {
       if (s.start < seg.vaddr || s.start >= seg.vaddr + seg.filesz) continue;
       std::vector<SymbolizedFrame> frames;
       symbolizer->SymbolizeUser(0, id, s.start - seg.vaddr + seg.offset, 0, &frames);

@@ -19,7 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "symbolize/elf_file.h"
+#include "module/elf_image.h"
 #include "symbolize/module_symbols.h"
 #include "symbolize/symbolizer.h"
 #include "tests/testing/test_support.h"
@@ -76,7 +76,7 @@ TEST(SymbolizerSourcesTest, DebugFileFoundByBuildId) {
   std::string dir = MakeTempDir();
   std::string copy = dir + "/sym_prog_stripped";  // away from its .debug/ directory
   std::filesystem::copy_file(TargetPath("sym_prog_stripped"), copy);
-  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::Open(copy));
+  NP_ASSERT_OK_AND_ASSIGN(auto elf, module::ElfImage::Open(copy));
   ModuleLoadOptions load;
   load.debug_dirs = {TargetPath("sym-debug-root")};
   auto symbols = ModuleSymbols::Load(std::move(elf), copy, load);
@@ -95,7 +95,7 @@ TEST(SymbolizerSourcesTest, DebugFileFoundByBuildId) {
 
 TEST(SymbolizerSourcesTest, DebugFileFoundByDebuglinkInDotDebug) {
   auto locations = LocationsIn("sym_prog_stripped");
-  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::Open(TargetPath("sym_prog_stripped")));
+  NP_ASSERT_OK_AND_ASSIGN(auto elf, module::ElfImage::Open(TargetPath("sym_prog_stripped")));
   auto symbols = ModuleSymbols::Load(std::move(elf), TargetPath("sym_prog_stripped"), {{}, false});
   EXPECT_EQ(symbols->source(), NameSource::kDebugFile);
   EXPECT_EQ(symbols->debug_file_how(), "debuglink");
@@ -128,7 +128,7 @@ TEST(SymbolizerSourcesTest, DebuglinkWithWrongCrcIsIgnored) {
 
 TEST(SymbolizerSourcesTest, MiniDebugInfoNamesStrippedBinary) {
   auto locations = LocationsIn("sym_prog_minidebug");
-  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::Open(TargetPath("sym_prog_minidebug")));
+  NP_ASSERT_OK_AND_ASSIGN(auto elf, module::ElfImage::Open(TargetPath("sym_prog_minidebug")));
   EXPECT_FALSE(elf->HasSectionData(".symtab"));
   auto symbols = ModuleSymbols::Load(std::move(elf), TargetPath("sym_prog_minidebug"), {{}, false});
   EXPECT_EQ(symbols->source(), NameSource::kMiniDebugInfo);
@@ -162,15 +162,15 @@ TEST(SymbolizerSourcesTest, InlinedCodeBecomesChainOfInlinedFrames) {
   for (const char* variant : {"sym_prog", "sym_prog_zlib", "sym_prog_zstd"}) {
     if (!std::filesystem::exists(TargetPath(variant))) continue;  // objcopy without zstd
     SCOPED_TRACE(variant);
-    NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::Open(TargetPath(variant)));
+    NP_ASSERT_OK_AND_ASSIGN(auto elf, module::ElfImage::Open(TargetPath(variant)));
     // zlib through libelf, zstd through nativeprof's own decompression (elfutils 0.188 has none).
     NP_ASSERT_OK(elf->SectionData(".debug_info"));
     std::vector<SymbolizedFrame> frames = FindInlinedChain(variant, /*lines=*/false);
     ASSERT_THAT(frames, SizeIs(2));
     EXPECT_EQ(frames[0].function, "symtest::InlinedHelper");
-    EXPECT_EQ(frames[0].kind, FrameKind::kInlined);
+    EXPECT_EQ(frames[0].kind, ProfileFrameKind::kInlined);
     EXPECT_EQ(frames[1].function, "symtest::InlineCaller");
-    EXPECT_EQ(frames[1].kind, FrameKind::kUser);
+    EXPECT_EQ(frames[1].kind, ProfileFrameKind::kUser);
     EXPECT_THAT(frames[0].file, IsEmpty());  // no --lines
   }
 }
@@ -200,7 +200,7 @@ TEST(SymbolizerSourcesTest, NoInlineGivesOnlyTheRealFunction) {
 }
 
 TEST(SymbolizerSourcesTest, ColdCloneKeepsParentNameAndCloneSuffix) {
-  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::Open(TargetPath("sym_prog")));
+  NP_ASSERT_OK_AND_ASSIGN(auto elf, module::ElfImage::Open(TargetPath("sym_prog")));
   std::string path = TargetPath("sym_prog");
   auto symbols = ModuleSymbols::Load(std::move(elf), path, {{}, false});
   const SymbolTable::Symbol* cold = nullptr;
@@ -234,7 +234,7 @@ TEST(SymbolizerSourcesTest, LibcNamedThroughLibc6Dbg) {
   ASSERT_NE(fn, nullptr);
   ASSERT_NE(dladdr(fn, &info), 0);
   std::string libc = info.dli_fname;
-  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::Open(libc));
+  NP_ASSERT_OK_AND_ASSIGN(auto elf, module::ElfImage::Open(libc));
   std::string id = elf->build_id();
   std::string debug = absl::StrCat("/usr/lib/debug/.build-id/", id.substr(0, 2), "/",
                                    id.substr(2), ".debug");
@@ -253,7 +253,7 @@ TEST(SymbolizerSourcesTest, LibcNamedThroughLibc6Dbg) {
   // Through the Symbolizer with a file offset of that function.
   uint64_t offset = 0;
   bool mapped = false;
-  for (const LoadSegment& seg : symbols->file().loads()) {
+  for (const module::LoadSegment& seg : symbols->file().loads()) {
     if (found->start >= seg.vaddr && found->start < seg.vaddr + seg.filesz) {
       offset = found->start - seg.vaddr + seg.offset + 4;
       mapped = true;
@@ -286,7 +286,7 @@ TEST(SymbolizerSourcesTest, JitFramesFromPerfMap) {
   symbolizer->SymbolizeUnmapped(4243, 0x7f0000001080, &frames);
   EXPECT_THAT(Names(frames), ElementsAre("jit_compiled_add", "LazyCompile:*fib script.js:3",
                                          "[unknown]", "[unknown]"));
-  EXPECT_EQ(frames[0].kind, FrameKind::kJit);
+  EXPECT_EQ(frames[0].kind, ProfileFrameKind::kJit);
   EXPECT_EQ(symbolizer->Stats().named, 2u);
 }
 

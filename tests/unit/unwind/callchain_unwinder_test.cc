@@ -16,11 +16,12 @@ constexpr uint64_t kHv = static_cast<uint64_t>(PERF_CONTEXT_HV);
 
 struct F {
   uint64_t avma;
-  FrameKind kind;
+  FrameAddressKind kind;
   bool kernel;
   friend bool operator==(const F&, const F&) = default;
   friend std::ostream& operator<<(std::ostream& os, const F& f) {
-    return os << std::hex << f.avma << (f.kind == FrameKind::kInstructionPointer ? " ip" : " ra")
+    return os << std::hex << f.avma
+              << (f.kind == FrameAddressKind::kInstructionPointer ? " ip" : " ra")
               << (f.kernel ? " k" : " u");
   }
 };
@@ -37,15 +38,15 @@ UnwoundStack Unwind(const std::vector<uint64_t>& chain, uint64_t ip = 0) {
   // The kernel's default limit, not this machine's sysctl: the expectations below assume 127.
   CallchainUnwinder u(kDefaultKernelMaxStack);
   UnwoundStack out;
-  out.frames.push_back(Frame{0xdead, FrameKind::kReturnAddress, false});  // must be cleared
+  out.frames.push_back(Frame{0xdead, FrameAddressKind::kReturnAddress, false});  // must be cleared
   out.end = StackEnd::kBadFrame;
   u.Unwind(s, ProcessView{}, &out);
   return out;
 }
 
 using ::testing::ElementsAre;
-constexpr FrameKind kIp = FrameKind::kInstructionPointer;
-constexpr FrameKind kRa = FrameKind::kReturnAddress;
+constexpr FrameAddressKind kIp = FrameAddressKind::kInstructionPointer;
+constexpr FrameAddressKind kRa = FrameAddressKind::kReturnAddress;
 
 TEST(CallchainUnwinderTest, SplitsKernelAndUserAndMarksFirstFrames) {
   UnwoundStack s = Unwind({kKernel, 0xffffffff81000100, 0xffffffff81000200, kUser, 0x401000,

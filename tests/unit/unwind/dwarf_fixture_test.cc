@@ -86,9 +86,9 @@ TEST(DwarfFixtureTest, WorkloadStacksReachTheOutermostFrame) {
       // SignalWork <- __restore_rt <- the interrupted function, at an exact PC.
       const size_t interrupted = (sig - names.begin()) + 2;
       ASSERT_LT(interrupted, names.size()) << all;
-      EXPECT_EQ(stack.frames[interrupted].kind, FrameKind::kInstructionPointer);
+      EXPECT_EQ(stack.frames[interrupted].kind, FrameAddressKind::kInstructionPointer);
       // The trampoline is looked up at its own first byte, not one before it.
-      EXPECT_EQ(stack.frames[interrupted - 1].kind, FrameKind::kInstructionPointer);
+      EXPECT_EQ(stack.frames[interrupted - 1].kind, FrameAddressKind::kInstructionPointer);
     }
     if (names[0] == "__vdso_clock_gettime") {
       ++vdso_stacks;

@@ -203,8 +203,8 @@ TEST(ChainSpliceTest, KernelFramesComeFirst) {
   std::span<const uint64_t> rest = split.user;
   ASSERT_EQ(out.frames.size(), 2u);
   EXPECT_TRUE(out.frames[0].kernel);
-  EXPECT_EQ(out.frames[0].kind, FrameKind::kInstructionPointer);
-  EXPECT_EQ(out.frames[1].kind, FrameKind::kReturnAddress);
+  EXPECT_EQ(out.frames[0].kind, FrameAddressKind::kInstructionPointer);
+  EXPECT_EQ(out.frames[1].kind, FrameAddressKind::kReturnAddress);
   EXPECT_THAT(std::vector<uint64_t>(rest.begin(), rest.end()),
               ::testing::ElementsAre(0x401000, 0x401100));
 }
@@ -226,7 +226,7 @@ class SpliceTest : public ::testing::Test {
 
 TEST_F(SpliceTest, ContinuesATruncatedUnwindWithTheKernelChain) {
   UnwoundStack out;
-  out.frames = {{0x401000, FrameKind::kInstructionPointer}, {0x402000}, {0x403000}};
+  out.frames = {{0x401000, FrameAddressKind::kInstructionPointer}, {0x402000}, {0x403000}};
   out.end = StackEnd::kTruncatedStack;
   const std::vector<uint64_t> chain = {0x401000, 0x402000, 0x403000, 0x404000, 0x405000};
   ASSERT_TRUE(SpliceKernelChain(chain, 0, View(), &out));
@@ -239,7 +239,7 @@ TEST_F(SpliceTest, ContinuesATruncatedUnwindWithTheKernelChain) {
 
 TEST_F(SpliceTest, RefusesAnInconsistentChain) {
   UnwoundStack out;
-  out.frames = {{0x401000, FrameKind::kInstructionPointer}, {0x402000}};
+  out.frames = {{0x401000, FrameAddressKind::kInstructionPointer}, {0x402000}};
   out.end = StackEnd::kTruncatedStack;
   // 0x600100 is in a non-executable mapping: frame pointers led into data.
   std::vector<uint64_t> chain = {0x401000, 0x402000, 0x404000, 0x600100};
@@ -296,7 +296,7 @@ TEST_F(UnwinderNoCfiTest, FallsBackToFramePointers) {
   ASSERT_EQ(out.frames.size(), 2u);
   EXPECT_EQ(out.frames[0].avma, 0x401000u);
   EXPECT_EQ(out.frames[1].avma, 0x401200u);
-  EXPECT_EQ(out.frames[1].kind, FrameKind::kReturnAddress);
+  EXPECT_EQ(out.frames[1].kind, FrameAddressKind::kReturnAddress);
   EXPECT_EQ(out.end, StackEnd::kComplete);  // the second step found return address 0: the end
   EXPECT_GE(unwinder.stats().fp_fallback_frames, 1u);
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "module/elf_image.h"
 #include "unwind/elf_cfi.h"
 #include "unwind/sample_fixture.h"
 #include "unwind/unwinder.h"
@@ -30,7 +31,9 @@ class FixtureSymbols {
     if (m == nullptr) return "";
     Module& mod = Get(m->module);
     uint64_t vaddr;
-    if (mod.cfi == nullptr || !mod.cfi->FileOffsetToVaddr(m->FileOffset(avma), &vaddr)) return "";
+    if (mod.cfi == nullptr || !mod.cfi->image().FileOffsetToSvma(m->FileOffset(avma), &vaddr)) {
+      return "";
+    }
     auto it = mod.syms.upper_bound(vaddr);
     if (it == mod.syms.begin()) return "";
     --it;
@@ -55,7 +58,9 @@ class FixtureSymbols {
     if (it != modules_.end()) return it->second;
     Module& mod = modules_[id];
     const std::string& path = fixture_.modules().Get(id).path;
-    auto cfi = ElfCfi::Open(path, "");
+    auto image = module::ElfImage::Open(path);
+    if (!image.ok()) return mod;
+    auto cfi = ElfCfi::FromImage(*std::move(image));
     if (!cfi.ok()) return mod;
     mod.cfi = *std::move(cfi);
     int fd = open(path.c_str(), O_RDONLY);

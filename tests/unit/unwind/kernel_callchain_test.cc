@@ -85,10 +85,10 @@ TEST(AppendCallchainFramesTest, FirstEntryIsTheInstructionPointer) {
   EXPECT_TRUE(AppendCallchainFrames(kernel, /*kernel=*/true, &s));
   EXPECT_TRUE(AppendCallchainFrames(user, /*kernel=*/false, &s));
   ASSERT_EQ(s.frames.size(), 4u);
-  EXPECT_EQ(s.frames[0].kind, FrameKind::kInstructionPointer);
+  EXPECT_EQ(s.frames[0].kind, FrameAddressKind::kInstructionPointer);
   EXPECT_TRUE(s.frames[0].kernel);
-  EXPECT_EQ(s.frames[1].kind, FrameKind::kReturnAddress);
-  EXPECT_EQ(s.frames[2].kind, FrameKind::kInstructionPointer);
+  EXPECT_EQ(s.frames[1].kind, FrameAddressKind::kReturnAddress);
+  EXPECT_EQ(s.frames[2].kind, FrameAddressKind::kInstructionPointer);
   EXPECT_FALSE(s.frames[2].kernel);
   EXPECT_EQ(s.frames[3].avma, 0x402000u);
 }

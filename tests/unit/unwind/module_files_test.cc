@@ -1,5 +1,8 @@
-// ModuleFiles / ElfCfi: opening modules, the vdso image, file offset <-> ELF address, and the
-// per-offset rule cache (a second lookup is a hit and returns the same rule).
+// ModuleFiles / ElfCfi: unwind tables of the vdso image and of a program, file offset <-> ELF
+// address through the image, and the per-offset rule cache (a second lookup is a hit and returns
+// the same rule). Opening, paths and the vdso reader are tested in tests/unit/module.
+#include "unwind/module_files.h"
+
 #include <elf.h>
 #include <unistd.h>
 
@@ -7,49 +10,40 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "module/elf_image.h"
+#include "module/vdso.h"
 #include "tests/testing/test_support.h"
 #include "unwind/elf_cfi.h"
-#include "unwind/module_files.h"
 
 namespace nativeprof::unwind {
 namespace {
 
-TEST(ModuleFilesTest, AnonymousPaths) {
-  for (const char* p : {"", "//anon", "[heap]", "[stack]", "[anon:jit]", "[vsyscall]", "/memfd:x"}) {
-    EXPECT_TRUE(ModuleFiles::IsAnonymous(p)) << p;
-  }
-  for (const char* p : {"[vdso]", "/usr/lib/libc.so.6", "/tmp/a (deleted)"}) {
-    EXPECT_FALSE(ModuleFiles::IsAnonymous(p)) << p;
-  }
-}
-
 TEST(ModuleFilesTest, ReadsTheVdsoImage) {
   // pid 0: /proc/0/mem does not exist, so this falls back to our own vdso.
-  auto image = ReadVdsoImage(0, 0, 0);
+  auto image = module::ReadVdsoImage(0, 0, 0);
   ASSERT_TRUE(image.ok()) << image.status();
   ASSERT_GT(image->size(), sizeof(Elf64_Ehdr));
   EXPECT_EQ(std::memcmp(image->data(), ELFMAG, SELFMAG), 0);
-  auto cfi = ElfCfi::FromImage(*std::move(image));
+  auto elf = module::ElfImage::FromBytes(*std::move(image), "[vdso]");
+  ASSERT_TRUE(elf.ok()) << elf.status();
+  auto cfi = ElfCfi::FromImage(*std::move(elf));
   ASSERT_TRUE(cfi.ok()) << cfi.status();
   EXPECT_TRUE((*cfi)->has_cfi());
 }
 
-TEST(ElfCfiTest, OpenErrors) {
-  EXPECT_EQ(ElfCfi::Open("/nonexistent/x.so", "").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(ElfCfi::Open(nativeprof::testing::SourcePath("docs/unwinding.md"), "").status().code(),
-            absl::StatusCode::kInvalidArgument);
-}
-
 TEST(ElfCfiTest, FindsAndCachesRulesOfAProgram) {
-  auto cfi = ElfCfi::Open(nativeprof::testing::TargetPath("nofp_workload"), "");
+  auto elf = module::ElfImage::Open(nativeprof::testing::TargetPath("nofp_workload"));
+  ASSERT_TRUE(elf.ok()) << elf.status();
+  auto cfi = ElfCfi::FromImage(*std::move(elf));
   ASSERT_TRUE(cfi.ok()) << cfi.status();
   ElfCfi& m = **cfi;
-  uint64_t hdr_vaddr, hdr_off, hdr_size;
-  ASSERT_TRUE(m.EhFrameHdr(&hdr_vaddr, &hdr_off, &hdr_size));
+  ASSERT_TRUE(m.image().eh_frame_hdr().has_value());
+  const uint64_t hdr_vaddr = m.image().eh_frame_hdr()->svma;
+  const uint64_t hdr_off = m.image().eh_frame_hdr()->offset;
   uint64_t vaddr = 0, back = 0;
-  ASSERT_TRUE(m.FileOffsetToVaddr(hdr_off, &vaddr));
+  ASSERT_TRUE(m.image().FileOffsetToSvma(hdr_off, &vaddr));
   EXPECT_EQ(vaddr, hdr_vaddr);
-  ASSERT_TRUE(m.VaddrToFileOffset(vaddr, &back));
+  ASSERT_TRUE(m.image().SvmaToFileOffset(vaddr, &back));
   EXPECT_EQ(back, hdr_off);
   // Find some covered instruction: scan the first pages of the text segment.
   const CfiRule* rule = nullptr;

@@ -62,11 +62,11 @@ class StackCollectorTest : public ::testing::Test {
   StackCollector collector_;
 };
 
+// A frame of `module` at `address`: a file offset in a mapped module, else an avma.
 CollectedFrame CF(uint64_t address, sampler::ModuleId module) {
-  CollectedFrame f;
-  f.address = address;
-  f.module = module;
-  return f;
+  if (module == kKernelModule) return CollectedFrame::Kernel(address);
+  if (module == sampler::kNoModule) return CollectedFrame::Unmapped(address);
+  return CollectedFrame::InModule(module, address);
 }
 
 TEST_F(StackCollectorTest, IdenticalSamplesInternToOneStack) {

@@ -1,4 +1,4 @@
-#include "symbolize/compressed_sections.h"
+#include "module/compressed_sections.h"
 
 #include <elf.h>
 #include <libdeflate.h>
@@ -17,7 +17,7 @@
 #endif
 static_assert(ELFCOMPRESS_ZLIB == 1);
 
-namespace nativeprof::symbolize {
+namespace nativeprof::module {
 namespace {
 
 // The section headers of an ELF64 LE image, bounds-checked; empty if the image is not one.
@@ -380,4 +380,4 @@ absl::StatusOr<RewrittenImage> CompactDecompressedImage(
   return result;
 }
 
-}  // namespace nativeprof::symbolize
+}  // namespace nativeprof::module

@@ -1,4 +1,4 @@
-#include "symbolize/elf_file.h"
+#include "module/elf_image.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -13,9 +13,9 @@
 #include "base/elf_notes.h"
 #include "base/errno_status.h"
 #include "base/status_macros.h"
-#include "symbolize/compressed_sections.h"
+#include "module/compressed_sections.h"
 
-namespace nativeprof::symbolize {
+namespace nativeprof::module {
 namespace {
 
 void EnsureLibelfVersion() {
@@ -34,26 +34,28 @@ std::string BuildIdFromNotes(absl::string_view notes) {
   return absl::BytesToHexString(FindGnuBuildId(notes));
 }
 
-ElfFile::~ElfFile() {
+ElfImage::~ElfImage() {
   if (elf_ != nullptr) elf_end(elf_);
 }
 
-absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<ElfImage>> ElfImage::Open(const std::string& path) {
   ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return ErrnoError(absl::StrCat("open ", path));
   return FromFd(std::move(fd), path);
 }
 
-absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::FromFd(ScopedFd fd, std::string name) {
+absl::StatusOr<std::unique_ptr<ElfImage>> ElfImage::FromFd(ScopedFd fd, std::string name) {
   EnsureLibelfVersion();
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return ErrnoError(absl::StrCat("fstat ", name));
   if (!S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(name, " is not a regular file"));
   }
-  std::unique_ptr<ElfFile> file(new ElfFile());
+  std::unique_ptr<ElfImage> file(new ElfImage());
   file->name_ = std::move(name);
   file->size_ = static_cast<uint64_t>(st.st_size);
+  file->dev_ = static_cast<uint64_t>(st.st_dev);
+  file->inode_ = static_cast<uint64_t>(st.st_ino);
   file->fd_ = std::move(fd);
   file->elf_ = elf_begin(file->fd_.get(), ELF_C_READ_MMAP, nullptr);
   if (file->elf_ == nullptr) {
@@ -63,17 +65,22 @@ absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::FromFd(ScopedFd fd, std::strin
   NP_RETURN_IF_ERROR(file->Init());
   // libelf/libdw 0.188 cannot decompress zstd sections, and libelf sizes a zlib section's buffer
   // from its header's claim: rewrite the image in memory when it has either kind, with zstd
-  // sections decompressed and implausible ones emptied (symbolize/compressed_sections.h).
+  // sections decompressed and implausible ones emptied (module/compressed_sections.h).
   absl::StatusOr<absl::string_view> image = file->RawImage();
   if (image.ok() && NeedsDecompressing(*image, kZstdSections, kMaxDecompressedSectionBytes)) {
-    return FromBytes(std::string(*image), std::move(file->name_));
+    NP_ASSIGN_OR_RETURN(std::unique_ptr<ElfImage> rewritten,
+                        FromBytes(std::string(*image), std::move(file->name_)));
+    // Still the file it was read from, for the identity check.
+    rewritten->dev_ = file->dev_;
+    rewritten->inode_ = file->inode_;
+    return rewritten;
   }
   return file;
 }
 
-absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::FromBytes(std::string bytes, std::string name) {
+absl::StatusOr<std::unique_ptr<ElfImage>> ElfImage::FromBytes(std::string bytes, std::string name) {
   EnsureLibelfVersion();
-  std::unique_ptr<ElfFile> file(new ElfFile());
+  std::unique_ptr<ElfImage> file(new ElfImage());
   file->name_ = std::move(name);
   file->bytes_ = std::move(bytes);
   file->size_ = file->bytes_.size();
@@ -100,7 +107,7 @@ absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::FromBytes(std::string bytes, s
   return file;
 }
 
-absl::Status ElfFile::Init() {
+absl::Status ElfImage::Init() {
   if (elf_kind(elf_) != ELF_K_ELF || gelf_getehdr(elf_, &ehdr_) == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(name_, " is not an ELF file"));
   }
@@ -114,6 +121,8 @@ absl::Status ElfFile::Init() {
       if (phdr.p_type == PT_LOAD) {
         loads_.push_back(LoadSegment{phdr.p_offset, phdr.p_vaddr, phdr.p_filesz, phdr.p_memsz,
                                      (phdr.p_flags & PF_X) != 0});
+      } else if (phdr.p_type == PT_GNU_EH_FRAME) {
+        eh_frame_hdr_ = FileRange{phdr.p_vaddr, phdr.p_offset, phdr.p_filesz};
       } else if (phdr.p_type == PT_NOTE && build_id_.empty()) {
         Elf_Data* data = elf_getdata_rawchunk(elf_, phdr.p_offset, phdr.p_filesz, ELF_T_NHDR);
         if (data != nullptr && data->d_buf != nullptr) {
@@ -123,6 +132,7 @@ absl::Status ElfFile::Init() {
       }
     }
   }
+  if (absl::StatusOr<absl::string_view> raw = RawImage(); raw.ok()) raw_ = *raw;
   if (build_id_.empty()) {
     // Separate debug files keep their notes as sections; so do some objects without phdrs.
     Elf_Scn* scn = nullptr;
@@ -139,7 +149,7 @@ absl::Status ElfFile::Init() {
   return absl::OkStatus();
 }
 
-bool ElfFile::FileOffsetToSvma(uint64_t file_offset, uint64_t* svma) const {
+bool ElfImage::FileOffsetToSvma(uint64_t file_offset, uint64_t* svma) const {
   for (const LoadSegment& seg : loads_) {
     // The mapping may extend to the page end past p_filesz (e.g. .bss tail); accept memsz.
     uint64_t span = seg.memsz > seg.filesz ? seg.memsz : seg.filesz;
@@ -151,7 +161,22 @@ bool ElfFile::FileOffsetToSvma(uint64_t file_offset, uint64_t* svma) const {
   return false;
 }
 
-Elf_Scn* ElfFile::FindSection(absl::string_view name, GElf_Shdr* out) const {
+bool ElfImage::SvmaToFileOffset(uint64_t svma, uint64_t* file_offset) const {
+  for (const LoadSegment& seg : loads_) {
+    if (svma >= seg.vaddr && svma - seg.vaddr < seg.filesz) {
+      *file_offset = svma - seg.vaddr + seg.offset;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::span<const uint8_t> ElfImage::Bytes(uint64_t file_offset, uint64_t size) const {
+  if (file_offset > raw_.size() || size > raw_.size() - file_offset) return {};
+  return {reinterpret_cast<const uint8_t*>(raw_.data()) + file_offset, size};
+}
+
+Elf_Scn* ElfImage::FindSection(absl::string_view name, GElf_Shdr* out) const {
   if (shstrndx_ == 0) return nullptr;
   Elf_Scn* scn = nullptr;
   while ((scn = elf_nextscn(elf_, scn)) != nullptr) {
@@ -166,18 +191,18 @@ Elf_Scn* ElfFile::FindSection(absl::string_view name, GElf_Shdr* out) const {
   return nullptr;
 }
 
-bool ElfFile::HasSectionData(absl::string_view name) const {
+bool ElfImage::HasSectionData(absl::string_view name) const {
   GElf_Shdr shdr;
   return FindSection(name, &shdr) != nullptr && shdr.sh_type != SHT_NOBITS && shdr.sh_size > 0;
 }
 
-bool ElfFile::HasCompressedSection(absl::string_view name) const {
+bool ElfImage::HasCompressedSection(absl::string_view name) const {
   GElf_Shdr shdr;
   return FindSection(name, &shdr) != nullptr && shdr.sh_type != SHT_NOBITS &&
          (shdr.sh_flags & SHF_COMPRESSED) != 0;
 }
 
-absl::StatusOr<absl::string_view> ElfFile::SectionData(absl::string_view name) {
+absl::StatusOr<absl::string_view> ElfImage::SectionData(absl::string_view name) {
   GElf_Shdr shdr;
   Elf_Scn* scn = FindSection(name, &shdr);
   if (scn == nullptr || shdr.sh_type == SHT_NOBITS) {
@@ -198,7 +223,7 @@ absl::StatusOr<absl::string_view> ElfFile::SectionData(absl::string_view name) {
   return absl::string_view(static_cast<const char*>(data->d_buf), data->d_size);
 }
 
-std::optional<DebugLink> ElfFile::debug_link() const {
+std::optional<DebugLink> ElfImage::debug_link() const {
   GElf_Shdr shdr;
   Elf_Scn* scn = FindSection(".gnu_debuglink", &shdr);
   if (scn == nullptr || shdr.sh_type == SHT_NOBITS) return std::nullopt;
@@ -219,7 +244,7 @@ std::optional<DebugLink> ElfFile::debug_link() const {
   return link;
 }
 
-absl::StatusOr<absl::string_view> ElfFile::RawImage() const {
+absl::StatusOr<absl::string_view> ElfImage::RawImage() const {
   if (!original_bytes_.empty()) return absl::string_view(original_bytes_);
   size_t size = 0;
   char* raw = elf_rawfile(elf_, &size);
@@ -229,4 +254,4 @@ absl::StatusOr<absl::string_view> ElfFile::RawImage() const {
   return absl::string_view(raw, size);
 }
 
-}  // namespace nativeprof::symbolize
+}  // namespace nativeprof::module

@@ -1,4 +1,4 @@
-#include "symbolize/compressed_sections.h"
+#include "module/compressed_sections.h"
 
 #include <elf.h>
 #include <gelf.h>
@@ -10,10 +10,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "symbolize/elf_file.h"
+#include "module/elf_image.h"
 #include "tests/testing/test_support.h"
 
-namespace nativeprof::symbolize {
+namespace nativeprof::module {
 namespace {
 
 using ::nativeprof::testing::ReadFileOrEmpty;
@@ -33,8 +33,8 @@ TEST(CompressedSectionsTest, DecompressedImageReadsLikeTheUncompressedOne) {
   EXPECT_THAT(rewrite.skipped, ::testing::IsEmpty());
   const std::string& plain = rewrite.bytes;
   EXPECT_FALSE(HasCompressedSections(plain, kZstdSections));
-  NP_ASSERT_OK_AND_ASSIGN(auto rewritten, ElfFile::FromBytes(plain, "rewritten"));
-  NP_ASSERT_OK_AND_ASSIGN(auto reference, ElfFile::Open(TargetPath("sym_prog")));
+  NP_ASSERT_OK_AND_ASSIGN(auto rewritten, ElfImage::FromBytes(plain, "rewritten"));
+  NP_ASSERT_OK_AND_ASSIGN(auto reference, ElfImage::Open(TargetPath("sym_prog")));
   NP_ASSERT_OK_AND_ASSIGN(absl::string_view a, rewritten->SectionData(".debug_info"));
   NP_ASSERT_OK_AND_ASSIGN(absl::string_view b, reference->SectionData(".debug_info"));
   EXPECT_EQ(std::string(a), std::string(b));
@@ -76,11 +76,11 @@ TEST(CompressedSectionsTest, CorruptFrameAndSizeCapSkipOnlyTheirSection) {
   ASSERT_EQ(r.skipped.size(), 1u);
   EXPECT_EQ(r.skipped[0].name, ".debug_info");
   EXPECT_THAT(r.skipped[0].reason, ::testing::HasSubstr("corrupt"));
-  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::FromBytes(bad, "bad.debug"));
+  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfImage::FromBytes(bad, "bad.debug"));
   EXPECT_THAT(elf->skipped_sections(),
               ::testing::ElementsAre(::testing::StartsWith("section .debug_info of bad.debug ")));
   EXPECT_FALSE(elf->HasSectionData(".debug_info"));
-  NP_ASSERT_OK_AND_ASSIGN(auto reference, ElfFile::Open(TargetPath("sym_prog")));
+  NP_ASSERT_OK_AND_ASSIGN(auto reference, ElfImage::Open(TargetPath("sym_prog")));
   NP_ASSERT_OK_AND_ASSIGN(absl::string_view want, reference->SectionData(".debug_line"));
   NP_ASSERT_OK_AND_ASSIGN(absl::string_view got, elf->SectionData(".debug_line"));
   EXPECT_EQ(got, want);
@@ -100,8 +100,8 @@ TEST(CompressedSectionsTest, ZlibSectionsAreDecompressedOnlyWhenAsked) {
   const std::string& plain = rewrite.bytes;
   EXPECT_FALSE(HasCompressedSections(plain, kAllCompressedSections));
   // The decompressed DWARF is the uncompressed build's DWARF, byte for byte.
-  NP_ASSERT_OK_AND_ASSIGN(auto original, ElfFile::Open(TargetPath("sym_prog")));
-  NP_ASSERT_OK_AND_ASSIGN(auto rewritten, ElfFile::FromBytes(plain, "plain"));
+  NP_ASSERT_OK_AND_ASSIGN(auto original, ElfImage::Open(TargetPath("sym_prog")));
+  NP_ASSERT_OK_AND_ASSIGN(auto rewritten, ElfImage::FromBytes(plain, "plain"));
   NP_ASSERT_OK_AND_ASSIGN(absl::string_view want, original->SectionData(".debug_info"));
   NP_ASSERT_OK_AND_ASSIGN(absl::string_view got, rewritten->SectionData(".debug_info"));
   EXPECT_EQ(got, want);
@@ -142,13 +142,13 @@ TEST(CompressedSectionsTest, ClaimBeyondWhatThePayloadCanHoldIsSkipped) {
                 ::testing::MatchesRegex("claims 2147483648 bytes from [0-9]+ compressed: corrupt"));
     EXPECT_LT(r.bytes.size(), 4 * image.size());  // the other sections inflated, nothing more
   }
-  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::FromBytes(image, "hostile.debug"));
+  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfImage::FromBytes(image, "hostile.debug"));
   EXPECT_THAT(elf->skipped_sections(),
               ::testing::ElementsAre(::testing::MatchesRegex(
                   "section .debug_info of hostile.debug claims 2147483648 bytes from [0-9]+ "
                   "compressed: corrupt, skipped")));
   EXPECT_FALSE(elf->HasSectionData(".debug_info"));
-  NP_ASSERT_OK_AND_ASSIGN(auto reference, ElfFile::Open(TargetPath("sym_prog")));
+  NP_ASSERT_OK_AND_ASSIGN(auto reference, ElfImage::Open(TargetPath("sym_prog")));
   NP_ASSERT_OK_AND_ASSIGN(absl::string_view want, reference->SectionData(".debug_line"));
   NP_ASSERT_OK_AND_ASSIGN(absl::string_view got, elf->SectionData(".debug_line"));
   EXPECT_EQ(got, want);
@@ -159,7 +159,7 @@ TEST(CompressedSectionsTest, FuzzFindingOfAHugeClaimIsSkipped) {
   const std::string image = ReadFileOrEmpty(
       SourcePath("tests/fuzz/corpus/elf_loader_fuzzer/regress-oom-compressed-section"));
   ASSERT_EQ(image.size(), 6737u);
-  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::FromBytes(image, "finding"));
+  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfImage::FromBytes(image, "finding"));
   EXPECT_THAT(elf->skipped_sections(),
               ::testing::ElementsAre(::testing::MatchesRegex(
                   "section \\[11\\] of finding .*: corrupt, skipped")));
@@ -175,7 +175,7 @@ TEST(CompressedSectionsTest, FuzzRegressionInputsLoadWithinBounds) {
     SCOPED_TRACE(entry.path().string());
     const std::string image = ReadFileOrEmpty(entry.path().string());
     ++replayed;
-    if (auto elf = ElfFile::FromBytes(image, "regress"); elf.ok()) {
+    if (auto elf = ElfImage::FromBytes(image, "regress"); elf.ok()) {
       EXPECT_LT((*elf)->size(), image.size() + (1u << 20));
     }
     if (auto compact = CompactDecompressedImage(image, 1 << 20, kAllCompressedSections);
@@ -210,8 +210,8 @@ TEST(CompressedSectionsTest, OmittedSectionsAreNeitherFoundNorDecompressed) {
                                {".debug_loclists", ".debug_loc", ".no_such_section"}));
   const std::string& all = all_rewrite.bytes;
   const std::string& some = some_rewrite.bytes;
-  NP_ASSERT_OK_AND_ASSIGN(auto full, ElfFile::FromBytes(all, "all"));
-  NP_ASSERT_OK_AND_ASSIGN(auto trimmed, ElfFile::FromBytes(some, "some"));
+  NP_ASSERT_OK_AND_ASSIGN(auto full, ElfImage::FromBytes(all, "all"));
+  NP_ASSERT_OK_AND_ASSIGN(auto trimmed, ElfImage::FromBytes(some, "some"));
   NP_ASSERT_OK_AND_ASSIGN(absl::string_view loclists, full->SectionData(".debug_loclists"));
   EXPECT_EQ(trimmed->FindSection(".debug_loclists", nullptr), nullptr);
   // That section's bytes fewer, give or take the alignment padding around it.
@@ -230,8 +230,8 @@ TEST(CompressedSectionsTest, CompactImageHoldsEverySectionPlainAndNothingElse) {
   EXPECT_THAT(rewrite.skipped, ::testing::IsEmpty());
   const std::string& compact = rewrite.bytes;
   EXPECT_FALSE(HasCompressedSections(compact, kAllCompressedSections));
-  NP_ASSERT_OK_AND_ASSIGN(auto original, ElfFile::Open(TargetPath("sym_prog")));
-  NP_ASSERT_OK_AND_ASSIGN(auto rewritten, ElfFile::FromBytes(compact, "compact"));
+  NP_ASSERT_OK_AND_ASSIGN(auto original, ElfImage::Open(TargetPath("sym_prog")));
+  NP_ASSERT_OK_AND_ASSIGN(auto rewritten, ElfImage::FromBytes(compact, "compact"));
   EXPECT_TRUE(rewritten->loads().empty());  // no program headers
   EXPECT_EQ(rewritten->build_id(), original->build_id());  // from the .note section
   for (const char* name : {".debug_info", ".debug_line", ".debug_str", ".symtab", ".text"}) {
@@ -260,4 +260,4 @@ TEST(CompressedSectionsTest, NonElfInputIsRejectedNotCrashed) {
 }
 
 }  // namespace
-}  // namespace nativeprof::symbolize
+}  // namespace nativeprof::module

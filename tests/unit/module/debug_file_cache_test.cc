@@ -1,6 +1,6 @@
 // The decompressed-debug-file cache: built once per build-id, reused, rebuilt when damaged, and
 // giving the same inline frames as libdw's own decompression.
-#include "symbolize/debug_file_cache.h"
+#include "module/debug_file_cache.h"
 
 #include <sys/stat.h>
 
@@ -10,16 +10,19 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "symbolize/compressed_sections.h"
+#include "module/compressed_sections.h"
 #include "symbolize/dwarf_info.h"
 #include "tests/testing/test_support.h"
 
-namespace nativeprof::symbolize {
+namespace nativeprof::module {
 namespace {
 
 using ::nativeprof::testing::MakeTempDir;
 using ::nativeprof::testing::ReadFileOrEmpty;
 using ::nativeprof::testing::TargetPath;
+// The cache's promise is that DWARF reads alike from the copy: checked with symbolize's reader.
+using ::nativeprof::symbolize::DwarfFrame;
+using ::nativeprof::symbolize::DwarfInfo;
 
 ino_t InodeOf(const std::string& path) {
   struct stat st;
@@ -27,7 +30,7 @@ ino_t InodeOf(const std::string& path) {
 }
 
 // Every function name DWARF gives for the first `span` bytes of .text, in order.
-std::vector<std::string> DescribeText(DwarfInfo& dwarf, const ElfFile& elf, uint64_t span) {
+std::vector<std::string> DescribeText(DwarfInfo& dwarf, const ElfImage& elf, uint64_t span) {
   GElf_Shdr text;
   std::vector<std::string> names;
   if (elf.FindSection(".text", &text) == nullptr) return names;
@@ -40,13 +43,13 @@ std::vector<std::string> DescribeText(DwarfInfo& dwarf, const ElfFile& elf, uint
 }
 
 TEST(DebugFileCacheTest, CompressedDwarfIsDecompressedOnceAndReadAlike) {
-  NP_ASSERT_OK_AND_ASSIGN(auto zlib, ElfFile::Open(TargetPath("sym_prog_zlib")));
+  NP_ASSERT_OK_AND_ASSIGN(auto zlib, ElfImage::Open(TargetPath("sym_prog_zlib")));
   ASSERT_TRUE(zlib->HasCompressedSection(".debug_info"));
   ASSERT_FALSE(zlib->build_id().empty());
   CacheDir cache(MakeTempDir());
   const std::string entry = cache.PathOf("debug", zlib->build_id() + ".debug");
 
-  std::unique_ptr<ElfFile> plain = OpenDecompressedDebugFile(*zlib, cache);
+  std::unique_ptr<ElfImage> plain = OpenDecompressedDebugFile(*zlib, cache);
   ASSERT_NE(plain, nullptr);
   EXPECT_FALSE(plain->HasCompressedSection(".debug_info"));
   EXPECT_EQ(plain->build_id(), zlib->build_id());
@@ -56,7 +59,7 @@ TEST(DebugFileCacheTest, CompressedDwarfIsDecompressedOnceAndReadAlike) {
   const ino_t built = InodeOf(entry);
 
   // A second open reuses the entry rather than rewriting it.
-  std::unique_ptr<ElfFile> again = OpenDecompressedDebugFile(*zlib, cache);
+  std::unique_ptr<ElfImage> again = OpenDecompressedDebugFile(*zlib, cache);
   ASSERT_NE(again, nullptr);
   EXPECT_EQ(again->name(), entry);
   EXPECT_EQ(InodeOf(entry), built);
@@ -73,7 +76,7 @@ TEST(DebugFileCacheTest, CompressedDwarfIsDecompressedOnceAndReadAlike) {
 }
 
 TEST(DebugFileCacheTest, DamagedOrForeignEntryIsRebuilt) {
-  NP_ASSERT_OK_AND_ASSIGN(auto zlib, ElfFile::Open(TargetPath("sym_prog_zlib")));
+  NP_ASSERT_OK_AND_ASSIGN(auto zlib, ElfImage::Open(TargetPath("sym_prog_zlib")));
   CacheDir cache(MakeTempDir());
   ASSERT_NE(OpenDecompressedDebugFile(*zlib, cache), nullptr);
   const std::string entry = cache.PathOf("debug", zlib->build_id() + ".debug");
@@ -83,7 +86,7 @@ TEST(DebugFileCacheTest, DamagedOrForeignEntryIsRebuilt) {
   const std::string other = ReadFileOrEmpty(TargetPath("sym_prog_O0"));
   for (const std::string& bad : {good.substr(0, good.size() / 3), std::string("not elf"), other}) {
     std::ofstream(entry, std::ios::trunc | std::ios::binary) << bad;
-    std::unique_ptr<ElfFile> rebuilt = OpenDecompressedDebugFile(*zlib, cache);
+    std::unique_ptr<ElfImage> rebuilt = OpenDecompressedDebugFile(*zlib, cache);
     ASSERT_NE(rebuilt, nullptr);
     EXPECT_EQ(rebuilt->build_id(), zlib->build_id());
     EXPECT_EQ(ReadFileOrEmpty(entry), good);
@@ -91,21 +94,21 @@ TEST(DebugFileCacheTest, DamagedOrForeignEntryIsRebuilt) {
 }
 
 TEST(DebugFileCacheTest, NothingToDoForUncompressedDwarf) {
-  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfFile::Open(TargetPath("sym_prog")));
+  NP_ASSERT_OK_AND_ASSIGN(auto elf, ElfImage::Open(TargetPath("sym_prog")));
   CacheDir cache(MakeTempDir());
   EXPECT_EQ(OpenDecompressedDebugFile(*elf, cache), nullptr);
   EXPECT_FALSE(std::filesystem::exists(cache.root() + "/debug"));
 }
 
 TEST(DebugFileCacheTest, UnwritableCacheStillGivesADecompressedImage) {
-  NP_ASSERT_OK_AND_ASSIGN(auto zlib, ElfFile::Open(TargetPath("sym_prog_zlib")));
+  NP_ASSERT_OK_AND_ASSIGN(auto zlib, ElfImage::Open(TargetPath("sym_prog_zlib")));
   const std::string dir = MakeTempDir();
   std::ofstream(dir + "/file") << "x";
   CacheDir cache(dir + "/file/below");  // cannot be created
-  std::unique_ptr<ElfFile> plain = OpenDecompressedDebugFile(*zlib, cache);
+  std::unique_ptr<ElfImage> plain = OpenDecompressedDebugFile(*zlib, cache);
   ASSERT_NE(plain, nullptr);
   EXPECT_FALSE(plain->HasCompressedSection(".debug_info"));
 }
 
 }  // namespace
-}  // namespace nativeprof::symbolize
+}  // namespace nativeprof::module

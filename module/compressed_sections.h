@@ -1,10 +1,10 @@
 // Compressed ELF sections (SHF_COMPRESSED: zlib as written by `--compress-debug-sections`, zstd as
 // written by `--compress-debug-sections=zstd`) rewritten into a plain image. Two users: Debian 12's
-// elfutils 0.188 decompresses only zlib, so ElfFile rewrites zstd images in memory before libelf
+// elfutils 0.188 decompresses only zlib, so ElfImage rewrites zstd images in memory before libelf
 // and libdw see them; and the debug-file cache (debug_file_cache.h) stores images with every
 // section already decompressed so that later runs skip inflating DWARF. Pure; any thread.
-#ifndef NATIVEPROF_SYMBOLIZE_COMPRESSED_SECTIONS_H_
-#define NATIVEPROF_SYMBOLIZE_COMPRESSED_SECTIONS_H_
+#ifndef NATIVEPROF_MODULE_COMPRESSED_SECTIONS_H_
+#define NATIVEPROF_MODULE_COMPRESSED_SECTIONS_H_
 
 #include <cstdint>
 #include <initializer_list>
@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace nativeprof::symbolize {
+namespace nativeprof::module {
 
 // Which compression formats an operation applies to: a mask of these bits.
 inline constexpr uint32_t kZlibSections = 1u << 1;  // 1 << ELFCOMPRESS_ZLIB
@@ -72,6 +72,6 @@ absl::StatusOr<RewrittenImage> CompactDecompressedImage(
     absl::string_view image, uint64_t max_section_bytes, uint32_t formats,
     std::initializer_list<absl::string_view> omit = {});
 
-}  // namespace nativeprof::symbolize
+}  // namespace nativeprof::module
 
-#endif  // NATIVEPROF_SYMBOLIZE_COMPRESSED_SECTIONS_H_
+#endif  // NATIVEPROF_MODULE_COMPRESSED_SECTIONS_H_

@@ -1,4 +1,4 @@
-#include "symbolize/debug_file_finder.h"
+#include "module/debug_file_finder.h"
 
 #include <lzma.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "base/file_util.h"
 
-namespace nativeprof::symbolize {
+namespace nativeprof::module {
 namespace {
 
 // MiniDebugInfo is a symbol table only; anything bigger than this is not one.
@@ -27,7 +27,8 @@ uint32_t DebugLinkCrc(absl::string_view bytes) {
   return static_cast<uint32_t>(crc);
 }
 
-absl::StatusOr<DebugFileResult> FindDebugFile(const ElfFile& module, const std::string& module_path,
+absl::StatusOr<DebugFileResult> FindDebugFile(const ElfImage& module,
+                                              const std::string& module_path,
                                               const std::vector<std::string>& debug_dirs) {
   std::vector<std::string> tried;
   const std::string& build_id = module.build_id();
@@ -37,7 +38,7 @@ absl::StatusOr<DebugFileResult> FindDebugFile(const ElfFile& module, const std::
           absl::StrCat(root, "/.build-id/", build_id.substr(0, 2), "/", build_id.substr(2), ".debug");
       tried.push_back(path);
       if (::access(path.c_str(), R_OK) != 0) continue;
-      absl::StatusOr<std::unique_ptr<ElfFile>> file = ElfFile::Open(path);
+      absl::StatusOr<std::unique_ptr<ElfImage>> file = ElfImage::Open(path);
       if (!file.ok() || (*file)->build_id() != build_id) continue;
       return DebugFileResult{std::move(*file), "build-id"};
     }
@@ -54,7 +55,7 @@ absl::StatusOr<DebugFileResult> FindDebugFile(const ElfFile& module, const std::
       if (path == module_path) continue;  // debuglink naming the module itself
       tried.push_back(path);
       if (::access(path.c_str(), R_OK) != 0) continue;
-      absl::StatusOr<std::unique_ptr<ElfFile>> file = ElfFile::Open(path);
+      absl::StatusOr<std::unique_ptr<ElfImage>> file = ElfImage::Open(path);
       if (!file.ok()) continue;
       absl::StatusOr<absl::string_view> image = (*file)->RawImage();
       if (!image.ok() || DebugLinkCrc(*image) != link->crc) continue;
@@ -114,7 +115,7 @@ absl::StatusOr<std::string> XzDecompress(absl::string_view input, size_t max_out
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<ElfFile>> OpenMiniDebugInfo(ElfFile& module) {
+absl::StatusOr<std::unique_ptr<ElfImage>> OpenMiniDebugInfo(ElfImage& module) {
   GElf_Shdr shdr;
   if (module.FindSection(".gnu_debugdata", &shdr) == nullptr) {
     return absl::NotFoundError(absl::StrCat(module.name(), " has no .gnu_debugdata"));
@@ -123,7 +124,7 @@ absl::StatusOr<std::unique_ptr<ElfFile>> OpenMiniDebugInfo(ElfFile& module) {
   if (!data.ok()) return data.status();
   absl::StatusOr<std::string> elf = XzDecompress(*data, kMaxMiniDebugInfoBytes);
   if (!elf.ok()) return elf.status();
-  return ElfFile::FromBytes(std::move(*elf), absl::StrCat(module.name(), " [.gnu_debugdata]"));
+  return ElfImage::FromBytes(std::move(*elf), absl::StrCat(module.name(), " [.gnu_debugdata]"));
 }
 
-}  // namespace nativeprof::symbolize
+}  // namespace nativeprof::module
