@@ -5,7 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/file_util.h"
-#include "base/text_escape.h"
 #include "output/counter_report.h"
 #include "output/frame_modules.h"
 #include "output/json_util.h"
@@ -28,73 +27,18 @@ const char* CallGraphName(const RecordOptions& o) {
   return o.call_graph == unwind::CallGraphMode::kDwarf ? "dwarf" : "fp";
 }
 
-// Warnings for anything that made the profile less complete than it looks.
-// Share of sampled frames (each stack's frames weighted by its samples) that got a name;
-// "[libfoo.so]" and "[unknown]" are the unnamed ones (and "module+0x..." with --addresses).
-double NamedFrameShare(const symbolize::Profile& profile) {
-  uint64_t total = 0, named = 0;
-  std::vector<bool> frame_named(profile.frames.size());
-  for (size_t i = 0; i < profile.frames.size(); ++i) {
-    const std::string& f = profile.frames[i].function;
-    frame_named[i] = !f.empty() && f[0] != '[' && f.find("+0x") == std::string::npos;
-  }
-  for (const symbolize::ProfileStack& s : profile.stacks) {
-    for (uint32_t f : s.frames) {
-      total += s.samples;
-      if (frame_named[f]) named += s.samples;
-    }
-  }
-  return total == 0 ? 1.0 : static_cast<double>(named) / static_cast<double>(total);
-}
-
-void PrintQualityWarnings(const RecordOptions& o, const unwind::StackCollector& collector,
-                          const symbolize::SymbolizationStats& symbols, double named_share,
-                          const RunState& state) {
-  const unwind::CollectorStats& s = collector.stats();
-  const uint64_t lost = s.lost_records + s.lost_samples;
-  if (lost > 0) PrintLine(LostRecordsLine(lost, state));
-  const uint64_t truncated = s.ends[static_cast<size_t>(unwind::StackEnd::kTruncatedStack)];
-  if (truncated > 0) {
-    PrintLine(absl::StrCat(Plural(truncated, "stack", "stacks"), " truncated at ",
-                           o.dwarf_stack_bytes, " bytes", s.spliced ? " (" : "",
-                           s.spliced ? absl::StrCat(s.spliced, " completed by the kernel chain)") : "",
-                           " - try --call-graph dwarf,",
-                           std::min(o.dwarf_stack_bytes * 2, unwind::kMaxDwarfStackSize)));
-  }
-  const uint64_t max_depth = s.ends[static_cast<size_t>(unwind::StackEnd::kMaxDepth)];
-  if (max_depth > 0) {
-    // fp stacks end where the kernel stopped its walk; DWARF stacks at the unwinder's own cap.
-    const std::string limit =
-        o.call_graph == unwind::CallGraphMode::kFramePointer
-            ? absl::StrCat(unwind::KernelMaxStack(),
-                           " frames (/proc/sys/kernel/perf_event_max_stack)")
-            : absl::StrCat(unwind::kMaxFrames, " frames");
-    PrintLine(absl::StrCat(Plural(max_depth, "stack", "stacks"), " hit the depth limit of ",
-                           limit));
-  }
-  for (int e = 0; e < unwind::kStackEndCount; ++e) {
-    auto end = static_cast<unwind::StackEnd>(e);
-    if (end == unwind::StackEnd::kComplete || end == unwind::StackEnd::kTruncatedStack ||
-        end == unwind::StackEnd::kMaxDepth || s.ends[e] == 0 ||
-        o.call_graph == unwind::CallGraphMode::kFramePointer) {
-      continue;
-    }
-    PrintLine(absl::StrCat(Plural(s.ends[e], "stack", "stacks"), " ended early: ",
-                           unwind::StackEndName(end)));
-  }
-  if (symbols.addresses > 0 && symbols.named < symbols.addresses) {
-    PrintLine(absl::StrFormat("%.1f%% of sampled frames named (%d of %d distinct addresses)",
-                              100.0 * named_share, symbols.named, symbols.addresses));
-    int shown = 0;
-    for (const auto& miss : symbols.worst_modules) {
-      if (shown++ == 3) break;
-      // The module's path is the kernel's copy of a file name: any bytes but '/' and NUL.
-      PrintLine(absl::StrCat("  ", EscapeForMessage(miss.module, kMaxQuotedPathBytes), ": ",
-                             miss.unnamed, " unnamed (", miss.reason, ")",
-                             miss.advice.empty() ? "" : absl::StrCat("; ", miss.advice)));
-    }
-  }
-  for (const std::string& w : symbols.warnings) PrintLine(w);
+// What the summary says about each problem's fix, from this run's options and scheduling.
+output::QualityContext QualityContextFor(const RecordOptions& o, const RunState& state,
+                                         uint64_t lost) {
+  output::QualityContext c;
+  c.dwarf = o.call_graph == unwind::CallGraphMode::kDwarf;
+  c.dwarf_stack_bytes = o.dwarf_stack_bytes;
+  // fp stacks end where the kernel stopped its walk; DWARF stacks at the unwinder's own cap.
+  c.depth_limit = c.dwarf ? absl::StrCat(unwind::kMaxFrames, " frames")
+                          : absl::StrCat(unwind::KernelMaxStack(),
+                                         " frames (/proc/sys/kernel/perf_event_max_stack)");
+  if (lost > 0) c.lost_line = LostRecordsLine(lost, state);
+  return c;
 }
 
 nlohmann::json SchedulingJson(const DrainScheduling& d) {
@@ -139,10 +83,9 @@ std::string LostRecordsLine(uint64_t lost, const RunState& state) {
 
 nlohmann::json RecordMetadata(const RecordOptions& o, const sampler::Session& session,
                               const unwind::StackCollector& collector,
-                              const symbolize::SymbolizationStats& symbols,
+                              const output::RecordingQuality& quality,
                               const std::vector<sampler::CounterValue>& counters,
                               const RunState& state) {
-  const unwind::CollectorStats& s = collector.stats();
   nlohmann::json j;
   j["tool"] = "nativeprof";
   j["version"] = NATIVEPROF_VERSION_STRING;
@@ -157,36 +100,14 @@ nlohmann::json RecordMetadata(const RecordOptions& o, const sampler::Session& se
   if (o.call_graph == unwind::CallGraphMode::kDwarf) j["dwarf_stack_bytes"] = o.dwarf_stack_bytes;
   j["kernel_sampled"] = session.kernel_sampled();
   j["duration_seconds"] = state.duration_seconds;
-  j["samples"] = s.samples;
-  j["lost"] = {{"records", s.lost_records}, {"samples", s.lost_samples}};
-  j["throttled"] = s.throttled;
+  j["samples"] = quality.samples;
   j["processes"] = collector.processes().process_count();
   j["threads"] = collector.processes().thread_count();
   j["exit_code"] = state.exit_code;
   j["interrupted"] = state.interrupted;
-  j["ring"] = {{"cpus", session.ring_count()}, {"data_pages_per_cpu", session.ring_pages()},
-               {"records", session.stats().records}, {"bytes", session.stats().bytes},
-               {"corrupt_batches", session.stats().corrupt_batches},
-               {"parse_errors", session.stats().parse_errors}};
+  j["ring"] = {{"cpus", session.ring_count()}, {"data_pages_per_cpu", session.ring_pages()}};
   j["scheduling"] = SchedulingJson(state.scheduling);
-  nlohmann::json ends = nlohmann::json::object();
-  for (int e = 0; e < unwind::kStackEndCount; ++e) {
-    ends[unwind::StackEndName(static_cast<unwind::StackEnd>(e))] = s.ends[e];
-  }
-  j["unwind"] = {{"frames", s.frames},
-                 {"kernel_frames", s.kernel_frames},
-                 {"unmapped_frames", s.unmapped_frames},
-                 {"spliced", s.spliced},
-                 {"ends", ends}};
-  nlohmann::json worst = nlohmann::json::array();
-  for (const auto& m : symbols.worst_modules) {
-    worst.push_back(
-        {{"module", m.module}, {"unnamed", m.unnamed}, {"reason", m.reason}, {"advice", m.advice}});
-  }
-  j["symbolization"] = {{"addresses", symbols.addresses},
-                        {"named", symbols.named},
-                        {"worst_modules", worst},
-                        {"warnings", symbols.warnings}};
+  output::AddRecordingQualityJson(quality, &j);
   nlohmann::json outputs = nlohmann::json::array();
   for (const RecordOutput& out : o.outputs) {
     outputs.push_back({{"path", out.path}, {"format", output::OutputFormatName(out.format)}});
@@ -233,9 +154,9 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
       exit_code = PrintCliError(CliStep::kWriteOutput, st, absl::StrCat("cannot write ", out.path));
     }
   }
-  const double named_share = NamedFrameShare(profile);
-  nlohmann::json metadata = RecordMetadata(o, session, collector, symbols, counters, state);
-  metadata["symbolization"]["named_frame_share"] = named_share;
+  const output::RecordingQuality quality =
+      output::CollectRecordingQuality(session.stats(), collector, symbols, profile);
+  nlohmann::json metadata = RecordMetadata(o, session, collector, quality, counters, state);
   // Folded files keep names only; this lets `report --by module` tell libc.so.6 from the binary.
   metadata["frame_modules"] = output::FrameModulesJson(profile);
   if (absl::Status st =
@@ -248,10 +169,13 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   if (!counters.empty()) {
     std::fputs(output::FormatCounterTable(counters, state.duration_seconds).c_str(), stderr);
   }
-  PrintQualityWarnings(o, collector, symbols, named_share, state);
-  const unwind::CollectorStats& s = collector.stats();
-  PrintLine(absl::StrFormat("%d samples, %d lost, %.2f s, %s, %s -> %s", s.samples,
-                            s.lost_records + s.lost_samples, state.duration_seconds,
+  const uint64_t lost = quality.lost_records + quality.lost_samples;
+  for (const std::string& line :
+       output::RecordingQualityLines(quality, QualityContextFor(o, state, lost))) {
+    PrintLine(line);
+  }
+  PrintLine(absl::StrFormat("%d samples, %d lost, %.2f s, %s, %s -> %s", quality.samples, lost,
+                            state.duration_seconds,
                             Plural(collector.processes().thread_count(), "thread", "threads"),
                             Plural(collector.processes().process_count(), "process", "processes"),
                             o.outputs.front().path));

@@ -12,6 +12,7 @@
 
 #include "base/scheduling.h"
 #include "nlohmann/json.hpp"
+#include "output/recording_quality.h"
 #include "sampler/counter_value.h"
 #include "sampler/session.h"
 #include "symbolize/profile.h"
@@ -69,7 +70,7 @@ int FinishRecording(const RecordOptions& options, const sampler::Session& sessio
 // The metadata document written to "<output>.json".
 nlohmann::json RecordMetadata(const RecordOptions& options, const sampler::Session& session,
                               const unwind::StackCollector& collector,
-                              const symbolize::SymbolizationStats& symbols,
+                              const output::RecordingQuality& quality,
                               const std::vector<sampler::CounterValue>& counters,
                               const RunState& state);
 

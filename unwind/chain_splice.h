@@ -20,23 +20,6 @@ namespace nativeprof::unwind {
 bool SpliceKernelChain(std::span<const uint64_t> user_chain, size_t first_user_frame,
                        const ProcessView& process, UnwoundStack* out, bool chain_cut = false);
 
-// Counters of one unwinder, by how each stack ended.
-struct UnwindStats {
-  uint64_t samples = 0;
-  uint64_t frames = 0;
-  uint64_t by_end[kStackEndCount] = {};
-  uint64_t spliced = 0;
-  uint64_t fp_fallback_frames = 0;  // frames found with frame pointers for lack of CFI
-  uint64_t expr_frames = 0;         // frames whose rule needed the expression interpreter
-
-  void Count(const UnwoundStack& s) {
-    ++samples;
-    frames += s.frames.size();
-    ++by_end[static_cast<int>(s.end)];
-    spliced += s.spliced;
-  }
-};
-
 }  // namespace nativeprof::unwind
 
 #endif  // NATIVEPROF_UNWIND_CHAIN_SPLICE_H_

@@ -54,7 +54,6 @@ void DwarfUnwinder::Unwind(const sampler::SampleView& sample, const ProcessView&
     // No user registers (a 32-bit task, or recorded without REGS_USER) and no kernel frames.
     out->end = StackEnd::kNoUnwindInfo;
   }
-  stats_.Count(*out);
 }
 
 void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessView& process,

@@ -29,7 +29,7 @@ class DwarfUnwinder : public Unwinder {
   void Unwind(const sampler::SampleView& sample, const ProcessView& process,
               UnwoundStack* out) override;
 
-  const UnwindStats& stats() const { return stats_; }
+  UnwinderStats stats() const override { return stats_; }
   CfiCacheStats cfi_stats() const { return files_.TotalStats(); }
   ModuleFiles& files() { return files_; }
 
@@ -39,7 +39,7 @@ class DwarfUnwinder : public Unwinder {
 
   DwarfUnwinderOptions options_;
   ModuleFiles files_;
-  UnwindStats stats_;
+  UnwinderStats stats_;
 };
 
 }  // namespace nativeprof::unwind

@@ -175,7 +175,6 @@ void LibunwindUnwinder::Unwind(const sampler::SampleView& sample, const ProcessV
   if (sample.regs_abi != PERF_SAMPLE_REGS_ABI_64 || sample.regs_user.empty() ||
       address_space_ == nullptr) {
     if (first_user == 0) out->end = StackEnd::kNoUnwindInfo;
-    stats_.Count(*out);
     return;
   }
   st.process = process;
@@ -184,14 +183,12 @@ void LibunwindUnwinder::Unwind(const sampler::SampleView& sample, const ProcessV
   st.no_module = false;
   if (!RegsFromSample(sample.regs_user, options_.regs_mask, &st.regs) || !st.regs.Has(kDwarfRa)) {
     out->end = StackEnd::kNoUnwindInfo;
-    stats_.Count(*out);
     return;
   }
   st.stack = StackCopy{st.regs.sp(), sample.stack_user};
   unw_cursor_t cursor;
   if (unw_init_remote(&cursor, static_cast<unw_addr_space_t>(address_space_), &st) != 0) {
     out->end = StackEnd::kNoUnwindInfo;
-    stats_.Count(*out);
     return;
   }
   bool exact = true;
@@ -234,7 +231,6 @@ void LibunwindUnwinder::Unwind(const sampler::SampleView& sample, const ProcessV
   if (options_.splice_kernel_chain) {
     SpliceKernelChain(chain.user, first_user, process, out, chain.CutAtMaxStack());
   }
-  stats_.Count(*out);
 }
 
 }  // namespace nativeprof::unwind

@@ -29,14 +29,12 @@ class LibunwindUnwinder : public Unwinder {
   void Unwind(const sampler::SampleView& sample, const ProcessView& process,
               UnwoundStack* out) override;
 
-  const UnwindStats& stats() const { return stats_; }
 
   struct State;  // per-Unwind context the libunwind accessors read (defined in the .cc)
 
  private:
   LibunwindUnwinderOptions options_;
   ModuleFiles files_;
-  UnwindStats stats_;
   std::unique_ptr<State> state_;
   void* address_space_ = nullptr;  // unw_addr_space_t
 };

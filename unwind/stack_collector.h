@@ -121,6 +121,8 @@ class StackCollector final : public sampler::RecordSink {
     return processes_;
   }
   const CollectorStats& stats() const { return stats_; }
+  // What the unwinder counted besides: frames found by fallbacks and by expression rules.
+  UnwinderStats unwinder_stats() const { return unwinder_->stats(); }
 
  private:
   // Set entries are stack indexes; kProbe stands for the candidate in probe_ (heterogeneous

@@ -63,12 +63,20 @@ struct ProcessView {
   const sampler::ModuleRegistry* modules = nullptr;
 };
 
+// What only an unwinder knows about how it found frames. How each stack ended, and how many
+// frames it has, is counted once, by the StackCollector that runs the unwinder.
+struct UnwinderStats {
+  uint64_t fp_fallback_frames = 0;  // DWARF mode: frames found with frame pointers for lack of CFI
+  uint64_t expr_frames = 0;         // frames whose CFI rule needed the expression interpreter
+};
+
 class Unwinder {
  public:
   virtual ~Unwinder() = default;
   // Unwinds `sample` into `out` (cleared first).
   virtual void Unwind(const sampler::SampleView& sample, const ProcessView& process,
                       UnwoundStack* out) = 0;
+  virtual UnwinderStats stats() const { return {}; }
 };
 
 inline constexpr size_t kMaxFrames = 1024;

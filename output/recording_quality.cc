@@ -1,0 +1,165 @@
+#include "output/recording_quality.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/text_escape.h"
+#include "unwind/dwarf_stack_size.h"
+
+namespace nativeprof::output {
+namespace {
+
+std::string Plural(uint64_t n, const char* one, const char* many) {
+  return absl::StrCat(n, " ", n == 1 ? one : many);
+}
+
+}  // namespace
+
+double NamedFrameShare(const symbolize::Profile& profile) {
+  uint64_t total = 0, named = 0;
+  std::vector<bool> frame_named(profile.frames.size());
+  for (size_t i = 0; i < profile.frames.size(); ++i) {
+    const std::string& f = profile.frames[i].function;
+    frame_named[i] = !f.empty() && f[0] != '[' && f.find("+0x") == std::string::npos;
+  }
+  for (const symbolize::ProfileStack& s : profile.stacks) {
+    for (uint32_t f : s.frames) {
+      total += s.samples;
+      if (frame_named[f]) named += s.samples;
+    }
+  }
+  return total == 0 ? 1.0 : static_cast<double>(named) / static_cast<double>(total);
+}
+
+RecordingQuality CollectRecordingQuality(const sampler::SessionStats& session,
+                                         const unwind::StackCollector& collector,
+                                         const symbolize::SymbolizationStats& symbols,
+                                         const symbolize::Profile& profile) {
+  RecordingQuality q;
+  q.ring_records = session.records;
+  q.ring_bytes = session.bytes;
+  q.corrupt_batches = session.corrupt_batches;
+  q.parse_errors = session.parse_errors;
+  q.peak_held_bytes = session.peak_held_bytes;
+  const unwind::CollectorStats& c = collector.stats();
+  q.lost_records = c.lost_records;
+  q.lost_samples = c.lost_samples;
+  q.throttled = c.throttled;
+  q.samples = c.samples;
+  q.frames = c.frames;
+  q.kernel_frames = c.kernel_frames;
+  q.unmapped_frames = c.unmapped_frames;
+  q.spliced = c.spliced;
+  q.ends = c.ends;
+  const unwind::UnwinderStats u = collector.unwinder_stats();
+  q.fp_fallback_frames = u.fp_fallback_frames;
+  q.expr_frames = u.expr_frames;
+  q.symbols = symbols;
+  q.named_frame_share = NamedFrameShare(profile);
+  return q;
+}
+
+void AddRecordingQualityJson(const RecordingQuality& q, nlohmann::json* metadata) {
+  nlohmann::json& j = *metadata;
+  nlohmann::json& ring = j["ring"];
+  ring["records"] = q.ring_records;
+  ring["bytes"] = q.ring_bytes;
+  ring["corrupt_batches"] = q.corrupt_batches;
+  ring["parse_errors"] = q.parse_errors;
+  ring["peak_held_bytes"] = q.peak_held_bytes;
+  j["lost"] = {{"records", q.lost_records}, {"samples", q.lost_samples}};
+  j["throttled"] = q.throttled;
+  nlohmann::json ends = nlohmann::json::object();
+  for (int e = 0; e < unwind::kStackEndCount; ++e) {
+    ends[unwind::StackEndName(static_cast<unwind::StackEnd>(e))] = q.ends[e];
+  }
+  j["unwind"] = {{"frames", q.frames},
+                 {"kernel_frames", q.kernel_frames},
+                 {"unmapped_frames", q.unmapped_frames},
+                 {"spliced", q.spliced},
+                 {"fp_fallback_frames", q.fp_fallback_frames},
+                 {"expr_frames", q.expr_frames},
+                 {"ends", ends}};
+  nlohmann::json worst = nlohmann::json::array();
+  for (const auto& m : q.symbols.worst_modules) {
+    worst.push_back(
+        {{"module", m.module}, {"unnamed", m.unnamed}, {"reason", m.reason}, {"advice", m.advice}});
+  }
+  j["symbolization"] = {{"addresses", q.symbols.addresses},
+                        {"named", q.symbols.named},
+                        {"named_frame_share", q.named_frame_share},
+                        {"worst_modules", worst},
+                        {"warnings", q.symbols.warnings}};
+}
+
+std::vector<std::string> RecordingQualityLines(const RecordingQuality& q,
+                                               const QualityContext& context) {
+  std::vector<std::string> lines;
+  if (q.lost_records + q.lost_samples > 0) lines.push_back(context.lost_line);
+  if (q.corrupt_batches > 0) {
+    lines.push_back(absl::StrCat(Plural(q.corrupt_batches, "ring batch", "ring batches"),
+                                 " skipped at an impossible record header, and the records in "
+                                 "them lost; please report it with your kernel version"));
+  }
+  if (q.parse_errors > 0) {
+    lines.push_back(absl::StrCat(Plural(q.parse_errors, "record", "records"),
+                                 " shorter than their fields skipped; please report it with "
+                                 "your kernel version"));
+  }
+  if (q.throttled > 0) {
+    lines.push_back(absl::StrCat("the kernel throttled sampling ", Plural(q.throttled, "time", "times"),
+                                 " (perf_event_max_sample_rate): fewer samples than -F asks "
+                                 "for; lower -F"));
+  }
+  const uint64_t truncated = q.ends[static_cast<size_t>(unwind::StackEnd::kTruncatedStack)];
+  if (truncated > 0) {
+    lines.push_back(absl::StrCat(
+        Plural(truncated, "stack", "stacks"), " truncated at ", context.dwarf_stack_bytes,
+        " bytes", q.spliced ? absl::StrCat(" (", q.spliced, " completed by the kernel chain)") : "",
+        " - try --call-graph dwarf,",
+        std::min(context.dwarf_stack_bytes * 2, unwind::kMaxDwarfStackSize)));
+  }
+  const uint64_t max_depth = q.ends[static_cast<size_t>(unwind::StackEnd::kMaxDepth)];
+  if (max_depth > 0) {
+    lines.push_back(absl::StrCat(Plural(max_depth, "stack", "stacks"),
+                                 " hit the depth limit of ", context.depth_limit));
+  }
+  if (context.dwarf) {
+    for (int e = 0; e < unwind::kStackEndCount; ++e) {
+      auto end = static_cast<unwind::StackEnd>(e);
+      if (end == unwind::StackEnd::kComplete || end == unwind::StackEnd::kTruncatedStack ||
+          end == unwind::StackEnd::kMaxDepth || q.ends[e] == 0) {
+        continue;
+      }
+      lines.push_back(absl::StrCat(Plural(q.ends[e], "stack", "stacks"), " ended early: ",
+                                   unwind::StackEndName(end)));
+    }
+    // A few frames without CFI are normal (hand-written entry code); many mean a module built
+    // without unwind tables, whose callers the frame-pointer guess may get wrong.
+    if (q.fp_fallback_frames * 100 > q.frames) {
+      lines.push_back(absl::StrFormat(
+          "%d frames (%.1f%%) found with frame pointers for lack of CFI: callers above them may "
+          "be wrong; build with -fasynchronous-unwind-tables or install the debug info",
+          q.fp_fallback_frames, 100.0 * static_cast<double>(q.fp_fallback_frames) /
+                                    static_cast<double>(q.frames)));
+    }
+  }
+  const symbolize::SymbolizationStats& symbols = q.symbols;
+  if (symbols.addresses > 0 && symbols.named < symbols.addresses) {
+    lines.push_back(absl::StrFormat("%.1f%% of sampled frames named (%d of %d distinct addresses)",
+                                    100.0 * q.named_frame_share, symbols.named, symbols.addresses));
+    int shown = 0;
+    for (const auto& miss : symbols.worst_modules) {
+      if (shown++ == 3) break;
+      // The module's path is the kernel's copy of a file name: any bytes but '/' and NUL.
+      lines.push_back(absl::StrCat("  ", EscapeForMessage(miss.module, kMaxQuotedPathBytes), ": ",
+                                   miss.unnamed, " unnamed (", miss.reason, ")",
+                                   miss.advice.empty() ? "" : absl::StrCat("; ", miss.advice)));
+    }
+  }
+  for (const std::string& w : symbols.warnings) lines.push_back(w);
+  return lines;
+}
+
+}  // namespace nativeprof::output

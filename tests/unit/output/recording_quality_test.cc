@@ -1,0 +1,130 @@
+#include "output/recording_quality.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace nativeprof::output {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+QualityContext Dwarf() {
+  QualityContext c;
+  c.dwarf = true;
+  c.dwarf_stack_bytes = 8192;
+  c.depth_limit = "1024 frames";
+  c.lost_line = "7 records lost because the ring buffer was full; try a larger -m or a lower -F";
+  return c;
+}
+
+RecordingQuality Clean() {
+  RecordingQuality q;
+  q.samples = 1000;
+  q.frames = 20000;
+  q.ends[static_cast<size_t>(unwind::StackEnd::kComplete)] = 1000;
+  return q;
+}
+
+TEST(RecordingQualityTest, ACompleteProfileHasNothingToSay) {
+  EXPECT_THAT(RecordingQualityLines(Clean(), Dwarf()), IsEmpty());
+}
+
+// The counts that never reached the summary before: each now has a line with what to do.
+TEST(RecordingQualityTest, EveryProblemThatMattersGetsALineWithItsFix) {
+  RecordingQuality q = Clean();
+  q.lost_records = 7;
+  q.corrupt_batches = 1;
+  q.parse_errors = 2;
+  q.throttled = 3;
+  q.fp_fallback_frames = 400;  // 2 % of the frames
+  q.ends[static_cast<size_t>(unwind::StackEnd::kTruncatedStack)] = 5;
+  q.ends[static_cast<size_t>(unwind::StackEnd::kNoUnwindInfo)] = 4;
+  const std::vector<std::string> lines = RecordingQualityLines(q, Dwarf());
+  ASSERT_THAT(lines, SizeIs(7));
+  EXPECT_EQ(lines[0], Dwarf().lost_line);
+  EXPECT_THAT(lines[1], HasSubstr("1 ring batch skipped"));
+  EXPECT_THAT(lines[2], HasSubstr("2 records shorter than their fields"));
+  EXPECT_THAT(lines[3], HasSubstr("throttled sampling 3 times"));
+  EXPECT_THAT(lines[3], HasSubstr("lower -F"));
+  EXPECT_THAT(lines[4], HasSubstr("5 stacks truncated at 8192 bytes - try --call-graph dwarf,16384"));
+  EXPECT_THAT(lines[5], HasSubstr("4 stacks ended early"));
+  EXPECT_THAT(lines[6], HasSubstr("400 frames (2.0%) found with frame pointers"));
+  EXPECT_THAT(lines[6], HasSubstr("-fasynchronous-unwind-tables"));
+}
+
+TEST(RecordingQualityTest, FramePointerFallbackMattersOnlyInDwarfModeAndAboveOnePercent) {
+  RecordingQuality q = Clean();
+  q.fp_fallback_frames = 200;  // exactly 1 %: the odd hand-written entry stub
+  EXPECT_THAT(RecordingQualityLines(q, Dwarf()), IsEmpty());
+  q.fp_fallback_frames = 201;
+  EXPECT_THAT(RecordingQualityLines(q, Dwarf()), SizeIs(1));
+  QualityContext fp = Dwarf();
+  fp.dwarf = false;
+  q.ends[static_cast<size_t>(unwind::StackEnd::kNoUnwindInfo)] = 9;
+  EXPECT_THAT(RecordingQualityLines(q, fp), IsEmpty()) << "fp stacks end where the kernel stopped";
+}
+
+TEST(RecordingQualityTest, UnnamedFramesNameTheWorstModules) {
+  RecordingQuality q = Clean();
+  q.symbols.addresses = 10;
+  q.symbols.named = 6;
+  q.named_frame_share = 0.75;
+  q.symbols.worst_modules = {{"/usr/lib/libfoo.so", 4, "stripped, no debug file found",
+                              "install libfoo-dbgsym"}};
+  q.symbols.warnings = {"program built without optimization (-O0)"};
+  EXPECT_THAT(RecordingQualityLines(q, Dwarf()),
+              ElementsAre("75.0% of sampled frames named (6 of 10 distinct addresses)",
+                          "  /usr/lib/libfoo.so: 4 unnamed (stripped, no debug file found); "
+                          "install libfoo-dbgsym",
+                          "program built without optimization (-O0)"));
+}
+
+// Every count reaches the metadata, nonzero or not, in the sections older readers know.
+TEST(RecordingQualityTest, TheJsonCarriesEveryCount) {
+  RecordingQuality q = Clean();
+  q.ring_records = 1;
+  q.ring_bytes = 2;
+  q.corrupt_batches = 3;
+  q.parse_errors = 4;
+  q.peak_held_bytes = 5;
+  q.lost_records = 6;
+  q.lost_samples = 7;
+  q.throttled = 8;
+  q.kernel_frames = 9;
+  q.unmapped_frames = 10;
+  q.spliced = 11;
+  q.fp_fallback_frames = 12;
+  q.expr_frames = 13;
+  q.symbols.addresses = 14;
+  q.symbols.named = 14;
+  nlohmann::json j = {{"ring", {{"cpus", 2}}}};
+  AddRecordingQualityJson(q, &j);
+  EXPECT_EQ(j["ring"]["cpus"], 2) << "the ring's layout stays beside its counts";
+  EXPECT_EQ(j["ring"]["records"], 1);
+  EXPECT_EQ(j["ring"]["bytes"], 2);
+  EXPECT_EQ(j["ring"]["corrupt_batches"], 3);
+  EXPECT_EQ(j["ring"]["parse_errors"], 4);
+  EXPECT_EQ(j["ring"]["peak_held_bytes"], 5);
+  EXPECT_EQ(j["lost"]["records"], 6);
+  EXPECT_EQ(j["lost"]["samples"], 7);
+  EXPECT_EQ(j["throttled"], 8);
+  EXPECT_EQ(j["unwind"]["frames"], 20000);
+  EXPECT_EQ(j["unwind"]["kernel_frames"], 9);
+  EXPECT_EQ(j["unwind"]["unmapped_frames"], 10);
+  EXPECT_EQ(j["unwind"]["spliced"], 11);
+  EXPECT_EQ(j["unwind"]["fp_fallback_frames"], 12);
+  EXPECT_EQ(j["unwind"]["expr_frames"], 13);
+  EXPECT_EQ(j["unwind"]["ends"]["complete"], 1000);
+  EXPECT_EQ(j["symbolization"]["addresses"], 14);
+  EXPECT_EQ(j["symbolization"]["named_frame_share"], 1.0);
+}
+
+}  // namespace
+}  // namespace nativeprof::output
