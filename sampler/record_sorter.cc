@@ -57,9 +57,11 @@ void RecordSorter::Hold(std::span<const uint8_t> record) {
 
 void RecordSorter::SortHeld() {
   if (held_sorted_) return;
-  // Stable: records with equal times stay in the order they were read.
-  std::stable_sort(arena_.held.begin(), arena_.held.end(),
-                   [](const Held& a, const Held& b) { return a.time < b.time; });
+  // Records with equal times stay in the order they were read: a record's place in the arena is
+  // that order. (std::stable_sort would allocate a buffer on every call.)
+  std::sort(arena_.held.begin(), arena_.held.end(), [](const Held& a, const Held& b) {
+    return a.time != b.time ? a.time < b.time : a.word < b.word;
+  });
   held_sorted_ = true;
 }
 

@@ -2,6 +2,8 @@
 
 #include <linux/perf_event.h>
 
+#include <algorithm>
+
 #include "base/file_util.h"
 
 namespace nativeprof::unwind {
@@ -48,12 +50,18 @@ KernelCallchain SplitCallchain(std::span<const uint64_t> callchain) {
 }
 
 bool AppendCallchainFrames(std::span<const uint64_t> part, bool kernel, UnwoundStack* out) {
-  for (size_t i = 0; i < part.size(); ++i) {
-    if (out->frames.size() >= kMaxFrames) return false;
-    const FrameAddressKind kind = i == 0 ? FrameAddressKind::kInstructionPointer : FrameAddressKind::kReturnAddress;
-    out->frames.push_back(Frame{part[i], kind, kernel});
+  // One resize and plain stores: this runs for every frame of every sample.
+  const size_t base = out->frames.size();
+  const size_t room = base < kMaxFrames ? kMaxFrames - base : 0;
+  const size_t n = std::min(part.size(), room);
+  if (n == 0) return part.empty();
+  out->frames.resize(base + n);
+  Frame* frames = out->frames.data() + base;
+  frames[0] = Frame{part[0], FrameAddressKind::kInstructionPointer, kernel};
+  for (size_t i = 1; i < n; ++i) {
+    frames[i] = Frame{part[i], FrameAddressKind::kReturnAddress, kernel};
   }
-  return true;
+  return n == part.size();
 }
 
 }  // namespace nativeprof::unwind
