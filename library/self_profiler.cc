@@ -99,6 +99,7 @@ absl::StatusOr<std::unique_ptr<SelfProfiler>> SelfProfiler::Create(
                                                          unwind::DwarfBackend::kNative));
   p->collector_ = std::make_unique<unwind::StackCollector>(p->unwinder_.get(),
                                                            /*keep_timeline=*/false);
+  p->symbolizer_ = symbolize::MakeMappingAwareSymbolizer(*p->collector_, {});
   p->ready_fd_.Reset(::eventfd(0, EFD_CLOEXEC));
   p->control_fd_.Reset(::eventfd(0, EFD_CLOEXEC));
   if (!p->ready_fd_.valid() || !p->control_fd_.valid()) return ErrnoError("eventfd");
@@ -260,6 +261,7 @@ absl::Status SelfProfiler::Reset() {
   if (running_) return absl::FailedPreconditionError("stop the profiler before resetting it");
   profile_.reset();
   collector_ = std::make_unique<unwind::StackCollector>(unwinder_.get(), /*keep_timeline=*/false);
+  symbolizer_ = symbolize::MakeMappingAwareSymbolizer(*collector_, {});
   last_maps_.clear();
   last_threads_.clear();
   elapsed_ = {};
@@ -283,14 +285,11 @@ absl::Status SelfProfiler::WriteAs(const std::string& path, output::OutputFormat
   if (running_) return absl::FailedPreconditionError("stop the profiler before writing");
   if (!options_.sample) return absl::FailedPreconditionError("sampling is off for this profiler");
   if (!profile_.has_value()) {
-    symbolize::SymbolizerOptions symbolizer_options;
-    std::unique_ptr<symbolize::Symbolizer> symbolizer =
-        symbolize::MakeSymbolizer(collector_->modules(), symbolizer_options);
     symbolize::ProfileBuildOptions build;
     build.event = options_.event.name;
     build.weight_unit = "samples";
     build.sample_frequency_hz = options_.frequency_hz;
-    profile_ = symbolize::BuildProfile(*collector_, *symbolizer, build);
+    profile_ = symbolize::BuildProfile(*collector_, *symbolizer_, build);
   }
   return output::WriteProfile(*profile_, path, format, {});
 }

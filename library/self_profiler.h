@@ -28,6 +28,7 @@
 #include "sampler/proc_maps.h"
 #include "sampler/session.h"
 #include "symbolize/profile.h"
+#include "symbolize/symbolizer.h"
 #include "unwind/dwarf_stack_size.h"
 #include "unwind/stack_collector.h"
 #include "unwind/unwinder.h"
@@ -100,6 +101,8 @@ class SelfProfiler {
   SelfProfilerOptions options_;
   std::unique_ptr<unwind::Unwinder> unwinder_;
   std::unique_ptr<unwind::StackCollector> collector_;
+  // Made with collector_ and told of its mappings as they come, as record's is.
+  std::unique_ptr<symbolize::Symbolizer> symbolizer_;
   std::unique_ptr<sampler::Session> session_;
   std::vector<sampler::CounterSet> counter_sets_;  // one per thread alive at Start
   std::vector<sampler::CounterValue> counter_totals_;

@@ -23,6 +23,7 @@
 #include "symbolize/kernel_symbols.h"
 #include "symbolize/module_symbols.h"
 #include "symbolize/perf_map.h"
+#include "unwind/stack_collector.h"
 
 namespace nativeprof::symbolize {
 namespace {
@@ -391,6 +392,26 @@ SymbolizationStats ElfSymbolizer::Stats() const {
 std::unique_ptr<Symbolizer> MakeSymbolizer(const sampler::ModuleRegistry& modules,
                                            const SymbolizerOptions& options) {
   return std::make_unique<ElfSymbolizer>(modules, options);
+}
+
+std::unique_ptr<Symbolizer> MakeMappingAwareSymbolizer(unwind::StackCollector& collector,
+                                                       const SymbolizerOptions& options) {
+  std::unique_ptr<Symbolizer> symbolizer = MakeSymbolizer(collector.modules(), options);
+  Symbolizer* s = symbolizer.get();
+  collector.set_mapping_observer([s](const sampler::MmapView& m, sampler::ModuleId module) {
+    const auto pid = static_cast<int32_t>(m.pid);
+    switch (module::KindOfPath(absl::string_view(m.filename.data(), m.filename.size()))) {
+      case module::PathKind::kVdso:
+        s->NoteVdso(pid, m.start_avma, m.start_avma + m.length);
+        break;
+      case module::PathKind::kFile:
+        s->NoteMapping(pid, module, m.start_avma, m.start_avma + m.length);
+        break;
+      default:
+        break;
+    }
+  });
+  return symbolizer;
 }
 
 }  // namespace nativeprof::symbolize

@@ -16,6 +16,10 @@
 #include "sampler/module_registry.h"
 #include "symbolize/profile.h"
 
+namespace nativeprof::unwind {
+class StackCollector;
+}  // namespace nativeprof::unwind
+
 namespace nativeprof::symbolize {
 
 struct SymbolizerOptions {
@@ -86,6 +90,13 @@ class Symbolizer {
 
 std::unique_ptr<Symbolizer> MakeSymbolizer(const sampler::ModuleRegistry& modules,
                                            const SymbolizerOptions& options);
+
+// A symbolizer for `collector`'s modules that is told of every code mapping the moment the
+// collector applies it, while the process is still alive (NoteMapping holds the file, NoteVdso
+// copies the vdso): `record` and the library both symbolize this way. Installs itself as the
+// collector's mapping observer, so it must outlive the collector's use.
+std::unique_ptr<Symbolizer> MakeMappingAwareSymbolizer(unwind::StackCollector& collector,
+                                                       const SymbolizerOptions& options);
 
 }  // namespace nativeprof::symbolize
 

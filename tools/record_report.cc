@@ -117,22 +117,6 @@ nlohmann::json RecordMetadata(const RecordOptions& o, const sampler::Session& se
   return j;
 }
 
-std::unique_ptr<symbolize::Symbolizer> MakeRecordingSymbolizer(const RecordOptions& o,
-                                                               unwind::StackCollector& collector) {
-  std::unique_ptr<symbolize::Symbolizer> symbolizer =
-      symbolize::MakeSymbolizer(collector.modules(), o.symbolizer);
-  symbolize::Symbolizer* s = symbolizer.get();
-  collector.set_mapping_observer([s](const sampler::MmapView& m, sampler::ModuleId module) {
-    const auto pid = static_cast<int32_t>(m.pid);
-    if (m.filename == "[vdso]") {
-      s->NoteVdso(pid, m.start_avma, m.start_avma + m.length);
-    } else if (!m.filename.empty() && m.filename[0] == '/') {
-      s->NoteMapping(pid, module, m.start_avma, m.start_avma + m.length);
-    }
-  });
-  return symbolizer;
-}
-
 int FinishRecording(const RecordOptions& o, const sampler::Session& session,
                     const unwind::StackCollector& collector, symbolize::Symbolizer& symbolizer,
                     const std::vector<sampler::CounterValue>& counters, const RunState& state) {

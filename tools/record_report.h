@@ -56,10 +56,6 @@ inline constexpr double kStarvedWaitShare = 0.05;
 // nativeprof waited for a CPU (with what to do about it), or the ring was too small.
 std::string LostRecordsLine(uint64_t lost, const RunState& state);
 
-// Makes the symbolizer for a recording and connects it to the collector's mapping records, so
-// files deleted or replaced during the run and the vdso are read while the process is alive.
-std::unique_ptr<symbolize::Symbolizer> MakeRecordingSymbolizer(const RecordOptions& options,
-                                                               unwind::StackCollector& collector);
 
 // Writes everything and returns the exit code: the target's (state.exit_code), or kExitOutput
 // when an output could not be written (the others are still written).

@@ -145,7 +145,7 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   }
 
   unwind::StackCollector collector(&unwinder, /*keep_timeline=*/true);
-  std::unique_ptr<symbolize::Symbolizer> symbolizer = MakeRecordingSymbolizer(o, collector);
+  std::unique_ptr<symbolize::Symbolizer> symbolizer = symbolize::MakeMappingAwareSymbolizer(collector, o.symbolizer);
   // --duration counts from here, the start of sampling.
   const auto start = std::chrono::steady_clock::now();
   const std::optional<SchedStat> start_sched = SchedNow();
@@ -256,7 +256,7 @@ int RunRecording(const RecordOptions& o) {
   }
 
   unwind::StackCollector collector(unwinder->get(), /*keep_timeline=*/true);
-  std::unique_ptr<symbolize::Symbolizer> symbolizer = MakeRecordingSymbolizer(o, collector);
+  std::unique_ptr<symbolize::Symbolizer> symbolizer = symbolize::MakeMappingAwareSymbolizer(collector, o.symbolizer);
   const auto start = std::chrono::steady_clock::now();
   const std::optional<SchedStat> start_sched = SchedNow();
   // Like perf: the command decides how to end on a signal; nativeprof drains until it exits.
