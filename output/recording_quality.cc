@@ -108,7 +108,8 @@ std::vector<std::string> RecordingQualityLines(const RecordingQuality& q,
                                  "your kernel version"));
   }
   if (q.throttled > 0) {
-    lines.push_back(absl::StrCat("the kernel throttled sampling ", Plural(q.throttled, "time", "times"),
+    lines.push_back(absl::StrCat("the kernel throttled sampling ",
+                                 Plural(q.throttled, "time", "times"),
                                  " (perf_event_max_sample_rate): fewer samples than -F asks "
                                  "for; lower -F"));
   }

@@ -90,8 +90,8 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
     }
     return first.status();
   }
-  format_ = SampleFormat::FromAttr(attr_);
-  sorter_ = std::make_unique<RecordSorter>(format_, RecordSorter::RingOrder::kTimeOrdered);
+  sorter_ = std::make_unique<RecordSorter>(SampleFormat::FromAttr(attr_),
+                                           RecordSorter::RingOrder::kTimeOrdered);
 
   for (size_t c = 0; c < cpus.size(); ++c) {
     ScopedFd fd;

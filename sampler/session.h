@@ -100,7 +100,6 @@ class Session {
 
   EventSpec event_;
   perf_event_attr attr_{};
-  SampleFormat format_;
   bool kernel_sampled_ = true;
   size_t ring_pages_ = 0;
   std::vector<std::string> notes_;
