@@ -87,7 +87,14 @@ void RecordSorter::Merge(std::span<RingBuffer> rings, RecordSink& sink, uint64_t
   SortHeld();
   for (RingBuffer& ring : rings) ring.BeginRead();
   // k-way merge of the rings' heads and the held records (the oldest first; held ones win ties,
-  // they were read earlier). Ring records stay in the ring; only the ones held are copied.
+  // they were read earlier). Ring records stay in the ring. With CLOCK_MONOTONIC times a
+  // time-ordered ring's records past `limit` stay there too, unread, for the next drain: all
+  // that follow them in their ring are newer still, and copying them (stack copies of 8 KiB
+  // each) cost more than the rest of the drain - unless they fill a quarter of their ring, whose
+  // space the kernel then needs more than we need to save the copy (bursts of switch samples).
+  // With the perf clock `limit` only moves with the newest record seen, so every ring is read to
+  // its end and what is too new is held.
+  const bool leave_newer_in_rings = order_ == RingOrder::kTimeOrdered && format_.monotonic_clock;
   size_t next_held = 0;
   const std::vector<Held>& held = arena_.held;
   while (true) {
@@ -114,6 +121,12 @@ void RecordSorter::Merge(std::span<RingBuffer> rings, RecordSink& sink, uint64_t
       continue;
     }
     if (oldest == nullptr) break;
+    if (leave_newer_in_rings && oldest_time > limit &&
+        std::all_of(rings.begin(), rings.end(), [](const RingBuffer& ring) {
+          return ring.unread_bytes() <= ring.data_size() / 4;
+        })) {
+      break;
+    }
     newest_seen_ = std::max(newest_seen_, oldest_time);
     if (oldest_time <= limit) {
       Deliver(oldest_record, sink);
@@ -121,6 +134,9 @@ void RecordSorter::Merge(std::span<RingBuffer> rings, RecordSink& sink, uint64_t
       next_.Add(oldest_time, oldest_record);
     }
     oldest->Advance();
+  }
+  for (; next_held < held.size(); ++next_held) {
+    next_.Add(held[next_held].time, arena_.Bytes(held[next_held]));
   }
   for (RingBuffer& ring : rings) ring.EndRead();
   // What was held is in merge order, so sorted.

@@ -83,6 +83,8 @@ class RingBuffer {
     return __atomic_load_n(&meta_->data_head, __ATOMIC_ACQUIRE) != meta_->data_tail;
   }
   size_t data_size() const { return data_size_; }
+  // Between BeginRead and EndRead: bytes from the next record to the data_head snapshot.
+  size_t unread_bytes() const { return static_cast<size_t>(head_ - tail_); }
 
  private:
   void CopyOut(uint64_t pos, size_t len, uint8_t* dst) const;

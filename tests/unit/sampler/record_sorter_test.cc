@@ -108,9 +108,37 @@ TEST(RecordSorterTest, WithMonotonicTimesOnlyTheLastMomentsAreHeld) {
   sorter.Drain(r.rings(), sink);
   EXPECT_THAT(sink.Take(), ElementsAre(absl::StrCat("M", old_enough - 2),
                                        absl::StrCat("S", old_enough - 1)));
-  EXPECT_EQ(sorter.held_records(), 1u);
+  // The newer sample stays in its ring, unread and uncopied, for the next drain.
+  EXPECT_EQ(sorter.held_records(), 0u);
+  EXPECT_FALSE(r.Consumed(0));
+  EXPECT_TRUE(r.Consumed(1));
   sorter.Flush(r.rings(), sink);
   EXPECT_THAT(sink.Take(), ElementsAre(absl::StrCat("S", old_enough + 1)));
+  EXPECT_TRUE(r.Consumed(0));
+}
+
+// Records too new to deliver are left in a ring only while it has room: past a quarter of it
+// they are copied out (held) until a quarter is left, so a burst does not fill the ring the
+// kernel writes into.
+TEST(RecordSorterTest, ANearlyFullRingIsEmptiedIntoTheHeldRecords) {
+  SampleFormat f = FramePointerFormat();
+  f.monotonic_clock = true;
+  TwoRings r;
+  RecordSorter sorter(f, RecordSorter::RingOrder::kTimeOrdered, FakeNow);
+  OrderSink sink;
+  const uint64_t young = FakeNow() - RecordSorter::kInFlightNs + 100;
+  size_t written = 0, records = 0;
+  for (uint64_t t = young; written < 4096 / 4 + 64; ++t, ++records) {
+    const RecordBytes rec = Sample(t, f);
+    r.Write(0, rec);
+    written += rec.size();
+  }
+  sorter.Drain(r.rings(), sink);
+  EXPECT_THAT(sink.Take(), IsEmpty());
+  EXPECT_GT(sorter.held_records(), 0u);
+  EXPECT_FALSE(r.Consumed(0));
+  sorter.Flush(r.rings(), sink);
+  EXPECT_EQ(sink.Take().size(), records);
 }
 
 // A counting side-band ring gets records from other CPUs (an exiting task writes its READ
