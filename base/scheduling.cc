@@ -102,7 +102,7 @@ SchedulerCalls SchedulerCalls::Real() {
   return calls;
 }
 
-PriorityBoost RaiseThreadPriority(const SchedulerCalls& calls) {
+PriorityBoost RaiseThreadPriority(const SchedulerCalls& calls, bool nice_only) {
   PriorityBoost boost;
   const int policy = calls.get_policy();
   if (policy == SCHED_FIFO || policy == SCHED_RR || policy == SCHED_DEADLINE) {
@@ -116,12 +116,13 @@ PriorityBoost RaiseThreadPriority(const SchedulerCalls& calls) {
   }
   const int current = calls.get_nice();
   boost.original_nice = current;
-  if (calls.set_policy(SCHED_FIFO | SCHED_RESET_ON_FORK, kBoostRealtimePriority) == 0) {
+  if (!nice_only &&
+      calls.set_policy(SCHED_FIFO | SCHED_RESET_ON_FORK, kBoostRealtimePriority) == 0) {
     boost.kind = PriorityKind::kRealtime;
     boost.value = kBoostRealtimePriority;
     return boost;
   }
-  const std::string fifo_error = std::strerror(errno);
+  const std::string fifo_error = nice_only ? "not asked for" : std::strerror(errno);
   if (current <= kBoostNice) {  // the user already ran it at the lowest nice
     boost.why = absl::StrCat("already at nice ", current);
     return boost;

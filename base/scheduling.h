@@ -75,7 +75,13 @@ inline constexpr int kBoostNice = -20;
 // (it may then restore `original_nice`, as ChildProcess does). A thread
 // that already runs real-time, SCHED_IDLE or SCHED_BATCH, or (when FIFO is refused) at nice -20,
 // is left alone: the user chose that. Never fails; returns what it did.
-PriorityBoost RaiseThreadPriority(const SchedulerCalls& calls = SchedulerCalls::Real());
+//
+// `nice_only` skips SCHED_FIFO. A woken real-time thread runs on the CPU it last ran on and
+// preempts whatever normal task is there, while a normal thread is placed on an idle CPU: when
+// the target switches tens of thousands of times a second (record --off-cpu) and every wakeup
+// comes from one of its CPUs, FIFO preempts the target at each one (4% slower hand-offs here).
+PriorityBoost RaiseThreadPriority(const SchedulerCalls& calls = SchedulerCalls::Real(),
+                                  bool nice_only = false);
 
 }  // namespace nativeprof
 

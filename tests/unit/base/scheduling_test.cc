@@ -114,6 +114,16 @@ TEST(RaiseThreadPriorityTest, NiceWhenRealtimeIsRefused) {
                                           Pair(SCHED_OTHER | SCHED_RESET_ON_FORK, 0)));
 }
 
+// record --off-cpu: nice only, even where FIFO is allowed, so the drain thread is placed on an
+// idle CPU instead of preempting the target on its own.
+TEST(RaiseThreadPriorityTest, NiceOnlyNeverAsksForRealtime) {
+  FakeScheduler s;
+  PriorityBoost b = RaiseThreadPriority(s.Calls(), /*nice_only=*/true);
+  EXPECT_EQ(b.kind, PriorityKind::kNice);
+  EXPECT_EQ(b.Describe(), "nice -20");
+  EXPECT_THAT(s.policy_calls, ElementsAre(Pair(SCHED_OTHER | SCHED_RESET_ON_FORK, 0)));
+}
+
 TEST(RaiseThreadPriorityTest, NiceFromRlimitNice) {
   FakeScheduler s;
   s.allow_fifo = false;
