@@ -10,17 +10,8 @@
 # sampled at 999 Hz. A tool's own CPU = CPU of its whole process tree minus the target's CPU
 # (measured by bench/exit_stamp around the target in the same run).
 # Usage: bench/dwarf_e2e.sh [BUILD_DIR=build] [SECONDS=10]
-set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
-seconds=${2:-10}
-np="$build/tools/nativeprof"
-target="$build/tests/targets/nofp_workload"
-stamp="$build/bench/exit_stamp"
-for f in "$np" "$target" "$stamp"; do [[ -x "$f" ]] || { echo "missing $f (build it first)" >&2; exit 1; }; done
-command -v perf >/dev/null || { echo "perf is not installed" >&2; exit 1; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+target_name=nofp_workload
+source "$(dirname "${BASH_SOURCE[0]}")/e2e_setup.sh"
 
 PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")" python3 - "$np" "$target" "$stamp" "$seconds" "$work" <<'PY'
 import collections, os, subprocess, sys, time

@@ -21,6 +21,8 @@ DiffResult DiffProfiles(const symbolize::Profile& before, const symbolize::Profi
   result.after_samples = a.samples;
   result.level = level;
   result.critical_z = TwoSidedZ(level);
+  result.count_unit = after.count_unit;
+  const bool sampled = result.count_unit == "samples";
   std::map<std::string, FunctionChange> by_name;
   for (const FunctionCounts& f : b.functions) {
     FunctionChange& c = by_name[f.name];
@@ -40,8 +42,8 @@ DiffResult DiffProfiles(const symbolize::Profile& before, const symbolize::Profi
     c.total_delta = share(c.total_after, a.samples) - share(c.total_before, b.samples);
     c.self_z = TwoProportionZ(c.self_before, b.samples, c.self_after, a.samples);
     c.total_z = TwoProportionZ(c.total_before, b.samples, c.total_after, a.samples);
-    c.self_significant = std::fabs(c.self_z) > result.critical_z;
-    c.total_significant = std::fabs(c.total_z) > result.critical_z;
+    c.self_significant = sampled && std::fabs(c.self_z) > result.critical_z;
+    c.total_significant = sampled && std::fabs(c.total_z) > result.critical_z;
     result.changes.push_back(c);
   }
   std::stable_sort(result.changes.begin(), result.changes.end(),
@@ -53,11 +55,18 @@ DiffResult DiffProfiles(const symbolize::Profile& before, const symbolize::Profi
 }
 
 std::string RenderDiffTable(const DiffResult& diff, size_t top_n) {
-  std::string out = absl::StrFormat(
-      "Function share changes, BEFORE %s samples -> AFTER %s samples "
-      "(two-proportion z-test, %g%% level: |z| > %.2f is significant)\n",
-      WithThousands(diff.before_samples), WithThousands(diff.after_samples), 100 * diff.level,
-      diff.critical_z);
+  const bool sampled = diff.count_unit == "samples";
+  std::string out =
+      sampled ? absl::StrFormat(
+                    "Function share changes, BEFORE %s samples -> AFTER %s samples "
+                    "(two-proportion z-test, %g%% level: |z| > %.2f is significant)\n",
+                    WithThousands(diff.before_samples), WithThousands(diff.after_samples),
+                    100 * diff.level, diff.critical_z)
+              : absl::StrFormat(
+                    "Function share changes, BEFORE %s %s -> AFTER %s %s (measured time: no "
+                    "sampling test applies; compare repeated runs)\n",
+                    WithThousands(diff.before_samples), diff.count_unit,
+                    WithThousands(diff.after_samples), diff.count_unit);
   absl::StrAppendFormat(&out, "%-31s %-31s  %s\n", "        self: before -> after",
                         "       total: before -> after", "function");
   size_t shown = 0, significant = 0;
@@ -77,6 +86,11 @@ std::string RenderDiffTable(const DiffResult& diff, size_t top_n) {
                           cell(c.total_before, c.total_after, c.total_delta,
                                c.total_significant),
                           c.name);
+  }
+  if (!sampled) {
+    absl::StrAppend(&out, "\nChanges are in percentage points of all ", diff.count_unit,
+                    " of time.\n");
+    return out;
   }
   absl::StrAppendFormat(
       &out,

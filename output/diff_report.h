@@ -31,6 +31,9 @@ struct DiffResult {
   uint64_t after_samples = 0;
   double level = 0.99;
   double critical_z = 0;
+  // "samples", or "us" for off-CPU/wall time profiles: their counts are measured time, not
+  // independent samples, so no change is marked significant (the test does not apply).
+  std::string count_unit = "samples";
   std::vector<FunctionChange> changes;  // every function in either profile, by decreasing
                                         // max(|self_delta|, |total_delta|), then name
 };

@@ -75,6 +75,7 @@ class PprofEncoder {
   explicit PprofEncoder(const Profile& profile)
       : profile_(profile),
         two_values_(WeightsAreTime(profile)),
+        time_split_(profile.count_unit == "us"),
         value_type_(profile.event == "cpu-clock" || profile.event == "task-clock"
                         ? "cpu"
                         : (profile.event.empty() ? "weight" : profile.event)) {}
@@ -104,6 +105,14 @@ class PprofEncoder {
 
   std::string SampleTypes() {
     ProtoEncoder out;
+    if (time_split_) {
+      // A time profile (--off-cpu): one file, three views of the same time, picked with
+      // pprof -sample_index=cpu|off_cpu|wall.
+      for (const char* type : {"cpu", "off_cpu", "wall"}) {
+        out.Bytes(pb::kProfileSampleType, ValueType(type, "nanoseconds"));
+      }
+      return out.Take();
+    }
     out.Bytes(pb::kProfileSampleType, ValueType("samples", "count"));
     if (two_values_) {
       out.Bytes(pb::kProfileSampleType, ValueType(value_type_, profile_.weight_unit));
@@ -225,8 +234,13 @@ class PprofEncoder {
       if (s.samples == 0) continue;
       sample.Clear();
       sample.PackedVarints(pb::kSampleLocationId, LeafFirstLocations(s));
-      std::vector<uint64_t> values = {s.samples};
-      if (two_values_) values.push_back(s.weight);
+      std::vector<uint64_t> values;
+      if (time_split_) {
+        values = {s.off_cpu ? 0 : s.weight, s.off_cpu ? s.weight : 0, s.weight};
+      } else {
+        values = {s.samples};
+        if (two_values_) values.push_back(s.weight);
+      }
       sample.PackedVarints(pb::kSampleValue, values);
       if (!s.thread_name.empty()) {
         const int64_t name = strings_.Intern(s.thread_name);
@@ -271,7 +285,9 @@ class PprofEncoder {
   std::string EncodeTail() {
     ProtoEncoder tail;
     if (profile_.duration_ns != 0) tail.Int64(pb::kProfileDurationNanos, profile_.duration_ns);
-    if (two_values_) {
+    if (time_split_) {
+      tail.Int64(pb::kProfileDefaultSampleType, strings_.Intern("wall"));
+    } else if (two_values_) {
       tail.Bytes(pb::kProfilePeriodType, ValueType(value_type_, profile_.weight_unit));
       if (profile_.sample_frequency_hz != 0 && profile_.weight_unit == "nanoseconds") {
         tail.Int64(pb::kProfilePeriod, 1000000000 / profile_.sample_frequency_hz);
@@ -289,6 +305,7 @@ class PprofEncoder {
 
   const Profile& profile_;
   const bool two_values_;
+  const bool time_split_;  // cpu / off_cpu / wall nanoseconds instead of samples / weight
   const std::string value_type_;
   StringTable strings_;
   std::vector<MappingInfo> mappings_;

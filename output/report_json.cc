@@ -20,7 +20,7 @@ double Share(uint64_t k, uint64_t n) {
   return n == 0 ? 0.0 : Fixed(static_cast<double>(k) / static_cast<double>(n));
 }
 
-Json Rows(const RankedTable& table, bool by_self) {
+Json Rows(const RankedTable& table, bool by_self, bool sampled) {
   Json rows = Json::array();
   for (const FunctionCounts& f : by_self ? table.by_self : table.by_total) {
     const uint64_t k = by_self ? f.self : f.total;
@@ -31,18 +31,21 @@ Json Rows(const RankedTable& table, bool by_self) {
     row["total"] = f.total;
     row["self_share"] = Share(f.self, table.samples);
     row["total_share"] = Share(f.total, table.samples);
-    row["interval"] = Json::array({Fixed(ci.low), Fixed(ci.high)});
-    row["noise"] = IsNoise(k, table.samples);
+    // Time profiles (off-CPU, wall) measure time: no sampling interval applies.
+    row["interval"] = sampled ? Json::array({Fixed(ci.low), Fixed(ci.high)}) : Json();
+    row["noise"] = sampled && IsNoise(k, table.samples);
     rows.push_back(std::move(row));
   }
   return rows;
 }
 
-Json Table(const RankedTable& table) {
+Json Table(const RankedTable& table, const std::string& count_unit) {
+  const bool sampled = count_unit == "samples";
   Json j;
   j["samples"] = table.samples;
-  j["self"] = Rows(table, /*by_self=*/true);
-  j["total"] = Rows(table, /*by_self=*/false);
+  if (!sampled) j["unit"] = count_unit;
+  j["self"] = Rows(table, /*by_self=*/true, sampled);
+  j["total"] = Rows(table, /*by_self=*/false, sampled);
   return j;
 }
 
@@ -77,6 +80,7 @@ Json Recording(const nlohmann::json& m) {
     CopyMember(m["unwind"], "ends", &j, "stack_ends");
   }
   CopyMember(m, "counters", &j, "counters");
+  if (m.contains("off_cpu")) CopyMember(m["off_cpu"], "threads", &j, "threads");
   return j;
 }
 
@@ -92,8 +96,8 @@ std::string RenderReportJson(const ReportModel& model, const std::string& input,
   j["samples"] = {{"all", model.filtered.all_samples}, {"selected", model.filtered.samples}};
   j["filters"] = {{"focus", model.focus.empty() ? Json() : Json(model.focus)},
                   {"hide", model.hide.empty() ? Json() : Json(model.hide)}};
-  j["functions"] = Table(model.functions);
-  if (model.modules.has_value()) j["modules"] = Table(*model.modules);
+  j["functions"] = Table(model.functions, model.count_unit);
+  if (model.modules.has_value()) j["modules"] = Table(*model.modules, model.count_unit);
   if (metadata.is_object()) j["recording"] = Recording(metadata);
   return RenderJsonDocument(j) + "\n";
 }

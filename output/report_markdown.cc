@@ -9,21 +9,26 @@
 namespace nativeprof::output {
 namespace {
 
-void AppendTable(std::string* out, const RankedTable& table, bool by_self, bool* any_noise) {
+void AppendTable(std::string* out, const RankedTable& table, const std::string& unit, bool by_self,
+                 bool* any_noise) {
+  const bool sampled = unit == "samples";  // time profiles are measured: no interval
   const std::vector<FunctionCounts>& rows = by_self ? table.by_self : table.by_total;
   absl::StrAppendFormat(out, "**Top %d %ss by %s share**\n\n", static_cast<int>(rows.size()),
                         table.noun, by_self ? "self" : "total");
-  absl::StrAppendFormat(out, "| %s | 95%% interval | samples | %s | %s |\n",
-                        by_self ? "self" : "total", by_self ? "total" : "self", table.noun);
+  absl::StrAppendFormat(out, "| %s | 95%% interval | %s | %s | %s |\n",
+                        by_self ? "self" : "total", unit, by_self ? "total" : "self", table.noun);
   out->append("|---:|---:|---:|---:|:---|\n");
   for (const FunctionCounts& f : rows) {
     const uint64_t k = by_self ? f.self : f.total;
     const uint64_t other = by_self ? f.total : f.self;
     const Interval ci = WilsonInterval(k, table.samples, 0.95);
-    const bool noise = IsNoise(k, table.samples);
+    const bool noise = sampled && IsNoise(k, table.samples);
     *any_noise |= noise;
-    absl::StrAppendFormat(out, "| %.2f%% | %.2f-%.2f%% | %s | %.2f%% | %s%s |\n",
-                          Percent(k, table.samples), 100 * ci.low, 100 * ci.high, WithThousands(k),
+    absl::StrAppendFormat(out, "| %.2f%% | %s | %s | %.2f%% | %s%s |\n",
+                          Percent(k, table.samples),
+                          sampled ? absl::StrFormat("%.2f-%.2f%%", 100 * ci.low, 100 * ci.high)
+                                  : std::string("-"),
+                          WithThousands(k),
                           Percent(other, table.samples), MarkdownCode(f.name),
                           noise ? " [noise]" : "");
   }
@@ -32,7 +37,8 @@ void AppendTable(std::string* out, const RankedTable& table, bool by_self, bool*
 std::string Summary(const ReportModel& model, const std::string& input,
                     const nlohmann::json& metadata) {
   std::string out = absl::StrCat("nativeprof report of ", MarkdownCode(input, /*in_table=*/false),
-                                 ": ", WithThousands(model.filtered.samples), " samples");
+                                 ": ", WithThousands(model.filtered.samples), " ",
+                                 model.count_unit);
   if (!model.focus.empty()) {
     absl::StrAppendFormat(&out, " through %s (%.2f%% of %s)",
                           MarkdownCode(model.focus, /*in_table=*/false),
@@ -96,9 +102,9 @@ std::string RenderReportMarkdown(const ReportModel& model, const std::string& in
   if (table.samples == 0) return out;
   bool any_noise = false;
   out.push_back('\n');
-  AppendTable(&out, table, /*by_self=*/true, &any_noise);
+  AppendTable(&out, table, model.count_unit, /*by_self=*/true, &any_noise);
   out.push_back('\n');
-  AppendTable(&out, table, /*by_self=*/false, &any_noise);
+  AppendTable(&out, table, model.count_unit, /*by_self=*/false, &any_noise);
   if (any_noise) {
     out.append(
         "\n[noise]: too few samples to pin the share down (its 95% interval spans more than a "

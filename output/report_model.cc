@@ -54,6 +54,7 @@ ReportModel BuildReport(const symbolize::Profile& profile, const ReportSpec& spe
   if (spec.hide != nullptr) model.hide = spec.hide->pattern();
   model.by = spec.by;
   model.top_n = spec.top_n;
+  model.count_unit = spec.count_unit;
   const symbolize::Profile& p = model.filtered.profile;
   model.functions = Rank(CountFunctions(p), spec.top_n, "function");
   if (spec.by == ReportKey::kModule) {

@@ -27,6 +27,9 @@ struct ReportSpec {
   const NameRegex* hide = nullptr;   // --hide; null when not given
   ReportKey by = ReportKey::kFunction;
   const FrameModuleMap* frame_modules = nullptr;  // from FILE.json; null or empty when unknown
+  // What the counts are: "samples", or "us" for an off-CPU or wall time profile, whose counts
+  // are not independent samples (so no confidence intervals are given for them).
+  std::string count_unit = "samples";
 };
 
 // One table, ranked twice.
@@ -43,6 +46,7 @@ struct ReportModel {
   std::string hide;   // the --hide pattern, "" when not given
   ReportKey by = ReportKey::kFunction;
   size_t top_n = 20;
+  std::string count_unit = "samples";  // ReportSpec::count_unit
   RankedTable functions;
   std::optional<RankedTable> modules;  // with ReportKey::kModule
 };

@@ -86,7 +86,10 @@ std::string RenderSpeedscope(const Profile& profile, const std::string& name) {
     for (const symbolize::TimedSample& ts : profile.timeline) {
       if (ts.stack >= profile.stacks.size()) continue;
       const ProfileStack& s = profile.stacks[ts.stack];
-      const uint64_t w = s.samples == 0 ? 0 : weight_of(s) / s.samples;
+      // A time profile's samples field is microseconds, not a count: use the sample's own weight.
+      const uint64_t w = ts.weight != 0 ? ts.weight
+                         : s.samples == 0 ? 0
+                                          : weight_of(s) / s.samples;
       Thread& t = threads[stack_thread[ts.stack]];
       t.samples.push_back(ts.stack);
       t.weights.push_back(w);

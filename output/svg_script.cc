@@ -27,7 +27,7 @@ const char kFlameSvgScript[] = R"js(
   var unzoomEl = doc.getElementById('unzoom');
   var searchEl = doc.getElementById('search');
   var groups = [], rects = [], texts = [], X = [], W = [], Y = [], S = [], N = [], F = [];
-  var titleRe = /^([\s\S]*) \(([\d,]+) (?:samples?|events?), /;
+  var titleRe = /^([\s\S]*) \(([\d,]+) (?:samples?|events?|us), /;
   var kids = framesEl.children;
   for (var i = 0; i < kids.length; i++) {
     var g = kids[i];

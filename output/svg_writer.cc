@@ -90,6 +90,16 @@ std::string FlameColor(absl::string_view name, Palette palette) {
 
 namespace {
 
+// FlameGraph's "io" palette (blues) for off-CPU graphs; thread and root frames stay grey.
+std::string OffCpuColor(absl::string_view name, Palette palette) {
+  if (palette == Palette::kThread || palette == Palette::kRoot) return FlameColor(name, palette);
+  const uint64_t h = Fnv1a(name);
+  const double v1 = static_cast<double>(h & 0xffff) / 65535.0;
+  const double v2 = static_cast<double>((h >> 16) & 0xffff) / 65535.0;
+  if (palette == Palette::kKernel) return Rgb(60 + 40 * v1, 110 + 50 * v1, 200 + 55 * v2);
+  return Rgb(80 + 60 * v1, 80 + 60 * v1, 190 + 55 * v2);
+}
+
 // One frame to draw, in samples along the x axis.
 struct FlameRect {
   uint32_t name;
@@ -140,7 +150,7 @@ std::string EmitSvg(const std::vector<std::string>& names, const std::vector<Pal
   absl::StrAppendFormat(&out, "<text class=\"title\" x=\"%d\" y=\"24\">", options.width / 2);
   AppendXmlEscaped(&out, options.title);
   out.append("</text>\n");
-  std::string subtitle = absl::StrCat(WithCommas(total), " samples");
+  std::string subtitle = absl::StrCat(WithCommas(total), " ", options.count_name);
   if (options.differential) {
     absl::StrAppend(&subtitle, " after (widths), ", WithCommas(total_before),
                     " before; red = larger share after, blue = smaller");
@@ -177,7 +187,7 @@ std::string EmitSvg(const std::vector<std::string>& names, const std::vector<Pal
     const uint64_t v = r.value[series];
     out.append("<g><title>");
     AppendXmlEscaped(&out, name);
-    absl::StrAppendFormat(&out, " (%s samples, %.2f%%", WithCommas(v),
+    absl::StrAppendFormat(&out, " (%s %s, %.2f%%", WithCommas(v), options.count_name,
                           total > 0 ? 100.0 * static_cast<double>(v) / total : 0.0);
     if (options.differential) {
       const double before =
@@ -185,8 +195,10 @@ std::string EmitSvg(const std::vector<std::string>& names, const std::vector<Pal
       absl::StrAppendFormat(&out, "; before %s samples, %.2f%%; change %+.2f%%",
                             WithCommas(r.value[0]), before, 100.0 * delta[i]);
     }
-    const std::string fill = options.differential ? DiffColor(delta[i], max_abs)
-                                                  : FlameColor(name, palettes[r.name]);
+    const std::string fill =
+        options.differential      ? DiffColor(delta[i], max_abs)
+        : options.off_cpu_palette ? OffCpuColor(name, palettes[r.name])
+                                  : FlameColor(name, palettes[r.name]);
     absl::StrAppendFormat(&out,
                           ")</title><rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" "
                           "fill=\"%s\" rx=\"2\"/><text x=\"%.2f\" y=\"%.0f\">",
@@ -197,8 +209,8 @@ std::string EmitSvg(const std::vector<std::string>& names, const std::vector<Pal
   out.append("</g>\n<script type=\"text/ecmascript\"><![CDATA[\n");
   absl::StrAppendFormat(&out,
                         "var npConfig = {pad: %d, width: %d, fontSize: %g, total: %d, "
-                        "unit: \"samples\"};\n",
-                        kPad, options.width, kFontSize, total);
+                        "unit: \"%s\"};\n",
+                        kPad, options.width, kFontSize, total, options.count_name);
   out.append(kFlameSvgScript);
   out.append("]]></script>\n</svg>\n");
   return out;
@@ -216,7 +228,18 @@ std::string RenderFlameChart(const symbolize::Profile& profile, const FlameSvgOp
                                       PaletteOf(profile.frames[i].kind));
   }
   const uint32_t unknown = names.InternName("[unknown]", Palette::kUser);
-  const uint64_t total = profile.timeline.size();
+  // Samples are one unit wide; in a time profile each is as wide as its time (us).
+  const bool timed = profile.count_unit == "us";
+  auto width_of = [&](const symbolize::TimedSample& ts) -> uint64_t {
+    if (!timed || ts.stack >= profile.stacks.size()) return 1;
+    const symbolize::ProfileStack& s = profile.stacks[ts.stack];
+    const uint64_t ns = ts.weight != 0 ? ts.weight : s.weight;
+    return std::max<uint64_t>(1, (ns + 500) / 1000);
+  };
+  uint64_t total = timed ? 0 : profile.timeline.size();
+  for (const symbolize::TimedSample& ts : profile.timeline) {
+    if (timed && ts.stack < profile.stacks.size()) total += width_of(ts);
+  }
   const double scale = total > 0 ? (options.width - 2.0 * kPad) / static_cast<double>(total) : 0;
   const uint64_t min_samples =
       scale > 0 ? static_cast<uint64_t>(std::ceil(options.min_width_px / scale)) : 0;
@@ -250,8 +273,9 @@ std::string RenderFlameChart(const symbolize::Profile& profile, const FlameSvgOp
     for (size_t d = common; d < path.size(); ++d) {
       open.push_back({path[d], static_cast<uint32_t>(d + 1), x, {0, 0}});
     }
-    for (FlameRect& r : open) ++r.value[0];
-    ++x;
+    const uint64_t w = width_of(ts);
+    for (FlameRect& r : open) r.value[0] += w;
+    x += w;
   }
   close_to(0);
   if (stats != nullptr) {
@@ -318,7 +342,14 @@ absl::StatusOr<std::string> RenderProfileSvg(const symbolize::Profile& profile,
   FlameSvgOptions options;
   options.width = width;
   options.min_width_px = min_width_px;
-  options.title = !title.empty() ? title : (flamechart ? "Flame Chart" : "Flame Graph");
+  const bool off_cpu = profile.event == "off-cpu";
+  options.title = !title.empty()  ? title
+                  : flamechart    ? "Flame Chart"
+                  : off_cpu       ? "Off-CPU Time Flame Graph"
+                  : profile.event == "wall" ? "Wall-Clock Time Flame Graph"
+                                            : "Flame Graph";
+  options.count_name = profile.count_unit;
+  options.off_cpu_palette = off_cpu;
   if (!profile.event.empty()) options.subtitle = absl::StrCat("event ", profile.event);
   if (flamechart) {
     if (profile.timeline.empty()) {

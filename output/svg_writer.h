@@ -22,6 +22,10 @@ struct FlameSvgOptions {
   // Differential: widths from series 1 (AFTER), colours from the change of each frame's share
   // of all samples between series 0 (BEFORE) and 1: red grew, blue shrank.
   bool differential = false;
+  std::string count_name = "samples";  // unit of the counts: "samples", or "us" for time profiles
+  // Off-CPU time: every frame in FlameGraph's cool (blue) palette, as its off-CPU graphs use,
+  // so the graph is not mistaken for a CPU profile.
+  bool off_cpu_palette = false;
 };
 
 struct FlameSvgStats {

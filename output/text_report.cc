@@ -26,9 +26,10 @@ namespace {
 
 // "100 samples", or with --focus "40 samples through /hotlib/, 40.00% of all".
 std::string SampleScope(const ReportModel& model, uint64_t samples) {
-  if (model.focus.empty()) return absl::StrCat(WithThousands(samples), " samples");
-  return absl::StrFormat("%s samples through /%s/, %.2f%% of all", WithThousands(samples),
-                         model.focus, Percent(samples, model.filtered.all_samples));
+  if (model.focus.empty()) return absl::StrCat(WithThousands(samples), " ", model.count_unit);
+  return absl::StrFormat("%s %s through /%s/, %.2f%% of all", WithThousands(samples),
+                         model.count_unit, model.focus,
+                         Percent(samples, model.filtered.all_samples));
 }
 
 void AppendTable(std::string* out, const ReportModel& model, const RankedTable& table,
@@ -37,15 +38,18 @@ void AppendTable(std::string* out, const ReportModel& model, const RankedTable& 
   absl::StrAppendFormat(out, "Top %d %ss by %s share (of %s)\n", static_cast<int>(rows.size()),
                         table.noun, by_self ? "self" : "total", SampleScope(model, table.samples));
   absl::StrAppendFormat(out, "%8s  %-17s %10s  %8s  %s\n", by_self ? "self" : "total",
-                        "95% interval", "samples", by_self ? "total" : "self", table.noun);
+                        "95% interval", model.count_unit, by_self ? "total" : "self", table.noun);
+  // Time is measured, not sampled: an interval only applies to sample counts.
+  const bool sampled = model.count_unit == "samples";
   for (const FunctionCounts& f : rows) {
     const uint64_t k = by_self ? f.self : f.total;
     const uint64_t other = by_self ? f.total : f.self;
     const Interval ci = WilsonInterval(k, table.samples, 0.95);
-    const bool noise = IsNoise(k, table.samples);
+    const bool noise = sampled && IsNoise(k, table.samples);
     *any_noise |= noise;
     absl::StrAppendFormat(out, "%7.2f%%  %-17s %10s  %7.2f%%  %s%s\n", Percent(k, table.samples),
-                          absl::StrFormat("%.2f-%.2f%%", 100 * ci.low, 100 * ci.high),
+                          sampled ? absl::StrFormat("%.2f-%.2f%%", 100 * ci.low, 100 * ci.high)
+                                  : std::string("-"),
                           WithThousands(k), Percent(other, table.samples), f.name,
                           noise ? "  [noise]" : "");
   }

@@ -31,6 +31,7 @@ perf_event_attr MakeSamplingAttr(const SamplingAttrOptions& o) {
     attr.sample_type |= PERF_SAMPLE_STACK_USER;
     attr.sample_stack_user = o.stack_user_bytes;
   }
+  if (o.off_cpu) attr.sample_type |= PERF_SAMPLE_IDENTIFIER;
   attr.disabled = 1;
   attr.inherit = o.inherit ? 1 : 0;
   attr.enable_on_exec = o.enable_on_exec ? 1 : 0;
@@ -54,6 +55,29 @@ perf_event_attr MakeSamplingAttr(const SamplingAttrOptions& o) {
   } else {
     attr.wakeup_events = 1;
   }
+  return attr;
+}
+
+perf_event_attr MakeContextSwitchAttr(const SamplingAttrOptions& o) {
+  SamplingAttrOptions switches = o;
+  switches.off_cpu = true;
+  switches.include_kernel = true;
+  perf_event_attr attr = MakeSamplingAttr(switches);
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+  attr.freq = 0;
+  attr.sample_period = 1;
+  // The stack-copy size is in each sample, so the two events may differ in it and still share a
+  // ring; a copy of 0 bytes keeps the field (the layout) and copies nothing.
+  if (o.stack_user_bytes != 0) attr.sample_stack_user = o.switch_stack_user_bytes;
+  attr.exclude_callchain_kernel = o.include_kernel ? 0 : 1;
+  attr.mmap = 0;
+  attr.mmap2 = 0;
+  attr.comm = 0;
+  attr.comm_exec = 0;
+  attr.task = 0;
+  attr.build_id = 0;
+  attr.context_switch = 1;
   return attr;
 }
 

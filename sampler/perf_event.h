@@ -33,6 +33,12 @@ struct SamplingAttrOptions {
   // lets the record sorter deliver most records in the drain that reads them.
   bool monotonic_clock = true;
   uint32_t wakeup_bytes = 0;     // poll() wakes when this many bytes are ready; 0 = every sample
+  // --off-cpu: also sample every context switch of the targets (MakeContextSwitchAttr). Adds
+  // PERF_SAMPLE_IDENTIFIER to both events, which share rings, to tell their samples apart.
+  bool off_cpu = false;
+  // User-stack bytes copied at each switch (0: none; the user frames are then the kernel's
+  // frame-pointer walk). Applies only when stack_user_bytes != 0.
+  uint32_t switch_stack_user_bytes = 0;
 };
 
 // perf_event_open(2) as a replaceable function: returns an fd, or -1 with errno set. Tests pass
@@ -46,6 +52,14 @@ int SyscallPerfEventOpen(perf_event_attr* attr, pid_t pid, int cpu, int group_fd
 
 // The sample_type nativeprof requests for these options.
 perf_event_attr MakeSamplingAttr(const SamplingAttrOptions& options);
+
+// The context-switch event for --off-cpu: context-switches with period 1 (a sample, with the
+// same registers and callchain as CPU samples, each time a target thread is switched out) plus
+// PERF_RECORD_SWITCH records (switch in and out, preempted or not). Emits no MMAP/COMM/FORK
+// records of its own: the sampling event does. It always samples in kernel mode (the switch
+// happens there), so it needs kernel-side events whatever include_kernel says; without
+// include_kernel only the kernel part of its callchain is dropped.
+perf_event_attr MakeContextSwitchAttr(const SamplingAttrOptions& options);
 
 // Opens one event with `open_fn` (null: the real syscall). `event_name` names it in messages.
 // Errors: PerfEventOpenError's.

@@ -23,6 +23,11 @@ const Process* ProcessTable::Find(int32_t pid) const {
   return it == processes_.end() ? nullptr : it->second.get();
 }
 
+std::string ProcessTable::ThreadName(int32_t pid, int32_t tid) const {
+  const Process* p = Find(pid);
+  return p != nullptr ? ThreadName(*p, tid) : std::string();
+}
+
 const std::string& ProcessTable::ThreadName(const Process& process, int32_t tid) const {
   auto it = process.thread_names.find(tid);
   if (it != process.thread_names.end()) return it->second;

@@ -44,6 +44,8 @@ class ProcessTable {
 
   // Name of a thread: its own COMM, else its process's name, else "[pid]".
   const std::string& ThreadName(const Process& process, int32_t tid) const;
+  // The same by pid; "" for a process no record mentioned.
+  std::string ThreadName(int32_t pid, int32_t tid) const;
 
   size_t process_count() const { return processes_.size(); }
   // Distinct processes / threads mentioned by any record (exited ones included).

@@ -124,7 +124,7 @@ absl::Status Truncated(uint32_t type) {
 absl::StatusOr<ParseOutcome> ParseSample(Cursor c, const SampleFormat& f, RecordSink& sink) {
   const uint64_t st = f.sample_type;
   SampleView s;
-  if (st & PERF_SAMPLE_IDENTIFIER) c.Skip(8);
+  if (st & PERF_SAMPLE_IDENTIFIER) s.id = c.Read<uint64_t>();
   if (st & PERF_SAMPLE_IP) s.ip = c.Read<uint64_t>();
   if (st & PERF_SAMPLE_TID) {
     s.pid = c.Read<uint32_t>();
@@ -238,6 +238,65 @@ bool IsConsistentTaskRecord(std::span<const uint8_t> record, const SampleFormat&
   uint32_t tid = 0;
   std::memcpy(&tid, record.data() + sizeof(hdr) + tid_offset, sizeof(tid));
   return tid == id.tid;
+}
+
+namespace {
+
+// Keeps the SampleView a sample parses to (its spans point into the record).
+class SampleCapture final : public RecordSink {
+ public:
+  void OnSample(const SampleView& sample) override { sample_ = sample; }
+  void OnMmap(const MmapView&) override {}
+  void OnComm(const CommView&) override {}
+  void OnTask(const TaskView&) override {}
+  void OnLost(const LostView&) override {}
+  const SampleView& sample() const { return sample_; }
+
+ private:
+  SampleView sample_;
+};
+
+}  // namespace
+
+size_t CompactSample(std::span<const uint8_t> record, const SampleFormat& f, uint8_t* out) {
+  auto whole = [&] {
+    if (out != nullptr) std::memcpy(out, record.data(), record.size());
+    return record.size();
+  };
+  // Fields the kernel writes after the stack (weight, data source, ...) would have to move.
+  constexpr uint64_t kUpToStack = (uint64_t{PERF_SAMPLE_STACK_USER} << 1) - 1;
+  if (!(f.sample_type & PERF_SAMPLE_STACK_USER) ||
+      (f.sample_type & ~kUpToStack & ~uint64_t{PERF_SAMPLE_IDENTIFIER}) != 0 ||
+      record.size() < sizeof(perf_event_header)) {
+    return whole();
+  }
+  perf_event_header hdr;
+  std::memcpy(&hdr, record.data(), sizeof(hdr));
+  if (hdr.type != PERF_RECORD_SAMPLE || hdr.size != record.size()) return whole();
+  SampleCapture capture;
+  absl::StatusOr<ParseOutcome> parsed = ParseSample(
+      Cursor(record.data() + sizeof(hdr), record.data() + record.size()), f, capture);
+  const SampleView& s = capture.sample();
+  if (!parsed.ok() || *parsed != ParseOutcome::kDelivered || s.stack_user_requested == 0 ||
+      s.stack_user.data() == nullptr) {
+    return whole();
+  }
+  const size_t stack_at = static_cast<size_t>(s.stack_user.data() - record.data());
+  const uint64_t dyn = s.stack_user.size();
+  const uint64_t keep =
+      std::min<uint64_t>(s.stack_user_requested, ((dyn + 7) & ~uint64_t{7}) +
+                                                     (dyn < s.stack_user_requested ? 8 : 0));
+  const size_t size = stack_at + keep + sizeof(uint64_t);
+  // The record ends with the stack bytes and dyn_size (checked above), so nothing is lost.
+  if (size >= record.size() || size > UINT16_MAX) return whole();
+  if (out != nullptr) {
+    std::memcpy(out, record.data(), stack_at + keep);
+    std::memcpy(out + stack_at - sizeof(uint64_t), &keep, sizeof(keep));
+    std::memcpy(out + stack_at + keep, &dyn, sizeof(dyn));
+    hdr.size = static_cast<uint16_t>(size);
+    std::memcpy(out, &hdr, sizeof(hdr));
+  }
+  return size;
 }
 
 SampleFormat SampleFormat::FromAttr(const perf_event_attr& attr) {
@@ -359,6 +418,18 @@ absl::StatusOr<ParseOutcome> ParseRecord(std::span<const uint8_t> record, const 
       if (!c.ok()) return Truncated(hdr.type);
       r.time_ns = id.time;
       sink.OnRead(r);
+      return ParseOutcome::kDelivered;
+    }
+    case PERF_RECORD_SWITCH: {
+      // The body is empty: who and when are in the sample_id trailer.
+      if (!f.sample_id_all || !(f.sample_type & PERF_SAMPLE_TID)) return ParseOutcome::kIgnored;
+      SwitchView sw;
+      sw.pid = id.pid;
+      sw.tid = id.tid;
+      sw.out = (hdr.misc & PERF_RECORD_MISC_SWITCH_OUT) != 0;
+      sw.preempted = sw.out && (hdr.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0;
+      sw.time_ns = id.time;
+      sink.OnSwitch(sw);
       return ParseOutcome::kDelivered;
     }
     case PERF_RECORD_THROTTLE:

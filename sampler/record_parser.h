@@ -40,6 +40,14 @@ absl::StatusOr<ParseOutcome> ParseRecord(std::span<const uint8_t> record, const 
 // when it has none or is too short. Used to merge per-CPU rings in time order.
 uint64_t RecordTime(std::span<const uint8_t> record, const SampleFormat& format);
 
+// A sample's user-stack field holds as many bytes as were requested, whatever the stack used;
+// only dyn_size of them are stack. For a sample that has to be copied (the record sorter holds
+// it for a later drain): the record with the unused bytes cut, written to `out` (when not null),
+// returning its length. The cut copy parses to the same SampleView: its size word is dyn_size
+// rounded up to 8, plus 8 unless the copy was full (dyn_size == requested still means "maybe
+// truncated"). Anything else, or a sample with fields after the stack, is copied whole.
+size_t CompactSample(std::span<const uint8_t> record, const SampleFormat& format, uint8_t* out);
+
 // For records found past a ring's published data_head (RingBuffer::DrainUnpublished): true
 // when `record` is a whole task record (COMM, FORK, EXIT or READ) whose sample_id trailer names
 // the task its body names. Two CPUs that wrote into the same space leave records that fail this.

@@ -14,11 +14,14 @@ uint64_t MonotonicNowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-void RecordSorter::Arena::Add(uint64_t time, std::span<const uint8_t> record) {
+void RecordSorter::Arena::Add(uint64_t time, std::span<const uint8_t> record,
+                              const SampleFormat& format) {
   const size_t word = words.size();
   words.resize(word + (record.size() + 7) / 8);
-  std::memcpy(words.data() + word, record.data(), record.size());
-  held.push_back({.time = time, .word = word, .size = static_cast<uint32_t>(record.size())});
+  uint8_t* out = reinterpret_cast<uint8_t*>(words.data() + word);
+  const size_t size = CompactSample(record, format, out);
+  words.resize(word + (size + 7) / 8);
+  held.push_back({.time = time, .word = word, .size = static_cast<uint32_t>(size)});
 }
 
 std::span<const uint8_t> RecordSorter::Arena::Bytes(const Held& h) const {
@@ -51,7 +54,7 @@ void RecordSorter::Flush(std::span<RingBuffer> rings, RecordSink& sink) {
 void RecordSorter::Hold(std::span<const uint8_t> record) {
   const uint64_t time = RecordTime(record, format_);
   newest_seen_ = std::max(newest_seen_, time);
-  arena_.Add(time, record);
+  arena_.Add(time, record, format_);
   held_sorted_ = false;
 }
 
@@ -76,7 +79,7 @@ void RecordSorter::Merge(std::span<RingBuffer> rings, RecordSink& sink, uint64_t
       for (std::span<const uint8_t> r = ring.Peek(); !r.empty(); r = ring.Peek()) {
         const uint64_t time = RecordTime(r, format_);
         newest_seen_ = std::max(newest_seen_, time);
-        arena_.Add(time, r);
+        arena_.Add(time, r, format_);
         held_sorted_ = false;
         ring.Advance();
       }
@@ -116,7 +119,7 @@ void RecordSorter::Merge(std::span<RingBuffer> rings, RecordSink& sink, uint64_t
       if (h.time <= limit) {
         Deliver(arena_.Bytes(h), sink);
       } else {
-        next_.Add(h.time, arena_.Bytes(h));
+        next_.Add(h.time, arena_.Bytes(h), format_);
       }
       continue;
     }
@@ -131,12 +134,12 @@ void RecordSorter::Merge(std::span<RingBuffer> rings, RecordSink& sink, uint64_t
     if (oldest_time <= limit) {
       Deliver(oldest_record, sink);
     } else {
-      next_.Add(oldest_time, oldest_record);
+      next_.Add(oldest_time, oldest_record, format_);
     }
     oldest->Advance();
   }
   for (; next_held < held.size(); ++next_held) {
-    next_.Add(held[next_held].time, arena_.Bytes(held[next_held]));
+    next_.Add(held[next_held].time, arena_.Bytes(held[next_held]), format_);
   }
   for (RingBuffer& ring : rings) ring.EndRead();
   // What was held is in merge order, so sorted.

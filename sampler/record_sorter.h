@@ -43,8 +43,13 @@ class RecordSorter {
   RecordSorter(const SampleFormat& format, RingOrder order, Clock clock = MonotonicNowNs);
 
   // How long a writer can take between taking a record's time and publishing it, as far as
-  // ordering is concerned: a vCPU the host deschedules mid-write is the long case.
-  static constexpr uint64_t kInFlightNs = 10'000'000;
+  // ordering is concerned. The kernel writes a record with interrupts or preemption off, in
+  // microseconds; a vCPU the host deschedules mid-write is the long case, and one descheduled
+  // for longer than this delivers its record late (a sample unwound before a mapping it needs,
+  // an off-CPU interval paired late). Every record younger than this is copied or left for the
+  // next drain, which at --off-cpu's data rates (100+ MB/s of stack copies) is most of them
+  // when this is 10 ms.
+  static constexpr uint64_t kInFlightNs = 2'000'000;
 
   // One drain: reads every ring to its end, delivers to `sink` every record that no ring can
   // still precede (in time order, merged with the records held from earlier drains), and holds
@@ -71,11 +76,17 @@ class RecordSorter {
     size_t word = 0;   // offset in the arena, in u64 words
     uint32_t size = 0; // bytes
   };
+  // Grows without zero-filling: every word is written by the copy that follows.
+  struct UninitializedWord {
+    uint64_t value;
+    UninitializedWord() {}  // NOLINT: no initializer on purpose
+  };
   // The buffer of held records: their bytes (u64 keeps them 8-byte aligned) and their index.
   struct Arena {
-    std::vector<uint64_t> words;
+    std::vector<UninitializedWord> words;
     std::vector<Held> held;
-    void Add(uint64_t time, std::span<const uint8_t> record);
+    // Copies `record`, samples without their unused stack bytes (CompactSample).
+    void Add(uint64_t time, std::span<const uint8_t> record, const SampleFormat& format);
     std::span<const uint8_t> Bytes(const Held& h) const;
     void Clear();
   };

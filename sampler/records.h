@@ -10,8 +10,16 @@
 
 namespace nativeprof::sampler {
 
+// Which of a session's events took a sample.
+enum class SampleEvent : uint8_t {
+  kSampling,       // the CPU sampling event (cpu-clock, cycles, ...)
+  kContextSwitch,  // --off-cpu: the thread is being switched out (context-switches, period 1)
+};
+
 // PERF_RECORD_SAMPLE. Fields not in the event's sample_type are zero/empty.
 struct SampleView {
+  SampleEvent event = SampleEvent::kSampling;  // set by Session from `id`
+  uint64_t id = 0;                       // PERF_SAMPLE_IDENTIFIER: the (parent) event's id
   uint32_t pid = 0;
   uint32_t tid = 0;
   uint64_t time_ns = 0;
@@ -81,6 +89,16 @@ struct ReadView {
   uint64_t time_ns = 0;                  // from sample_id_all
 };
 
+// PERF_RECORD_SWITCH (attr.context_switch on a per-task event): the sampled thread was switched
+// in or out of a CPU. A switch-out while still runnable (preempted) is not a wait for an event.
+struct SwitchView {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  bool out = false;
+  bool preempted = false;                // PERF_RECORD_MISC_SWITCH_OUT_PREEMPT (Linux 4.17+)
+  uint64_t time_ns = 0;                  // from sample_id_all
+};
+
 // PERF_RECORD_THROTTLE / UNTHROTTLE.
 struct ThrottleView {
   bool throttled = false;
@@ -98,6 +116,7 @@ class RecordSink {
   virtual void OnLost(const LostView& lost) = 0;
   virtual void OnThrottle(const ThrottleView& throttle) {}
   virtual void OnRead(const ReadView& read) {}
+  virtual void OnSwitch(const SwitchView& sw) {}
 };
 
 }  // namespace nativeprof::sampler

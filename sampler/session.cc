@@ -39,6 +39,32 @@ uint32_t Session::WakeupBytes(size_t ring_bytes) {
   return static_cast<uint32_t>(ring_bytes >= kHalfFrom ? ring_bytes / 2 : ring_bytes / 4);
 }
 
+// Sets SampleView::event from the sample's id before passing records on: both events share a
+// ring, and only the id tells a switch sample from a CPU sample.
+class Session::EventTagger final : public RecordSink {
+ public:
+  EventTagger(const std::vector<uint64_t>& switch_ids, RecordSink& sink)
+      : switch_ids_(switch_ids), sink_(sink) {}
+  void OnSample(const SampleView& sample) override {
+    SampleView tagged = sample;
+    if (std::binary_search(switch_ids_.begin(), switch_ids_.end(), sample.id)) {
+      tagged.event = SampleEvent::kContextSwitch;
+    }
+    sink_.OnSample(tagged);
+  }
+  void OnMmap(const MmapView& mmap) override { sink_.OnMmap(mmap); }
+  void OnComm(const CommView& comm) override { sink_.OnComm(comm); }
+  void OnTask(const TaskView& task) override { sink_.OnTask(task); }
+  void OnLost(const LostView& lost) override { sink_.OnLost(lost); }
+  void OnThrottle(const ThrottleView& throttle) override { sink_.OnThrottle(throttle); }
+  void OnRead(const ReadView& read) override { sink_.OnRead(read); }
+  void OnSwitch(const SwitchView& sw) override { sink_.OnSwitch(sw); }
+
+ private:
+  const std::vector<uint64_t>& switch_ids_;
+  RecordSink& sink_;
+};
+
 absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& options) {
   if (options.targets.empty()) return absl::InvalidArgumentError("no task to profile");
   std::unique_ptr<Session> session(new Session());
@@ -90,6 +116,18 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
     }
     return first.status();
   }
+  if (sampling.off_cpu) {
+    switch_attr_ = MakeContextSwitchAttr(sampling);
+    absl::StatusOr<ScopedFd> probe = OpenPerfEvent(switch_attr_, options.targets[0], cpus[0],
+                                                   "context-switches", -1, options.open_fn);
+    if (absl::IsPermissionDenied(probe.status())) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "--off-cpu samples context switches, which happen in the kernel and need kernel-side "
+          "events: ",
+          PerfPermissionAdvice()));
+    }
+    if (!probe.ok()) return probe.status();
+  }
   sorter_ = std::make_unique<RecordSorter>(SampleFormat::FromAttr(attr_),
                                            RecordSorter::RingOrder::kTimeOrdered);
 
@@ -105,6 +143,7 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
     rings_.push_back(std::move(ring));
     fds_.push_back(std::move(fd));
   }
+  if (sampling.off_cpu) NP_RETURN_IF_ERROR(OpenSwitchEvents(options.targets[0], cpus, options.open_fn));
   // Further tasks share the CPU's ring.
   for (size_t t = 1; t < options.targets.size(); ++t) {
     for (size_t c = 0; c < cpus.size(); ++c) {
@@ -120,9 +159,39 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
       }
       fds_.push_back(*std::move(fd));
     }
+    if (sampling.off_cpu) {
+      absl::Status st = OpenSwitchEvents(options.targets[t], cpus, options.open_fn);
+      if (!st.ok() && !absl::IsUnavailable(st)) return st;
+    }
   }
+  std::sort(switch_ids_.begin(), switch_ids_.end());
   Logger("sampler")->info("sampling {} at {} Hz on {} CPUs, {} data pages per ring", event_.name,
                           sampling.frequency_hz, cpus.size(), ring_pages_);
+  return absl::OkStatus();
+}
+
+absl::Status Session::OpenSwitchEvents(pid_t target, const std::vector<int>& cpus,
+                                       const PerfEventOpenFn& open_fn) {
+  for (size_t c = 0; c < cpus.size(); ++c) {
+    NP_ASSIGN_OR_RETURN(ScopedFd fd, OpenPerfEvent(switch_attr_, target, cpus[c],
+                                                   "context-switches", -1, open_fn));
+    if (::ioctl(fd.get(), PERF_EVENT_IOC_SET_OUTPUT, fds_[c].get()) != 0) {
+      return absl::InternalError(absl::StrCat("PERF_EVENT_IOC_SET_OUTPUT: ", strerror(errno)));
+    }
+    NP_RETURN_IF_ERROR(AddSwitchEvent(std::move(fd)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Session::AddSwitchEvent(ScopedFd fd) {
+  // Inherited copies report their parent's id (primary_event_id), so these ids cover every
+  // thread and child the targets create.
+  uint64_t id = 0;
+  if (::ioctl(fd.get(), PERF_EVENT_IOC_ID, &id) != 0) {
+    return absl::InternalError(absl::StrCat("PERF_EVENT_IOC_ID: ", strerror(errno)));
+  }
+  switch_ids_.push_back(id);
+  fds_.push_back(std::move(fd));
   return absl::OkStatus();
 }
 
@@ -167,12 +236,22 @@ bool Session::Poll(std::span<pollfd> extra, int timeout_ms) {
 }
 
 void Session::Drain(RecordSink& sink) {
-  sorter_->Drain(rings_, sink);
+  if (off_cpu()) {
+    EventTagger tagger(switch_ids_, sink);
+    sorter_->Drain(rings_, tagger);
+  } else {
+    sorter_->Drain(rings_, sink);
+  }
   AddRingStats();
 }
 
 void Session::Flush(RecordSink& sink) {
-  sorter_->Flush(rings_, sink);
+  if (off_cpu()) {
+    EventTagger tagger(switch_ids_, sink);
+    sorter_->Flush(rings_, tagger);
+  } else {
+    sorter_->Flush(rings_, sink);
+  }
   AddRingStats();
 }
 

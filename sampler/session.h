@@ -55,6 +55,8 @@ class Session {
   // One line per fallback taken while opening ("cycles not supported here; sampling cpu-clock").
   const std::vector<std::string>& notes() const { return notes_; }
   bool kernel_sampled() const { return kernel_sampled_; }
+  // --off-cpu: context switches are sampled too (their samples come as SampleEvent::kContextSwitch).
+  bool off_cpu() const { return !switch_ids_.empty(); }
   size_t ring_pages() const { return ring_pages_; }
   size_t ring_count() const { return rings_.size(); }
   const perf_event_attr& attr() const { return attr_; }
@@ -96,7 +98,12 @@ class Session {
  private:
   Session() = default;
   absl::Status OpenAll(const SessionOptions& options);
+  // Opens the context-switch event of `target` on every CPU into the CPU's ring.
+  absl::Status OpenSwitchEvents(pid_t target, const std::vector<int>& cpus,
+                                const PerfEventOpenFn& open_fn);
+  absl::Status AddSwitchEvent(ScopedFd fd);
   void AddRingStats();
+  class EventTagger;
 
   EventSpec event_;
   perf_event_attr attr_{};
@@ -105,6 +112,8 @@ class Session {
   std::vector<std::string> notes_;
   std::vector<ScopedFd> fds_;      // every event; fds_[i] for i < rings_.size() own the rings
   std::vector<RingBuffer> rings_;  // one per CPU
+  perf_event_attr switch_attr_{};
+  std::vector<uint64_t> switch_ids_;  // sorted ids of the context-switch events
   std::unique_ptr<RecordSorter> sorter_;
   std::vector<pollfd> pollfds_;    // scratch: rings then extras
   std::vector<bool> hung_up_;      // per ring: its fd reported POLLHUP/POLLERR

@@ -35,14 +35,19 @@ struct ProfileStack {
   int32_t pid = 0;          // 0 when unknown (e.g. read from a folded file)
   int32_t tid = 0;
   std::vector<uint32_t> frames;  // indexes into Profile::frames, ROOT FIRST, leaf last
-  uint64_t samples = 0;     // number of samples with exactly this stack
-  uint64_t weight = 0;      // sum of sample periods (nanoseconds for cpu-clock/task-clock)
+  uint64_t samples = 0;     // number of samples with exactly this stack; in a time profile
+                            // (Profile::count_unit "us"), its weight in microseconds
+  uint64_t weight = 0;      // sum of sample periods (nanoseconds for cpu-clock/task-clock);
+                            // off-CPU stacks: time off-CPU in nanoseconds
+  bool off_cpu = false;     // time spent switched out (--off-cpu), not sampled on a CPU
 };
 
 // One sample in time order, for flame charts and speedscope's time-ordered view.
 struct TimedSample {
   uint64_t time_ns = 0;     // perf clock (CLOCK_MONOTONIC-like), as in the sample record
   uint32_t stack = 0;       // index into Profile::stacks
+  uint64_t weight = 0;      // this sample's own weight (an off-CPU interval's length); 0: the
+                            // stack's average
 };
 
 struct Profile {
@@ -51,6 +56,9 @@ struct Profile {
   std::vector<TimedSample> timeline; // may be empty (profiles read from folded files)
   std::string event = "cpu-clock";   // sampling event name
   std::string weight_unit = "nanoseconds";  // unit of ProfileStack::weight; "samples" if unknown
+  // Unit of ProfileStack::samples, the count folded files and flame graphs show: "samples", or
+  // "us" for the time profiles of --off-cpu and --wall (weight / 1000, rounded).
+  std::string count_unit = "samples";
   uint64_t sample_frequency_hz = 0;  // 0 when unknown
   uint64_t duration_ns = 0;          // 0 when unknown
 };

@@ -43,13 +43,15 @@ struct StackKey {
   int32_t tid;
   uint32_t thread_name;
   std::vector<uint32_t> frames;
+  bool off_cpu;
 
   friend bool operator==(const StackKey&, const StackKey&) = default;
   template <typename H>
   friend H AbslHashValue(H h, const StackKey& k) {
-    return H::combine(std::move(h), k.pid, k.tid, k.thread_name, k.frames);
+    return H::combine(std::move(h), k.pid, k.tid, k.thread_name, k.frames, k.off_cpu);
   }
 };
+
 
 class Builder {
  public:
@@ -126,6 +128,48 @@ class Builder {
 
 }  // namespace
 
+namespace {
+
+// Adds stacks to a profile, merging those that symbolize to the same (thread, frames, on/off).
+class StackMerger {
+ public:
+  explicit StackMerger(Profile* profile) : profile_(profile) {}
+  uint32_t Add(const unwind::CollectedStack& cs, const std::string& thread_name,
+               std::vector<uint32_t> frames, bool off_cpu) {
+    StackKey key{cs.pid, cs.tid, cs.thread_name, std::move(frames), off_cpu};
+    auto [it, inserted] =
+        merged_.try_emplace(std::move(key), static_cast<uint32_t>(profile_->stacks.size()));
+    if (inserted) {
+      ProfileStack stack;
+      stack.thread_name = thread_name;
+      stack.pid = cs.pid;
+      stack.tid = cs.tid;
+      stack.frames = it->first.frames;
+      stack.off_cpu = off_cpu;
+      profile_->stacks.push_back(std::move(stack));
+    }
+    return it->second;
+  }
+
+ private:
+  Profile* profile_;
+  absl::flat_hash_map<StackKey, uint32_t> merged_;
+};
+
+// The profile frame for a pseudo-frame such as "[waiting for CPU]".
+uint32_t PseudoFrame(Profile* profile, absl::flat_hash_map<std::string, uint32_t>* interned,
+                     const std::string& name) {
+  auto [it, inserted] = interned->try_emplace(name, static_cast<uint32_t>(profile->frames.size()));
+  if (inserted) {
+    ProfileFrame frame;
+    frame.function = name;
+    profile->frames.push_back(std::move(frame));
+  }
+  return it->second;
+}
+
+}  // namespace
+
 Profile BuildProfile(const unwind::StackCollector& collector, Symbolizer& symbolizer,
                      const ProfileBuildOptions& options) {
   Profile profile;
@@ -133,38 +177,112 @@ Profile BuildProfile(const unwind::StackCollector& collector, Symbolizer& symbol
   profile.weight_unit = options.weight_unit;
   profile.sample_frequency_hz = options.sample_frequency_hz;
   profile.duration_ns = options.duration_ns;
+  const bool cpu = options.view != ProfileView::kOffCpu;
+  const bool off = options.view != ProfileView::kCpu;
+  if (options.view == ProfileView::kOffCpu) profile.event = "off-cpu";
+  if (options.view == ProfileView::kWall) profile.event = "wall";
+  if (off) {
+    profile.weight_unit = "nanoseconds";
+    profile.count_unit = "us";
+  }
 
   Builder builder(collector, symbolizer, &profile);
-  absl::flat_hash_map<StackKey, uint32_t> merged;
-  std::vector<uint32_t> collected_to_profile(collector.stacks().size());
+  StackMerger merger(&profile);
   const auto& all_frames = collector.frames();
-  for (size_t i = 0; i < collector.stacks().size(); ++i) {
-    const unwind::CollectedStack& cs = collector.stacks()[i];
-    StackKey key{cs.pid, cs.tid, cs.thread_name, {}};
-    // Collected stacks are leaf first; walk from the root.
+  // Root-first profile frames of a collected stack.
+  auto frames_of = [&](const unwind::CollectedStack& cs) {
+    std::vector<uint32_t> frames;
     for (uint32_t k = cs.frame_count; k-- > 0;) {
       const std::vector<uint32_t>& expanded =
           builder.FramesFor(all_frames[cs.first_frame + k], cs.pid, /*leaf=*/k == 0);
-      key.frames.insert(key.frames.end(), expanded.begin(), expanded.end());
+      frames.insert(frames.end(), expanded.begin(), expanded.end());
     }
-    auto [it, inserted] = merged.try_emplace(key, static_cast<uint32_t>(profile.stacks.size()));
-    if (inserted) {
-      ProfileStack stack;
-      stack.thread_name = collector.thread_names()[cs.thread_name];
-      stack.pid = cs.pid;
-      stack.tid = cs.tid;
-      stack.frames = std::move(key.frames);
-      profile.stacks.push_back(std::move(stack));
-    }
-    ProfileStack& stack = profile.stacks[it->second];
+    return frames;
+  };
+
+  constexpr uint32_t kNotInView = 0xffffffffu;
+  std::vector<uint32_t> collected_to_profile(collector.stacks().size(), kNotInView);
+  for (size_t i = 0; i < collector.stacks().size() && cpu; ++i) {
+    const unwind::CollectedStack& cs = collector.stacks()[i];
+    if (cs.kind != unwind::StackKind::kCpu) continue;
+    const uint32_t index =
+        merger.Add(cs, collector.thread_names()[cs.thread_name], frames_of(cs), false);
+    ProfileStack& stack = profile.stacks[index];
     stack.samples += cs.samples;
     stack.weight += cs.weight;
-    collected_to_profile[i] = it->second;
+    collected_to_profile[i] = index;
   }
+
+  // Off-CPU intervals: one profile stack per (switch-out stack, blocked or waiting).
+  std::vector<uint32_t> interval_stack;
+  if (off) {
+    const unwind::OffCpuTracker& tracker = collector.off_cpu();
+    absl::flat_hash_map<std::string, uint32_t> pseudo;
+    // (collected stack, waiting) -> profile stack; kNoSampledStack intervals key by tid.
+    absl::flat_hash_map<std::tuple<uint32_t, int32_t, bool>, uint32_t> by_switch;
+    interval_stack.reserve(tracker.intervals().size());
+    for (const unwind::OffCpuInterval& iv : tracker.intervals()) {
+      const int32_t tid_key = iv.stack == unwind::kNoSampledStack ? iv.tid : 0;
+      auto [it, inserted] = by_switch.try_emplace({iv.stack, tid_key, iv.waiting}, 0);
+      if (inserted) {
+        unwind::CollectedStack cs;
+        std::vector<uint32_t> frames;
+        std::string thread_name;
+        if (iv.stack != unwind::kNoSampledStack) {
+          cs = collector.stacks()[iv.stack];
+          thread_name = collector.thread_names()[cs.thread_name];
+          frames = frames_of(cs);
+        } else {
+          cs.pid = iv.pid;
+          cs.tid = iv.tid;
+          cs.thread_name = 0xffffffffu;  // thread-name index unused here; keyed by tid
+          thread_name = collector.processes().ThreadName(iv.pid, iv.tid);
+        }
+        if (iv.waiting) {
+          // Preempted in user code or on the way back to it: the kernel frames are the
+          // scheduler's, not a call that waits.
+          std::erase_if(frames, [&](uint32_t f) {
+            return profile.frames[f].kind == ProfileFrameKind::kKernel;
+          });
+          frames.push_back(PseudoFrame(&profile, &pseudo, kWaitingForCpuFrame));
+        } else if (frames.empty()) {
+          frames.push_back(PseudoFrame(&profile, &pseudo, kNoSwitchStackFrame));
+        }
+        it->second = merger.Add(cs, thread_name, std::move(frames), true);
+      }
+      ProfileStack& stack = profile.stacks[it->second];
+      ++stack.samples;  // converted to microseconds below
+      stack.weight += iv.duration_ns;
+      interval_stack.push_back(it->second);
+    }
+  }
+  if (off) {
+    for (ProfileStack& s : profile.stacks) s.samples = (s.weight + 500) / 1000;
+  }
+
   if (options.timeline) {
-    profile.timeline.reserve(collector.timeline().size());
-    for (const auto& [time, index] : collector.timeline()) {
-      profile.timeline.push_back(TimedSample{time, collected_to_profile[index]});
+    if (cpu) {
+      profile.timeline.reserve(collector.timeline().size());
+      for (const auto& [time, index] : collector.timeline()) {
+        const uint32_t stack = collected_to_profile[index];
+        uint64_t weight = 0;
+        if (off) {
+          const unwind::CollectedStack& cs = collector.stacks()[index];
+          weight = cs.samples == 0 ? 0 : cs.weight / cs.samples;
+        }
+        profile.timeline.push_back(TimedSample{time, stack, weight});
+      }
+    }
+    const auto& intervals = collector.off_cpu().intervals();
+    for (size_t i = 0; i < interval_stack.size(); ++i) {
+      profile.timeline.push_back(
+          TimedSample{intervals[i].start_ns, interval_stack[i], intervals[i].duration_ns});
+    }
+    if (cpu && off) {
+      std::stable_sort(profile.timeline.begin(), profile.timeline.end(),
+                       [](const TimedSample& a, const TimedSample& b) {
+                         return a.time_ns < b.time_ns;
+                       });
     }
   }
   return profile;

@@ -13,13 +13,27 @@
 
 namespace nativeprof::symbolize {
 
+// Which time a profile shows. kOffCpu and kWall need a recording with --off-cpu; they are time
+// profiles (count_unit "us", weights in nanoseconds).
+enum class ProfileView {
+  kCpu,     // CPU samples (every recording)
+  kOffCpu,  // time switched out: blocked under the stack that blocked, runnable under
+            // "[waiting for CPU]"
+  kWall,    // both: each thread's on- plus off-CPU time (CPU samples weighted by their period)
+};
+
 struct ProfileBuildOptions {
+  ProfileView view = ProfileView::kCpu;
   std::string event = "cpu-clock";
   std::string weight_unit = "nanoseconds";
   uint64_t sample_frequency_hz = 0;
   uint64_t duration_ns = 0;
-  bool timeline = false;  // copy the collector's per-sample timeline
+  bool timeline = false;  // copy the collector's per-sample timeline (and off-CPU intervals)
 };
+
+// The leaf frame of off-CPU time spent runnable, and of off-CPU time with no sampled stack.
+inline constexpr char kWaitingForCpuFrame[] = "[waiting for CPU]";
+inline constexpr char kNoSwitchStackFrame[] = "[off-CPU, stack not sampled]";
 
 Profile BuildProfile(const unwind::StackCollector& collector, Symbolizer& symbolizer,
                      const ProfileBuildOptions& options);

@@ -139,6 +139,9 @@ int RunConvertCommand(int argc, char** argv) {
   std::optional<symbolize::Profile> profile =
       ReadInputProfile(in, "give a folded file ('comm;frame;...;frame COUNT' per line)");
   if (!profile.has_value()) return kExitBadInput;
+  std::string view;  // an off-CPU or wall view converts as the time profile it is
+  (void)ReadRecordMetadata(in, &view);
+  MarkRecordedView(view, &*profile);
   for (size_t i = 0; i < paths.size(); ++i) {
     absl::Status st = output::WriteProfile(*profile, paths[i], resolved[i], write);
     if (!st.ok()) {

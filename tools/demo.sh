@@ -24,4 +24,15 @@ echo "== five hottest stacks (samples, then stack root;...;leaf)"
 awk '{n=$NF; $NF=""; printf "%8d  %s\n", n, $0}' "$out/demo.folded" | sort -rn >"$out/demo.hottest.txt"
 head -5 "$out/demo.hottest.txt" | cut -c1-220
 echo
+echo "== where the threads wait: nativeprof record --off-cpu -- nativeprof-demo-workload 2"
+# Off-CPU sampling needs kernel-side events; without them nativeprof says which setting to change.
+if "$build/tools/nativeprof" record --off-cpu --no-counters -o "$out/wait.folded" \
+  -o "$out/wait.svg" -- "$build/tools/nativeprof-demo-workload" 2; then
+  echo
+  echo "== the calls that blocked longest, and each thread's time on and off the CPU"
+  "$build/tools/nativeprof" report --top 5 "$out/wait.offcpu.folded" >"$out/wait.report.txt"
+  sed -n '/^Top [0-9]* blocking/,$p' "$out/wait.report.txt"
+fi
+echo
 echo "outputs: $out/demo.folded (folded stacks), $out/demo.svg (flame graph), $out/demo.folded.json (metadata + counters)"
+echo "         $out/wait.offcpu.folded and $out/wait.offcpu.svg (off-CPU time, us), $out/wait.folded (CPU)"

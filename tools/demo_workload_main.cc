@@ -1,14 +1,19 @@
 // The demo workload that tools/demo.sh profiles: three threads doing recognizably different work
 // (sorting, hashing strings, a small matrix multiply) for about argv[1] seconds (default 3), so a
-// first profile shows a few distinct hot paths and the C++ names nativeprof demangles.
+// first profile shows a few distinct hot paths and the C++ names nativeprof demangles. A fourth
+// thread mostly waits (for each matrix result, on a condition variable) and the three workers
+// share two CPUs here, so `record --off-cpu` has blocking and run-queue waits to show.
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <cstdlib>
 #include <random>
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <functional>
 #include <vector>
 
 namespace demo {
@@ -57,11 +62,40 @@ void HashWorker(Clock::time_point end) {
   if (total == 42) std::puts("");
 }
 
-void MatrixWorker(Clock::time_point end) {
-  std::mt19937_64 rng(3);
-  double sum = 0;
-  while (Clock::now() < end) sum += MultiplyMatrices(160, rng);
+// Matrix results handed to the result logger, one at a time.
+struct ResultQueue {
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::vector<double> results;
+  bool done = false;
+};
+
+__attribute__((noinline)) bool WaitForResult(ResultQueue& q, double* result) {
+  std::unique_lock<std::mutex> lock(q.mutex);
+  q.ready.wait(lock, [&] { return q.done || !q.results.empty(); });
+  if (q.results.empty()) return false;
+  *result = q.results.back();
+  q.results.pop_back();
+  return true;
+}
+
+void ResultLogger(ResultQueue& q) {
+  double result = 0, sum = 0;
+  while (WaitForResult(q, &result)) sum += result;
   if (sum == 42) std::puts("");
+}
+
+void MatrixWorker(Clock::time_point end, ResultQueue& q) {
+  std::mt19937_64 rng(3);
+  while (Clock::now() < end) {
+    const double r = MultiplyMatrices(160, rng);
+    std::lock_guard<std::mutex> lock(q.mutex);
+    q.results.push_back(r);
+    q.ready.notify_one();
+  }
+  std::lock_guard<std::mutex> lock(q.mutex);
+  q.done = true;
+  q.ready.notify_one();
 }
 
 }  // namespace demo
@@ -72,8 +106,11 @@ int main(int argc, char** argv) {
                                             std::chrono::duration<double>(seconds));
   std::thread sorter(demo::SortWorker, end);
   std::thread hasher(demo::HashWorker, end);
-  demo::MatrixWorker(end);
+  demo::ResultQueue queue;
+  std::thread logger(demo::ResultLogger, std::ref(queue));
+  demo::MatrixWorker(end, queue);
   sorter.join();
   hasher.join();
+  logger.join();
   return 0;
 }

@@ -106,6 +106,19 @@ int RunDiffCommand(int argc, char** argv) {
   std::optional<symbolize::Profile> after =
       ReadInputProfile(argv[optind + 1], "give two folded files");
   if (!after.has_value()) return kExitBadInput;
+  std::string before_view, after_view;
+  (void)ReadRecordMetadata(argv[optind], &before_view);
+  (void)ReadRecordMetadata(argv[optind + 1], &after_view);
+  if (before_view != after_view) {
+    return PrintCliError(
+        CliStep::kReadInput,
+        absl::InvalidArgumentError(absl::StrCat(
+            "cannot compare ", before_view.empty() ? "a CPU profile" : before_view + " time",
+            " with ", after_view.empty() ? "a CPU profile" : after_view + " time")),
+        {}, "diff two files of the same view (X.folded with Y.folded, X.offcpu.folded with Y.offcpu.folded)");
+  }
+  MarkRecordedView(before_view, &*before);
+  MarkRecordedView(after_view, &*after);
   const output::DiffResult diff = output::DiffProfiles(*before, *after, level);
   const std::string table = output::RenderDiffTable(diff, static_cast<size_t>(top_n));
   std::fwrite(table.data(), 1, table.size(), stdout);

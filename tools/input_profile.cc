@@ -1,5 +1,9 @@
 #include "tools/input_profile.h"
 
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "base/file_util.h"
 #include "output/folded_reader.h"
 #include "tools/cli_error.h"
 
@@ -12,6 +16,55 @@ std::optional<symbolize::Profile> ReadInputProfile(const std::string& path, absl
     return std::nullopt;
   }
   return *std::move(profile);
+}
+
+namespace {
+
+nlohmann::json ParseMetadata(const std::string& text, const std::string& path) {
+  nlohmann::json meta = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (meta.is_discarded()) {
+    std::fprintf(stderr, "nativeprof: %s.json is not valid JSON; counters not shown\n",
+                 path.c_str());
+    return nullptr;
+  }
+  return meta;
+}
+
+nlohmann::json ReadMetadata(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadSmallFile(path + ".json");
+  if (!text.ok()) return nullptr;
+  return ParseMetadata(*text, path);
+}
+
+}  // namespace
+
+nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view) {
+  nlohmann::json own = ReadMetadata(path);
+  if (!own.is_null()) return own;
+  for (const char* v : {"offcpu", "wall"}) {
+    const std::string infix = absl::StrCat(".", v, ".");
+    const size_t at = path.rfind(infix);
+    if (at == std::string::npos) continue;
+    const std::string main = path.substr(0, at) + "." + path.substr(at + infix.size());
+    nlohmann::json meta = ReadMetadata(main);
+    if (meta.is_object() && meta.contains("off_cpu")) {
+      *view = v;
+      return meta;
+    }
+  }
+  return nullptr;
+}
+
+void MarkRecordedView(const std::string& view, symbolize::Profile* profile) {
+  if (view.empty()) return;
+  profile->count_unit = "us";
+  profile->weight_unit = "nanoseconds";
+  profile->event = view == "offcpu" ? "off-cpu" : "wall";
+  for (symbolize::ProfileStack& s : profile->stacks) {
+    s.weight = s.samples * 1000;
+    // A wall view mixes both halves and the folded file does not say which stack is which.
+    s.off_cpu = view == "offcpu";
+  }
 }
 
 }  // namespace nativeprof::tools

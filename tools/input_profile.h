@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
 #include "symbolize/profile.h"
 
 namespace nativeprof::tools {
@@ -16,6 +17,16 @@ namespace nativeprof::tools {
 // problem names the file and line, and quotes its bytes escaped) when it cannot be read or is
 // not a folded profile. The caller then exits with kExitBadInput.
 std::optional<symbolize::Profile> ReadInputProfile(const std::string& path, absl::string_view fix);
+
+// The metadata `record` wrote beside `path` (PATH.json); null when there is none or it is not
+// JSON (with a note on stderr: only what it adds is lost). An off-CPU or wall view
+// ("X.offcpu.folded", "X.wall.folded") has none of its own: it shares that of the recording's
+// first output ("X.folded.json"), and *view is set to "offcpu" or "wall" (else left empty).
+nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view);
+
+// A folded file keeps counts only: for an off-CPU or wall view (`view` from ReadRecordMetadata)
+// they are microseconds, which this records in the profile (count_unit "us", weights in ns).
+void MarkRecordedView(const std::string& view, symbolize::Profile* profile);
 
 }  // namespace nativeprof::tools
 

@@ -30,6 +30,9 @@ enum LongOnly {
   kCounters,
   kDuration,
   kNoBoost,
+  kOffCpu,
+  kWall,
+  kOffCpuStack,
 };
 
 absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
@@ -60,6 +63,17 @@ absl::Status ParseCallGraph(absl::string_view value, RecordOptions* o) {
 
 }  // namespace
 
+std::string RecordOptions::ViewPath(const std::string& path, const std::string& view) {
+  // The extension is what FormatFromPath reads: keep the whole of a known one.
+  for (absl::string_view ext : {".speedscope.json", ".pb.gz", ".svg", ".folded", ".pprof", ".pb",
+                                ".txt"}) {
+    if (absl::EndsWith(path, ext)) {
+      return absl::StrCat(path.substr(0, path.size() - ext.size()), ".", view, ext);
+    }
+  }
+  return absl::StrCat(path, ".", view);
+}
+
 std::vector<sampler::EventSpec> RecordOptions::CounterEvents() const {
   return counter_events.empty() ? sampler::DefaultCounterEvents() : counter_events;
 }
@@ -88,6 +102,17 @@ Runs COMMAND (or attaches to PIDs) and samples the stacks of every thread and ch
       --title TEXT        flame graph title
       --flamechart        SVG in time order instead of merged
       --no-counters       do not count events beside sampling
+      --off-cpu           also record where threads wait: every context switch is sampled and
+                          weighted by the time until the thread runs again (blocked under the
+                          call that blocked, runnable under [waiting for CPU]); writes
+                          OUT.offcpu.* beside each folded/SVG output (microseconds); pprof and
+                          speedscope outputs get cpu, off_cpu and wall time in one file.
+                          Samples cpu-clock unless -e names another event. Needs kernel-side
+                          events (perf_event_paranoid <= 1, CAP_PERFMON or root)
+      --wall              --off-cpu, plus OUT.wall.*: on- and off-CPU time in one profile
+      --off-cpu-stack N   user-stack bytes copied per switch sample (default: the dwarf size);
+                          0 copies none and uses the kernel's frame-pointer walk (cheaper at
+                          high switch rates)
   -p, --pid PID[,PID...]  attach to running processes instead of running a command
       --duration SECONDS  stop this long after sampling started (wall time)
       --no-boost          do not raise nativeprof's priority (by default, where permitted, the
@@ -123,6 +148,9 @@ const option kLongOptions[] = {
     {"counters", required_argument, nullptr, kCounters},
     {"duration", required_argument, nullptr, kDuration},
     {"no-boost", no_argument, nullptr, kNoBoost},
+    {"off-cpu", no_argument, nullptr, kOffCpu},
+    {"wall", no_argument, nullptr, kWall},
+    {"off-cpu-stack", required_argument, nullptr, kOffCpuStack},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -131,6 +159,7 @@ const option kLongOptions[] = {
 struct ParseState {
   RecordOptions o;
   std::string event_name = "cycles";
+  bool event_explicit = false;
   std::vector<std::string> output_paths;
   std::vector<std::string> output_formats;  // parallel to output_paths; "" = infer
   std::string pending_format;               // the last --format not yet taken by an -o
@@ -201,6 +230,7 @@ absl::Status ApplyOption(int c, absl::string_view arg, const char* option_text, 
       return ParseFrequency(arg, &o);
     case 'e':
       st->event_name = std::string(arg);
+      st->event_explicit = true;
       return absl::OkStatus();
     case 'm':
       return ParseRingPages(arg, &o);
@@ -258,6 +288,25 @@ absl::Status ApplyOption(int c, absl::string_view arg, const char* option_text, 
     case kNoBoost:
       o.boost = false;
       return absl::OkStatus();
+    case kOffCpu:
+      o.off_cpu = true;
+      return absl::OkStatus();
+    case kWall:
+      o.wall = true;
+      o.off_cpu = true;
+      return absl::OkStatus();
+    case kOffCpuStack: {
+      if (arg == "0") {
+        o.switch_stack_bytes = 0;
+        return absl::OkStatus();
+      }
+      absl::StatusOr<uint32_t> size = arg.empty()
+                                          ? absl::InvalidArgumentError("empty stack size")
+                                          : unwind::ParseDwarfStackSize(arg);
+      if (!size.ok()) return Bad(absl::StrCat("--off-cpu-stack: ", size.status().message(), ", or 0"));
+      o.switch_stack_bytes = *size;
+      return absl::OkStatus();
+    }
     case 'v':
       ++o.verbosity;
       return absl::OkStatus();
@@ -318,9 +367,19 @@ absl::StatusOr<RecordOptions> ParseRecordOptions(int argc, char** argv) {
     if (!applied.ok()) return applied;
   }
   if (absl::Status target = TakeTarget(optind, argc, argv, &st.o); !target.ok()) return target;
+  // Off-CPU time is in nanoseconds; CPU samples must be too for the two to add up.
+  if (st.o.off_cpu && !st.event_explicit) st.event_name = "cpu-clock";
   absl::StatusOr<sampler::EventSpec> event = sampler::ParseEventSpec(st.event_name);
   if (!event.ok()) return event.status();
   st.o.event = *std::move(event);
+  if (st.o.wall && st.o.event.name != "cpu-clock" && st.o.event.name != "task-clock") {
+    return Bad(absl::StrCat("--wall adds CPU and off-CPU time, so it needs a time event; -e ",
+                            st.o.event.name, " counts ", st.o.event.name,
+                            ": use -e cpu-clock or -e task-clock"));
+  }
+  if (st.o.switch_stack_bytes.has_value() && !st.o.off_cpu) {
+    return Bad("--off-cpu-stack applies to --off-cpu; add --off-cpu");
+  }
   ResolveOutputs(&st);
   return std::move(st.o);
 }

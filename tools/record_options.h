@@ -4,6 +4,7 @@
 #define NATIVEPROF_TOOLS_RECORD_OPTIONS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,13 @@ struct RecordOptions {
   // keeps up on a saturated machine; --no-boost leaves it as started.
   bool boost = true;
   std::vector<sampler::EventSpec> counter_events;  // empty = the default set (CounterEvents())
+  // --off-cpu: also sample every context switch, for where threads wait (blocked or runnable).
+  // --wall implies it and also writes the combined on+off time views.
+  bool off_cpu = false;
+  bool wall = false;
+  // --off-cpu-stack: user-stack bytes copied per switch sample; 0 = none (the kernel's frame-
+  // pointer walk). Default: the --call-graph dwarf size.
+  std::optional<uint32_t> switch_stack_bytes;
   std::vector<int> pids;               // -p: attach instead of running a command
   double duration_seconds = 0;         // --duration; 0 = until the target exits / Ctrl-C
   int verbosity = 0;
@@ -46,6 +54,9 @@ struct RecordOptions {
                                        // set by `cargo nativeprof` for benches and tests)
   // The counting events to open: --counters, or perf stat's default set.
   std::vector<sampler::EventSpec> CounterEvents() const;
+  // Where the off-CPU (`view` "offcpu") or wall ("wall") view of an output goes: beside it, the
+  // view's name before the extension ("out.folded" -> "out.offcpu.folded").
+  static std::string ViewPath(const std::string& path, const std::string& view);
   // The metadata JSON goes beside the first output: "<path>.json".
   std::string MetadataPath() const { return outputs.front().path + ".json"; }
 };

@@ -1,6 +1,7 @@
 #include "tools/record_report.h"
 
 #include <cstdio>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -11,6 +12,7 @@
 #include "output/profile_writer.h"
 #include "symbolize/profile_builder.h"
 #include "tools/cli_error.h"
+#include "tools/off_cpu_report.h"
 #include "unwind/dwarf_stack_size.h"
 #include "unwind/kernel_callchain.h"
 
@@ -132,17 +134,41 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   const symbolize::SymbolizationStats symbols = symbolizer.Stats();
 
   int exit_code = state.exit_code;
-  for (const RecordOutput& out : o.outputs) {
-    absl::Status st = output::WriteProfile(profile, out.path, out.format, o.write);
+  auto write = [&](const symbolize::Profile& p, const std::string& path,
+                   output::OutputFormat format) {
+    absl::Status st = output::WriteProfile(p, path, format, o.write);
     if (!st.ok()) {
-      exit_code = PrintCliError(CliStep::kWriteOutput, st, absl::StrCat("cannot write ", out.path));
+      exit_code = PrintCliError(CliStep::kWriteOutput, st, absl::StrCat("cannot write ", path));
     }
+  };
+  std::vector<ThreadSplit> threads;
+  const symbolize::Profile* frame_modules_of = &profile;
+  std::optional<symbolize::Profile> views[2];  // --off-cpu: off-CPU, wall; built when first needed
+  if (!session.off_cpu()) {
+    for (const RecordOutput& out : o.outputs) write(profile, out.path, out.format);
+  } else {
+    threads = ThreadSplits(collector);
+    auto view_of = [&](symbolize::ProfileView view) -> const symbolize::Profile& {
+      std::optional<symbolize::Profile>& p = views[view == symbolize::ProfileView::kOffCpu ? 0 : 1];
+      if (!p.has_value()) {
+        symbolize::ProfileBuildOptions b = build;
+        b.view = view;
+        p = symbolize::BuildProfile(collector, symbolizer, b);
+      }
+      return *p;
+    };
+    for (const ViewOutput& v : OffCpuOutputs(o)) {
+      write(v.view == symbolize::ProfileView::kCpu ? profile : view_of(v.view), v.path, v.format);
+    }
+    // The wall view names every frame of both halves: `report` of an off-CPU file needs them.
+    frame_modules_of = &view_of(symbolize::ProfileView::kWall);
   }
   const output::RecordingQuality quality =
       output::CollectRecordingQuality(session.stats(), collector, symbols, profile);
   nlohmann::json metadata = RecordMetadata(o, session, collector, quality, counters, state);
   // Folded files keep names only; this lets `report --by module` tell libc.so.6 from the binary.
-  metadata["frame_modules"] = output::FrameModulesJson(profile);
+  metadata["frame_modules"] = output::FrameModulesJson(*frame_modules_of);
+  if (session.off_cpu()) metadata["off_cpu"] = OffCpuJson(o, collector, threads);
   if (absl::Status st =
           WriteFileAtomically(o.MetadataPath(), output::RenderJsonDocument(metadata) + "\n");
       !st.ok()) {
@@ -157,6 +183,9 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   for (const std::string& line :
        output::RecordingQualityLines(quality, QualityContextFor(o, state, lost))) {
     PrintLine(line);
+  }
+  if (session.off_cpu()) {
+    for (const std::string& line : OffCpuSummaryLines(collector, threads)) PrintLine(line);
   }
   PrintLine(absl::StrFormat("%d samples, %d lost, %.2f s, %s, %s -> %s", quality.samples, lost,
                             state.duration_seconds,

@@ -41,6 +41,9 @@ void ApplyCallGraph(const RecordOptions& o, sampler::SessionOptions* so) {
   so->sampling.frequency_hz = o.frequency_hz;
   unwind::RequestSampleFields(o.call_graph, o.dwarf_stack_bytes, &so->sampling);
   so->ring_pages = o.ring_pages;
+  so->sampling.off_cpu = o.off_cpu;
+  so->sampling.switch_stack_user_bytes =
+      o.switch_stack_bytes.value_or(so->sampling.stack_user_bytes);
   // Stack copies make DWARF samples ~8 KiB each: a ring that fits perf_event_mlock_kb holds only
   // a few milliseconds of them. With CAP_IPC_LOCK (root) the limit does not apply, so give each
   // CPU up to 2 MiB (fewer wakeups, more slack before a busy drain thread loses samples).
@@ -60,7 +63,9 @@ DrainScheduling BoostDrainThread(const RecordOptions& o) {
     d.boost_disabled = true;
     return d;
   }
-  d.boost = RaiseThreadPriority();
+  // --off-cpu: the target switches often and every switch can wake this thread (see
+  // RaiseThreadPriority): a real-time drain thread would preempt it each time.
+  d.boost = RaiseThreadPriority(SchedulerCalls::Real(), /*nice_only=*/o.off_cpu);
   if (d.boost.kind == PriorityKind::kUnchanged) {
     Logger("main")->debug("drain thread priority left as it was: {}", d.boost.why);
   } else {
@@ -90,6 +95,16 @@ void NoteWaits(const std::optional<SchedStat>& setup, const std::optional<SchedS
   if (setup.has_value()) {
     d->setup_wait_seconds = NsToSeconds(setup->run_queue_ns, start->run_queue_ns);
   }
+}
+
+// Off-CPU intervals still open when sampling stopped end then: at the stop in record time
+// (CLOCK_MONOTONIC), or at the last record where the kernel's clock is not comparable with ours.
+void FinishOffCpu(const sampler::Session& session, uint64_t stop_monotonic_ns,
+                  unwind::StackCollector* collector) {
+  if (!session.off_cpu()) return;
+  const bool monotonic = session.attr().use_clockid != 0;
+  collector->mutable_off_cpu().Finish(monotonic ? stop_monotonic_ns
+                                                : collector->stats().last_time_ns);
 }
 
 double MillisecondsSince(std::chrono::steady_clock::time_point t) {
@@ -146,6 +161,18 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
 
   unwind::StackCollector collector(&unwinder, /*keep_timeline=*/true);
   std::unique_ptr<symbolize::Symbolizer> symbolizer = symbolize::MakeMappingAwareSymbolizer(collector, o.symbolizer);
+  if ((*session)->off_cpu()) {
+    collector.track_off_cpu();
+    if ((*session)->attr().use_clockid != 0) {
+      collector.mutable_off_cpu().set_recording_start(sampler::MonotonicNowNs());
+    }
+    // Threads already there are listed even if they never run while recording.
+    for (int pid : o.pids) {
+      absl::StatusOr<std::vector<pid_t>> tids = sampler::ListThreads(pid);
+      if (!tids.ok()) continue;
+      for (pid_t tid : *tids) collector.mutable_off_cpu().NoteExistingThread(pid, tid);
+    }
+  }
   // --duration counts from here, the start of sampling.
   const auto start = std::chrono::steady_clock::now();
   const std::optional<SchedStat> start_sched = SchedNow();
@@ -172,6 +199,7 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   if (!ran.ok()) {  // AttachedTarget::Start cannot fail; kept for the contract
     return PrintCliError(CliStep::kRun, ran.status());
   }
+  FinishOffCpu(**session, sampler::MonotonicNowNs(), &collector);
   RunState state;
   state.signals_received = ran->signals_received;
   state.interrupted = ran->end == sampler::LoopEnd::kSignal;
@@ -257,6 +285,7 @@ int RunRecording(const RecordOptions& o) {
 
   unwind::StackCollector collector(unwinder->get(), /*keep_timeline=*/true);
   std::unique_ptr<symbolize::Symbolizer> symbolizer = symbolize::MakeMappingAwareSymbolizer(collector, o.symbolizer);
+  if ((*session)->off_cpu()) collector.track_off_cpu();
   const auto start = std::chrono::steady_clock::now();
   const std::optional<SchedStat> start_sched = SchedNow();
   // Like perf: the command decides how to end on a signal; nativeprof drains until it exits.
@@ -267,6 +296,11 @@ int RunRecording(const RecordOptions& o) {
   loop.signals = &*signals;
   absl::StatusOr<sampler::RecordLoopResult> ran = sampler::RunRecordLoop(target, loop);
   if (!ran.ok()) return PrintCliError(CliStep::kExecCommand, ran.status());
+  FinishOffCpu(**session,
+               static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                         ran->stopped_at.time_since_epoch())
+                                         .count()),
+               &collector);
   RunState state;
   state.signals_received = ran->signals_received;
   state.interrupted = target.forwarded_signal();

@@ -9,8 +9,10 @@
 
 #include "absl/status/status.h"
 #include "base/file_util.h"
+#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "output/frame_modules.h"
+#include "output/off_cpu_tables.h"
 #include "output/report_json.h"
 #include "output/report_markdown.h"
 #include "output/report_model.h"
@@ -24,23 +26,18 @@
 namespace nativeprof::tools {
 namespace {
 
-// The metadata `record` wrote beside the profile (FILE.json); null when there is none. A file
-// that is not JSON only loses what it would add (counters, frame modules), with a note.
-nlohmann::json ReadMetadata(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadSmallFile(path + ".json");
-  if (!text.ok()) return nullptr;
-  nlohmann::json meta = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (meta.is_discarded()) {
-    std::fprintf(stderr, "nativeprof: %s.json is not valid JSON; counters not shown\n",
-                 path.c_str());
-    return nullptr;
-  }
-  return meta;
-}
-
 std::string RenderText(const ReportOptions& o, const output::ReportModel& model,
-                       const nlohmann::json& meta) {
+                       const nlohmann::json& meta, const std::string& view,
+                       const output::FrameModuleMap& frame_modules) {
   std::string text = output::RenderReportTables(model);
+  if (view == "offcpu") {
+    const std::string sites = output::RenderBlockingCallSites(
+        output::TopBlockingCallSites(model.filtered.profile, o.top_n, &frame_modules),
+        model.filtered.samples);
+    if (!sites.empty()) absl::StrAppend(&text, "\n", sites);
+  }
+  const std::string threads = output::RenderThreadSplit(meta);
+  if (!threads.empty()) absl::StrAppend(&text, "\n", threads);
   if (o.tree) {
     text.push_back('\n');
     text += output::RenderCallTree(model.filtered.profile, o.depth, o.min_percent);
@@ -61,7 +58,9 @@ int RunReportCommand(int argc, char** argv) {
   std::optional<symbolize::Profile> profile =
       ReadInputProfile(o->path, "give a folded file ('comm;frame;...;frame COUNT' per line)");
   if (!profile.has_value()) return kExitBadInput;
-  const nlohmann::json meta = ReadMetadata(o->path);
+  std::string view;  // "" for a CPU profile
+  const nlohmann::json meta = ReadRecordMetadata(o->path, &view);
+  MarkRecordedView(view, &*profile);
   const output::FrameModuleMap frame_modules = output::ParseFrameModules(meta);
   output::ReportSpec spec;
   spec.top_n = o->top_n;
@@ -69,11 +68,12 @@ int RunReportCommand(int argc, char** argv) {
   spec.hide = o->hide.has_value() ? &*o->hide : nullptr;
   spec.by = o->by;
   spec.frame_modules = &frame_modules;
+  if (!view.empty()) spec.count_unit = profile->count_unit;
   const output::ReportModel model = output::BuildReport(*profile, spec);
   std::string text;
   switch (o->format) {
     case ReportFormat::kText:
-      text = RenderText(*o, model, meta);
+      text = RenderText(*o, model, meta, view, frame_modules);
       break;
     case ReportFormat::kJson:
       text = output::RenderReportJson(model, o->path, meta);

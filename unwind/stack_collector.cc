@@ -32,11 +32,11 @@ absl::string_view FrameBytes(const CollectedFrame* frames, size_t count) {
 
 size_t StackCollector::HashOf(uint32_t index) const {
   if (index == kProbe) {
-    return absl::HashOf(probe_.pid, probe_.tid, probe_.thread_name,
+    return absl::HashOf(probe_.kind, probe_.pid, probe_.tid, probe_.thread_name,
                         FrameBytes(probe_.frames.data(), probe_.frames.size()));
   }
   const CollectedStack& s = stacks_[index];
-  return absl::HashOf(s.pid, s.tid, s.thread_name,
+  return absl::HashOf(s.kind, s.pid, s.tid, s.thread_name,
                       FrameBytes(frames_.data() + s.first_frame, s.frame_count));
 }
 
@@ -45,24 +45,27 @@ size_t StackCollector::StackHash::operator()(uint32_t index) const {
 }
 
 bool StackCollector::StackEq::operator()(uint32_t a, uint32_t b) const {
-  auto view = [this](uint32_t i, int32_t* pid, int32_t* tid, uint32_t* name) {
+  auto view = [this](uint32_t i, StackKind* kind, int32_t* pid, int32_t* tid, uint32_t* name) {
     if (i == kProbe) {
+      *kind = owner->probe_.kind;
       *pid = owner->probe_.pid;
       *tid = owner->probe_.tid;
       *name = owner->probe_.thread_name;
       return absl::Span<const CollectedFrame>(owner->probe_.frames);
     }
     const CollectedStack& s = owner->stacks_[i];
+    *kind = s.kind;
     *pid = s.pid;
     *tid = s.tid;
     *name = s.thread_name;
     return absl::Span<const CollectedFrame>(owner->frames_.data() + s.first_frame, s.frame_count);
   };
+  StackKind ka, kb;
   int32_t pa, ta, pb, tb;
   uint32_t na, nb;
-  absl::Span<const CollectedFrame> fa = view(a, &pa, &ta, &na);
-  absl::Span<const CollectedFrame> fb = view(b, &pb, &tb, &nb);
-  return pa == pb && ta == tb && na == nb && fa.size() == fb.size() &&
+  absl::Span<const CollectedFrame> fa = view(a, &ka, &pa, &ta, &na);
+  absl::Span<const CollectedFrame> fb = view(b, &kb, &pb, &tb, &nb);
+  return ka == kb && pa == pb && ta == tb && na == nb && fa.size() == fb.size() &&
          (fa.empty() || std::memcmp(fa.data(), fb.data(), fa.size() * sizeof(CollectedFrame)) == 0);
 }
 
@@ -76,12 +79,27 @@ uint32_t StackCollector::InternThreadName(const std::string& name) {
 }
 
 void StackCollector::OnSample(const sampler::SampleView& sample) {
+  if (sample.event == sampler::SampleEvent::kContextSwitch) {
+    ++stats_.switch_samples;
+    const uint32_t index = InternSample(sample, StackKind::kSwitch);
+    ++stacks_[index].samples;
+    off_cpu_.OnSwitchSample(stacks_[index].pid, stacks_[index].tid, sample.time_ns, index);
+    return;
+  }
   ++stats_.samples;
   if (stats_.first_time_ns == 0 || sample.time_ns < stats_.first_time_ns) {
     stats_.first_time_ns = sample.time_ns;
   }
   if (sample.time_ns > stats_.last_time_ns) stats_.last_time_ns = sample.time_ns;
+  const uint32_t index = InternSample(sample, StackKind::kCpu);
+  CollectedStack& s = stacks_[index];
+  ++s.samples;
+  s.weight += sample.period;
+  if (keep_timeline_) timeline_.emplace_back(sample.time_ns, index);
+  if (track_off_cpu_) off_cpu_.OnThreadRan(s.pid, s.tid, sample.time_ns);
+}
 
+uint32_t StackCollector::InternSample(const sampler::SampleView& sample, StackKind kind) {
   const int32_t pid = static_cast<int32_t>(sample.pid);
   const int32_t tid = static_cast<int32_t>(sample.tid);
   ThreadSlot& slot = thread_slots_[static_cast<uint32_t>(tid) % kThreadSlots];
@@ -100,6 +118,7 @@ void StackCollector::OnSample(const sampler::SampleView& sample) {
   ++stats_.ends[static_cast<size_t>(scratch_stack_.end)];
   if (scratch_stack_.spliced) ++stats_.spliced;
 
+  probe_.kind = kind;
   probe_.pid = process.pid;
   probe_.tid = tid;
   probe_.thread_name = slot.thread_name;
@@ -127,6 +146,7 @@ void StackCollector::OnSample(const sampler::SampleView& sample) {
   } else {
     index = static_cast<uint32_t>(stacks_.size());
     CollectedStack s;
+    s.kind = probe_.kind;
     s.pid = probe_.pid;
     s.tid = probe_.tid;
     s.thread_name = probe_.thread_name;
@@ -136,10 +156,7 @@ void StackCollector::OnSample(const sampler::SampleView& sample) {
     stacks_.push_back(s);
     stack_index_.insert(index);
   }
-  CollectedStack& s = stacks_[index];
-  ++s.samples;
-  s.weight += sample.period;
-  if (keep_timeline_) timeline_.emplace_back(sample.time_ns, index);
+  return index;
 }
 
 void StackCollector::OnMmap(const sampler::MmapView& mmap) {
@@ -153,6 +170,18 @@ void StackCollector::OnComm(const sampler::CommView& comm) {
 void StackCollector::OnTask(const sampler::TaskView& task) {
   processes_.ApplyTask(task);
   ForgetThreads();
+  if (!track_off_cpu_) return;
+  if (task.exit) {
+    off_cpu_.OnThreadExited(static_cast<int32_t>(task.tid), task.time_ns);
+  } else {
+    off_cpu_.OnThreadCreated(static_cast<int32_t>(task.pid), static_cast<int32_t>(task.tid),
+                             task.time_ns);
+  }
+}
+
+void StackCollector::OnSwitch(const sampler::SwitchView& sw) {
+  off_cpu_.OnSwitch(static_cast<int32_t>(sw.pid), static_cast<int32_t>(sw.tid), sw.time_ns, sw.out,
+                    sw.preempted);
 }
 
 void StackCollector::OnLost(const sampler::LostView& lost) {

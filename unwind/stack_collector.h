@@ -18,6 +18,7 @@
 #include "sampler/module_registry.h"
 #include "sampler/process_table.h"
 #include "sampler/records.h"
+#include "unwind/off_cpu_tracker.h"
 #include "unwind/unwinder.h"
 
 namespace nativeprof::unwind {
@@ -66,18 +67,27 @@ class CollectedFrame {
   uint32_t reserved_ = 0;  // always 0: the collector hashes and compares frames as raw bytes
 };
 
+// Which event a collected stack was sampled by. Part of a stack's identity: the same frames
+// on and off the CPU are two stacks.
+enum class StackKind : uint8_t {
+  kCpu,     // the CPU sampling event; weight = sum of periods
+  kSwitch,  // a switch-out (--off-cpu); its time off-CPU is in the OffCpuTracker's intervals
+};
+
 struct CollectedStack {
+  StackKind kind = StackKind::kCpu;
   int32_t pid = 0;
   int32_t tid = 0;
   uint32_t thread_name = 0;  // index into StackCollector::thread_names()
   uint32_t first_frame = 0;  // into StackCollector::frames(); leaf first
   uint32_t frame_count = 0;
-  uint64_t samples = 0;
-  uint64_t weight = 0;       // sum of sample periods
+  uint64_t samples = 0;      // samples (kSwitch: switch-outs) with this stack
+  uint64_t weight = 0;       // sum of sample periods (kSwitch: 0)
 };
 
 struct CollectorStats {
-  uint64_t samples = 0;
+  uint64_t samples = 0;         // CPU samples
+  uint64_t switch_samples = 0;  // context-switch samples (--off-cpu)
   uint64_t lost_records = 0;    // PERF_RECORD_LOST: samples and records the ring overwrote
   uint64_t lost_samples = 0;    // PERF_RECORD_LOST_SAMPLES
   uint64_t throttled = 0;       // PERF_RECORD_THROTTLE events
@@ -107,6 +117,15 @@ class StackCollector final : public sampler::RecordSink {
   void OnTask(const sampler::TaskView& task) override;
   void OnLost(const sampler::LostView& lost) override;
   void OnThrottle(const sampler::ThrottleView& throttle) override;
+  void OnSwitch(const sampler::SwitchView& sw) override;
+
+  // Off-CPU bookkeeping (--off-cpu): thread creation, exit and CPU samples feed the tracker too.
+  // The caller sets the recording start and calls Finish on the tracker once the last record is
+  // in.
+  void track_off_cpu() { track_off_cpu_ = true; }
+  bool tracks_off_cpu() const { return track_off_cpu_; }
+  const OffCpuTracker& off_cpu() const { return off_cpu_; }
+  OffCpuTracker& mutable_off_cpu() { return off_cpu_; }
 
   const std::vector<CollectedStack>& stacks() const { return stacks_; }
   const std::vector<CollectedFrame>& frames() const { return frames_; }
@@ -137,12 +156,15 @@ class StackCollector final : public sampler::RecordSink {
     bool operator()(uint32_t a, uint32_t b) const;
   };
   struct Probe {
+    StackKind kind = StackKind::kCpu;
     int32_t pid = 0, tid = 0;
     uint32_t thread_name = 0;
     std::vector<CollectedFrame> frames;
   };
   size_t HashOf(uint32_t index) const;
   uint32_t InternThreadName(const std::string& name);
+  // Unwinds `sample`, resolves its frames and returns the index of its (possibly new) stack.
+  uint32_t InternSample(const sampler::SampleView& sample, StackKind kind);
   // Drops every ThreadSlot: a thread's name may have changed.
   void ForgetThreads() { ++names_generation_; }
 
@@ -172,6 +194,8 @@ class StackCollector final : public sampler::RecordSink {
   std::vector<std::pair<uint64_t, uint32_t>> timeline_;
   CollectorStats stats_;
   MappingObserver mapping_observer_;
+  OffCpuTracker off_cpu_;
+  bool track_off_cpu_ = false;
   std::array<ThreadSlot, kThreadSlots> thread_slots_{};
   uint64_t names_generation_ = 1;
 };

@@ -64,6 +64,9 @@ class TouchingSink : public nativeprof::sampler::RecordSink {
   void OnRead(const nativeprof::sampler::ReadView& r) override {
     sum_ += r.value + r.time_enabled + r.time_running + r.id + r.time_ns;
   }
+  void OnSwitch(const nativeprof::sampler::SwitchView& s) override {
+    sum_ += s.pid + s.tid + s.time_ns + s.out + s.preempted;
+  }
   uint64_t sum() const { return sum_; }
 
  private:

@@ -73,5 +73,22 @@ TEST_F(RecordPermissionsTest, RingBufferOverTheLockLimitSaysWhatFits) {
   EXPECT_EQ(ReadFileOrEmpty(dir_ + "/big.folded"), "");
 }
 
+// --off-cpu samples context switches, which happen in kernel mode: with paranoid 2 the kernel
+// refuses them, and record must stop before the command runs, with one line naming the setting.
+TEST_F(RecordPermissionsTest, OffCpuRefusedFailsBeforeTheTargetRunsAndSaysWhichSetting) {
+  std::string paranoid = ReadFileOrEmpty("/proc/sys/kernel/perf_event_paranoid");
+  if (paranoid.empty() || std::stoi(paranoid) != 2) {
+    GTEST_SKIP() << "needs perf_event_paranoid 2 (user-only sampling allowed, kernel refused)";
+  }
+  const std::string marker = dir_ + "/ran";
+  CommandResult r = RunCommand(AsNobody({NativeprofBinary(), "record", "--off-cpu", "-o",
+                                         dir_ + "/off.folded", "--", "touch", marker}));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--off-cpu"));
+  EXPECT_THAT(r.err, HasSubstr("perf_event_paranoid"));
+  EXPECT_TRUE(ReadFileOrEmpty(marker).empty() && RunCommand({"test", "-e", marker}).exit_code != 0)
+      << "the command must not have run";
+}
+
 }  // namespace
 }  // namespace nativeprof::testing

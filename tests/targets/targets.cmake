@@ -51,3 +51,7 @@ if(benchmark_FOUND)
   np_test_target(gbench_profiled SOURCES ${PROJECT_SOURCE_DIR}/bench/gbench_profiled_benchmark.cc
                  FLAGS ${np_gbench_flags} LINK nativeprof_lib benchmark::benchmark)
 endif()
+# Off-CPU ground truth (issue 12): threads that block for known times, spinners sharing one CPU,
+# and a pipe ping-pong.
+np_test_target(offcpu_workload SOURCES ${CMAKE_CURRENT_LIST_DIR}/offcpu_workload.c
+               FLAGS ${NP_FP_FLAGS} LINK pthread)

@@ -176,4 +176,10 @@ RecordBytes ThrottleBuilder::Build() const {
   return w.Finish();
 }
 
+RecordBytes SwitchBuilder::Build() const {
+  RecordWriter w(PERF_RECORD_SWITCH, misc_);
+  id_.Append(format_, 0, 0, w);
+  return w.Finish();
+}
+
 }  // namespace nativeprof::testing

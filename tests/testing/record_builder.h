@@ -277,6 +277,19 @@ class ThrottleBuilder : public TrailerSetters<ThrottleBuilder> {
   bool throttle_;
 };
 
+// PERF_RECORD_SWITCH: no body; who and when are in the trailer (set them with TrailerPidTid and
+// Time). Misc carries PERF_RECORD_MISC_SWITCH_OUT(_PREEMPT).
+class SwitchBuilder : public TrailerSetters<SwitchBuilder> {
+ public:
+  explicit SwitchBuilder(bool out, bool preempted = false,
+                         const sampler::SampleFormat& format = FramePointerFormat())
+      : TrailerSetters(format) {
+    misc_ = static_cast<uint16_t>((out ? PERF_RECORD_MISC_SWITCH_OUT : 0) |
+                                  (out && preempted ? PERF_RECORD_MISC_SWITCH_OUT_PREEMPT : 0));
+  }
+  RecordBytes Build() const;
+};
+
 // A fake perf mmap: metadata page plus a power-of-two data area (8-byte aligned), with
 // data_tail = data_head = `start` initially. Append() writes like the kernel does: at data_head,
 // wrapping around the end, then publishes the new data_head. Header-only so the fuzzer (which

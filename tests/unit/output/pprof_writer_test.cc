@@ -202,5 +202,27 @@ TEST(PprofWriterTest, GzipRoundTripsAndIsDeterministic) {
   EXPECT_EQ(RenderPprof(p), gz);
 }
 
+// A time profile (record --off-cpu): one file, cpu / off_cpu / wall nanoseconds per sample.
+TEST(PprofWriterTest, TimeProfileHasCpuOffCpuAndWallSampleTypes) {
+  Profile p;
+  p.event = "wall";
+  p.count_unit = "us";
+  p.frames = {{"main", ProfileFrameKind::kUser, "", "", 0, "", 0},
+              {"[waiting for CPU]", ProfileFrameKind::kUser, "", "", 0, "", 0}};
+  ProfileStack on{"app", 1, 1, {0}, 3, 3000};
+  ProfileStack off{"app", 1, 1, {0, 1}, 7, 7000};
+  off.off_cpu = true;
+  p.stacks = {on, off};
+  const Decoded d = Decode(EncodePprof(p));
+  ASSERT_EQ(d.sample_types.size(), 3u);
+  EXPECT_EQ(d.sample_types[0], std::make_pair(std::string("cpu"), std::string("nanoseconds")));
+  EXPECT_EQ(d.sample_types[1], std::make_pair(std::string("off_cpu"), std::string("nanoseconds")));
+  EXPECT_EQ(d.sample_types[2], std::make_pair(std::string("wall"), std::string("nanoseconds")));
+  ASSERT_EQ(d.samples.size(), 2u);
+  EXPECT_EQ(d.samples[0].values, (std::vector<uint64_t>{3000, 0, 3000}));
+  EXPECT_EQ(d.samples[1].values, (std::vector<uint64_t>{0, 7000, 7000}));
+  EXPECT_EQ(d.strings[d.default_sample_type], "wall");
+}
+
 }  // namespace
 }  // namespace nativeprof::output

@@ -68,5 +68,19 @@ TEST(SpeedscopeWriterTest, FoldedInputUsesSampleCounts) {
   EXPECT_EQ(j["profiles"][0]["endValue"], 7);
 }
 
+// Off-CPU intervals in a time-ordered profile are as wide as they lasted, not the stack's mean.
+TEST(SpeedscopeWriterTest, TimedSamplesKeepTheirOwnWeight) {
+  Profile p;
+  p.weight_unit = "nanoseconds";
+  p.count_unit = "us";
+  p.frames = {{"main", ProfileFrameKind::kUser, "", "", 0, "", 0}};
+  p.stacks.push_back({"app", 1, 1, {0}, 5, 5000});
+  p.timeline = {{10, 0, 1000}, {20, 0, 4000}};
+  const nlohmann::json j = nlohmann::json::parse(RenderSpeedscope(p, "t"));
+  ASSERT_EQ(j["profiles"].size(), 1u);
+  EXPECT_EQ(j["profiles"][0]["weights"], nlohmann::json::parse("[1000, 4000]"));
+  EXPECT_EQ(j["profiles"][0]["endValue"], 5000);
+}
+
 }  // namespace
 }  // namespace nativeprof::output

@@ -164,5 +164,23 @@ TEST(SvgWriterTest, HundredThousandStacksStayUnderTwentyMegabytes) {
   EXPECT_THAT(svg, HasSubstr(absl::StrCat(" frames narrower than 0.1 px pruned")));
 }
 
+// An off-CPU graph says what it is, counts microseconds and is drawn in blues, never in the
+// hot CPU palette.
+TEST(SvgWriterTest, OffCpuGraphIsTitledCountedInMicrosecondsAndCool) {
+  Profile p;
+  p.event = "off-cpu";
+  p.count_unit = "us";
+  p.frames = {{"block_in_read", ProfileFrameKind::kUser, "", "", 0, "", 0},
+              {"schedule", ProfileFrameKind::kKernel, "", "", 0, "", 0}};
+  p.stacks.push_back({"app", 1, 1, {0, 1}, 1500, 1500000});
+  p.stacks.back().off_cpu = true;
+  NP_ASSERT_OK_AND_ASSIGN(std::string svg, RenderProfileSvg(p, "", false, 1200, 0.1, nullptr));
+  EXPECT_THAT(svg, HasSubstr("Off-CPU Time Flame Graph"));
+  EXPECT_THAT(svg, HasSubstr("1,500 us"));
+  EXPECT_THAT(svg, HasSubstr("unit: \"us\""));
+  const std::string hot = FlameColor("block_in_read", Palette::kUser);
+  EXPECT_EQ(svg.find(hot), std::string::npos) << "user frames in the hot palette";
+}
+
 }  // namespace
 }  // namespace nativeprof::output

@@ -30,6 +30,7 @@ using ::nativeprof::testing::MmapBuilder;
 using ::nativeprof::testing::ReadBuilder;
 using ::nativeprof::testing::RecordBytes;
 using ::nativeprof::testing::SampleBuilder;
+using ::nativeprof::testing::SwitchBuilder;
 using ::nativeprof::testing::ThrottleBuilder;
 
 // Must match kSampleBits / kReadBits in the fuzzer: the seed's first 8 bytes select the format.
@@ -166,6 +167,17 @@ std::vector<Seed> MakeSeeds() {
        ReadBuilder(counting.format).Pid(7).Tid(8).Value(500).Enabled(90).Running(80).EventId(1)
            .Time(4).Build(),
        ReadBuilder(counting.format).Pid(7).Tid(8).Value(5).EventId(2).Time(3).Build()});
+  // --off-cpu: samples with PERF_SAMPLE_IDENTIFIER (which event took them) and switch records.
+  const FormatChoice off_cpu = Choose(fp_type | PERF_SAMPLE_IDENTIFIER, 0, 0, true, 4);
+  add("off_cpu_switch_pair", off_cpu,
+      {SampleBuilder(off_cpu.format).Identifier(77).Pid(7).Tid(8).Ip(0xffffffff81000100)
+           .Time(100).Period(1).Callchain(chain).Build(),
+       SwitchBuilder(true, false, off_cpu.format).TrailerPidTid(7, 8).Time(101).Build(),
+       SwitchBuilder(true, true, off_cpu.format).TrailerPidTid(7, 9).Time(102).Build(),
+       SwitchBuilder(false, false, off_cpu.format).TrailerPidTid(7, 8).Time(900).Build()});
+  // Without sample_id_all a switch record names no task: ignored, so not "valid".
+  add("switch_no_id_all", fp_noid, {SwitchBuilder(true, false, fp_noid.format).Build()},
+      /*valid=*/false);
   const FormatChoice read_lost =
       Choose(PERF_SAMPLE_TID | PERF_SAMPLE_TIME, 0, PERF_FORMAT_ID | PERF_FORMAT_LOST, true, 0);
   add("read_format_lost", read_lost,

@@ -505,13 +505,86 @@ TEST(RecordParserTest, LostThrottleAndUnknown) {
   EXPECT_EQ(sink.throttles[0].time_ns, 30u);
   EXPECT_FALSE(sink.throttles[1].throttled);
 
-  testing::RecordWriter w(PERF_RECORD_SWITCH, 0);
+  testing::RecordWriter w(PERF_RECORD_NAMESPACES, 0);
   for (int i = 0; i < 6; ++i) w.U64(0);  // the sample_id trailer of FullIdFormat
   RecordBytes unknown = w.Finish();
   absl::StatusOr<ParseOutcome> o = Parse(unknown, f, sink);
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(*o, ParseOutcome::kIgnored);
   EXPECT_EQ(sink.total(), 4u);
+}
+
+TEST(RecordParserTest, SwitchRecordsSayWhoWhenAndWhetherPreempted) {
+  const SampleFormat f = FullIdFormat();
+  RecordingSink sink;
+  ASSERT_TRUE(Parse(testing::SwitchBuilder(/*out=*/true, /*preempted=*/false, f)
+                        .TrailerPidTid(7, 8).Time(100).Build(), f, sink).ok());
+  ASSERT_TRUE(Parse(testing::SwitchBuilder(/*out=*/true, /*preempted=*/true, f)
+                        .TrailerPidTid(7, 9).Time(101).Build(), f, sink).ok());
+  ASSERT_TRUE(Parse(testing::SwitchBuilder(/*out=*/false, false, f)
+                        .TrailerPidTid(7, 8).Time(150).Build(), f, sink).ok());
+  ASSERT_EQ(sink.switches.size(), 3u);
+  EXPECT_TRUE(sink.switches[0].out);
+  EXPECT_FALSE(sink.switches[0].preempted);
+  EXPECT_EQ(sink.switches[0].pid, 7u);
+  EXPECT_EQ(sink.switches[0].tid, 8u);
+  EXPECT_EQ(sink.switches[0].time_ns, 100u);
+  EXPECT_TRUE(sink.switches[1].preempted);
+  EXPECT_EQ(sink.switches[1].tid, 9u);
+  EXPECT_FALSE(sink.switches[2].out);
+  EXPECT_EQ(sink.switches[2].time_ns, 150u);
+  // Without sample_id_all nothing says whose switch it was: not delivered.
+  SampleFormat bare = f;
+  bare.sample_id_all = false;
+  absl::StatusOr<ParseOutcome> o =
+      Parse(testing::SwitchBuilder(true, false, bare).Build(), bare, sink);
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(*o, ParseOutcome::kIgnored);
+}
+
+TEST(RecordParserTest, SampleIdentifierTellsTheEvent) {
+  const SampleFormat f = FullIdFormat();
+  RecordingSink sink;
+  ASSERT_TRUE(Parse(SampleBuilder(f).Identifier(0xabc).Ip(5).Tid(3).Time(9).Build(), f, sink).ok());
+  ASSERT_EQ(sink.samples.size(), 1u);
+  EXPECT_EQ(sink.samples[0].view.id, 0xabcu);
+  EXPECT_EQ(sink.samples[0].view.ip, 5u);
+  EXPECT_EQ(sink.samples[0].view.event, SampleEvent::kSampling);
+}
+
+// A held copy of a sample drops the stack bytes past dyn_size and parses to the same sample.
+TEST(RecordParserTest, CompactedSampleKeepsItsStackAndWhetherItWasTruncated) {
+  const SampleFormat f = testing::DwarfFormat(0x3);
+  std::vector<uint8_t> stack(512);
+  for (size_t i = 0; i < stack.size(); ++i) stack[i] = static_cast<uint8_t>(i);
+  for (uint64_t dyn : {uint64_t{37}, uint64_t{512}}) {
+    SCOPED_TRACE(dyn);
+    const RecordBytes r = SampleBuilder(f).Pid(1).Tid(2).Time(3).Ip(4)
+                              .Callchain({static_cast<uint64_t>(PERF_CONTEXT_USER), 4})
+                              .RegsUser(PERF_SAMPLE_REGS_ABI_64, {10, 11})
+                              .StackUser(stack, dyn).Build();
+    std::vector<uint64_t> out((r.size() + 7) / 8);
+    const size_t size = CompactSample(r, f, reinterpret_cast<uint8_t*>(out.data()));
+    EXPECT_EQ(size, CompactSample(r, f, nullptr));
+    if (dyn < stack.size()) EXPECT_LT(size, r.size() - 400);
+    RecordingSink a, b;
+    ASSERT_TRUE(Parse(r, f, a).ok());
+    ASSERT_TRUE(ParseRecord(std::span<const uint8_t>(
+                                reinterpret_cast<const uint8_t*>(out.data()), size),
+                            f, b).ok());
+    ASSERT_EQ(a.samples.size(), 1u);
+    ASSERT_EQ(b.samples.size(), 1u);
+    EXPECT_EQ(a.samples[0].stack_user, b.samples[0].stack_user);
+    EXPECT_EQ(a.samples[0].regs_user, b.samples[0].regs_user);
+    EXPECT_EQ(a.samples[0].callchain, b.samples[0].callchain);
+    EXPECT_EQ(a.samples[0].view.time_ns, b.samples[0].view.time_ns);
+    // "Maybe truncated" (dyn_size == the size asked for) survives the cut either way.
+    EXPECT_EQ(a.samples[0].stack_user.size() == a.samples[0].view.stack_user_requested,
+              b.samples[0].stack_user.size() == b.samples[0].view.stack_user_requested);
+  }
+  // Not a sample: copied whole.
+  const RecordBytes comm = CommBuilder(f).Pid(1).Tid(1).Comm("x").Build();
+  EXPECT_EQ(CompactSample(comm, f, nullptr), comm.size());
 }
 
 TEST(RecordParserTest, BranchStackSamplesAreIgnored) {

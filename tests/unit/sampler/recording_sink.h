@@ -59,6 +59,7 @@ class RecordingSink : public RecordSink {
   void OnLost(const LostView& l) override { losts.push_back(l); }
   void OnThrottle(const ThrottleView& t) override { throttles.push_back(t); }
   void OnRead(const ReadView& r) override { reads.push_back(r); }
+  void OnSwitch(const SwitchView& s) override { switches.push_back(s); }
 
   size_t total() const {
     return samples.size() + mmaps.size() + comms.size() + tasks.size() + losts.size() +
@@ -72,6 +73,7 @@ class RecordingSink : public RecordSink {
   std::vector<LostView> losts;
   std::vector<ThrottleView> throttles;
   std::vector<ReadView> reads;
+  std::vector<SwitchView> switches;
 };
 
 }  // namespace nativeprof::sampler

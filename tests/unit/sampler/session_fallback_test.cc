@@ -128,6 +128,41 @@ TEST_F(SessionFallbackTest, ExitedProcessIsUnavailable) {
   EXPECT_THAT(std::string(s.status().message()), HasSubstr("no process with PID"));
 }
 
+// --off-cpu: the switch event samples in kernel mode, so where the CPU event fell back to
+// user-only sampling, the switch event cannot follow; the error names the setting to change.
+TEST_F(SessionFallbackTest, OffCpuWithoutKernelEventsFailsAndSaysWhatToChange) {
+  Refusals r{.kernel = true};
+  SessionOptions o = OwnProcess(&r, "cpu-clock");
+  o.sampling.off_cpu = true;
+  absl::StatusOr<std::unique_ptr<Session>> s = Session::Open(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("--off-cpu"));
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("perf_event_paranoid"));
+}
+
+TEST_F(SessionFallbackTest, OffCpuAddsASwitchEventPerCpuWithIdentifiers) {
+  Refusals r;
+  SessionOptions o = OwnProcess(&r, "cpu-clock");
+  o.sampling.off_cpu = true;
+  absl::StatusOr<std::unique_ptr<Session>> s = Session::Open(o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE((*s)->off_cpu());
+  size_t switch_events = 0;
+  for (const perf_event_attr& a : r.seen) {
+    EXPECT_TRUE(a.sample_type & PERF_SAMPLE_IDENTIFIER) << "both events share the rings";
+    if (a.type == PERF_TYPE_SOFTWARE && a.config == PERF_COUNT_SW_CONTEXT_SWITCHES) {
+      ++switch_events;
+      EXPECT_EQ(a.sample_period, 1u);
+      EXPECT_EQ(a.freq, 0u);
+      EXPECT_EQ(a.context_switch, 1u);
+      EXPECT_EQ(a.mmap, 0u) << "mapping records come from the sampling event only";
+    }
+  }
+  // One probe, then one per CPU.
+  EXPECT_EQ(switch_events, (*s)->ring_count() + 1);
+}
+
 TEST(PerfEventOpenErrorTest, OneMappingForEveryCaller) {
   perf_event_attr attr{};
   attr.freq = 1;

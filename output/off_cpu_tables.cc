@@ -1,0 +1,108 @@
+#include "output/off_cpu_tables.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "output/folded_writer.h"
+#include "output/function_stats.h"
+#include "output/text_report.h"
+#include "symbolize/profile_builder.h"
+
+namespace nativeprof::output {
+namespace {
+
+double Ms(const nlohmann::json& v) { return v.is_number() ? v.get<double>() * 1e-6 : 0.0; }
+
+bool IsPseudoFrame(const std::string& name) {
+  return name == symbolize::kWaitingForCpuFrame || name == symbolize::kNoSwitchStackFrame;
+}
+
+}  // namespace
+
+std::string RenderThreadSplit(const nlohmann::json& metadata) {
+  if (!metadata.is_object() || !metadata.contains("off_cpu") ||
+      !metadata["off_cpu"].contains("threads") || !metadata["off_cpu"]["threads"].is_array()) {
+    return "";
+  }
+  const nlohmann::json& threads = metadata["off_cpu"]["threads"];
+  std::string out = "Threads (time in ms; share of each thread's lifetime while recording)\n";
+  absl::StrAppendFormat(&out, "%-20s %8s %10s %16s %16s %16s\n", "thread", "tid", "lifetime",
+                        "on-CPU", "blocked", "waiting for CPU");
+  for (const nlohmann::json& t : threads) {
+    if (!t.is_object()) continue;
+    const double life = Ms(t.value("lifetime_ns", nlohmann::json()));
+    auto cell = [&](const char* key) {
+      const double ms = Ms(t.value(key, nlohmann::json()));
+      return absl::StrFormat("%8.1f %6.1f%%", ms, life > 0 ? 100 * ms / life : 0.0);
+    };
+    std::string name = t.value("name", std::string("?"));
+    if (!t.value("ran", true)) name += " (never ran)";
+    absl::StrAppendFormat(&out, "%-20s %8d %10.1f %16s %16s %16s\n", name, t.value("tid", 0), life,
+                          cell("on_cpu_ns"), cell("blocked_ns"), cell("waiting_ns"));
+  }
+  return out;
+}
+
+std::vector<BlockingCallSite> TopBlockingCallSites(const symbolize::Profile& profile,
+                                                   size_t top_n,
+                                                   const FrameModuleMap* frame_modules) {
+  auto module_of = [&](uint32_t frame) -> const std::string* {
+    if (frame_modules == nullptr) return nullptr;
+    auto it = frame_modules->find(FoldedFrameName(profile.frames[frame]));
+    return it == frame_modules->end() ? nullptr : &it->second;
+  };
+  absl::flat_hash_map<std::string, uint64_t> sites;
+  for (const symbolize::ProfileStack& s : profile.stacks) {
+    if (s.samples == 0) continue;
+    // Innermost frame that is neither the kernel's nor a pseudo-frame, and its caller.
+    int inner = -1;
+    bool waiting = false;
+    for (int i = static_cast<int>(s.frames.size()) - 1; i >= 0; --i) {
+      const symbolize::ProfileFrame& f = profile.frames[s.frames[i]];
+      if (f.function == symbolize::kWaitingForCpuFrame) waiting = true;
+      if (f.kind == symbolize::ProfileFrameKind::kKernel || IsPseudoFrame(f.function)) continue;
+      inner = i;
+      break;
+    }
+    if (waiting) continue;
+    std::string name;
+    if (inner < 0) {
+      name = "[kernel thread or no user stack]";
+    } else {
+      name = profile.frames[s.frames[inner]].function;
+      const std::string* module = module_of(s.frames[inner]);
+      int caller = inner - 1;
+      while (module != nullptr && caller > 0) {
+        const std::string* m = module_of(s.frames[caller]);
+        if (m != nullptr && *m != *module) break;
+        --caller;
+      }
+      if (caller >= 0) name = absl::StrCat(profile.frames[s.frames[caller]].function, " > ", name);
+    }
+    sites[name] += s.samples;
+  }
+  std::vector<BlockingCallSite> out;
+  out.reserve(sites.size());
+  for (auto& [name, count] : sites) out.push_back({name, count});
+  std::sort(out.begin(), out.end(), [](const BlockingCallSite& a, const BlockingCallSite& b) {
+    return a.count != b.count ? a.count > b.count : a.name < b.name;
+  });
+  if (out.size() > top_n) out.resize(top_n);
+  return out;
+}
+
+std::string RenderBlockingCallSites(const std::vector<BlockingCallSite>& sites, uint64_t total) {
+  if (sites.empty()) return "";
+  std::string out = absl::StrFormat("Top %d blocking call sites (of %s us off-CPU)\n",
+                                    static_cast<int>(sites.size()), WithThousands(total));
+  absl::StrAppendFormat(&out, "%8s  %12s  %s\n", "share", "us", "caller > call that blocked");
+  for (const BlockingCallSite& s : sites) {
+    absl::StrAppendFormat(&out, "%7.2f%%  %12s  %s\n", Percent(s.count, total),
+                          WithThousands(s.count), s.name);
+  }
+  return out;
+}
+
+}  // namespace nativeprof::output

@@ -1,0 +1,174 @@
+// End-to-end tests of `record --off-cpu` / `--wall` (issue 12) against programs that measure
+// their own blocked time and run-queue wait: the profile's off-CPU time per function and per
+// thread must match what the threads measured.
+#include <signal.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/folded_testing.h"
+#include "tests/testing/test_support.h"
+
+namespace nativeprof::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// "KEY NAME VALUE" lines of the workload's stdout, as {NAME: VALUE} for one KEY.
+std::map<std::string, double> Measured(const std::string& out, const std::string& key) {
+  std::map<std::string, double> m;
+  std::istringstream in(out);
+  std::string k, name;
+  double v;
+  while (in >> k >> name >> v) {
+    if (k == key) m[name] = v;
+  }
+  return m;
+}
+
+// Where record puts a view of "X.folded": "X.VIEW.folded".
+std::string RecordViewPath(const std::string& folded, const std::string& view) {
+  return absl::StrCat(folded.substr(0, folded.size() - 7), ".", view, ".folded");
+}
+
+nlohmann::json Metadata(const std::string& folded) {
+  return nlohmann::json::parse(ReadFileOrEmpty(folded + ".json"), nullptr, false);
+}
+
+const nlohmann::json* ThreadNamed(const nlohmann::json& meta, const std::string& name) {
+  for (const nlohmann::json& t : meta["off_cpu"]["threads"]) {
+    if (t["name"] == name) return &t;
+  }
+  return nullptr;
+}
+
+// Checks the "block" mode's profile: each blocking function's off-CPU time (us in the folded
+// file) within 5% of what its thread measured around the call, and each thread's on + off time
+// covering at least 95% of its lifetime.
+void ExpectBlockedTimesMatch(const std::string& folded, const std::string& target_out,
+                             const std::string& err) {
+  const std::map<std::string, double> truth = Measured(target_out, "blocked");
+  ASSERT_EQ(truth.size(), 3u) << target_out;
+  FoldedProfile off = FoldedProfile::Parse(ReadFileOrEmpty(RecordViewPath(folded, "offcpu")));
+  ASSERT_TRUE(off.errors().empty()) << off.errors().front();
+  ASSERT_GT(off.total(), 0u) << err;
+  for (const auto& [function, ns] : truth) {
+    SCOPED_TRACE(function);
+    const double profiled_ns = static_cast<double>(off.Total(function)) * 1e3;
+    EXPECT_NEAR(profiled_ns, ns, 0.05 * ns) << err;
+  }
+  // Blocking calls reach the kernel's wait functions: the kernel frames under them are kept.
+  EXPECT_GT(off.WithSequence({"block_in_nanosleep"}), 0u);
+  nlohmann::json meta = Metadata(folded);
+  ASSERT_TRUE(meta.is_object() && meta.contains("off_cpu")) << err;
+  for (const char* name : {"sleeper", "reader", "locker"}) {
+    SCOPED_TRACE(name);
+    const nlohmann::json* t = ThreadNamed(meta, name);
+    ASSERT_NE(t, nullptr);
+    const double lifetime = (*t)["lifetime_ns"].get<double>();
+    const double covered = (*t)["on_cpu_ns"].get<double>() + (*t)["blocked_ns"].get<double>() +
+                           (*t)["waiting_ns"].get<double>();
+    ASSERT_GT(lifetime, 0.5e9);
+    EXPECT_GE(covered, 0.95 * lifetime);
+    EXPECT_LE(covered, 1.05 * lifetime);
+  }
+}
+
+TEST(OffCpuTest, BlockedTimeGoesToTheFunctionThatBlocked) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string folded = MakeTempDir() + "/block.folded";
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "--off-cpu", "-o", folded, "--",
+                                TargetPath("offcpu_workload"), "block", "24", "50"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("off-CPU: "));
+  ExpectBlockedTimesMatch(folded, r.out, r.err);
+  // The CPU view stays a CPU profile: no switch stacks in it.
+  FoldedProfile cpu = FoldedProfile::Parse(ReadFileOrEmpty(folded));
+  EXPECT_EQ(cpu.Total("[waiting for CPU]"), 0u);
+}
+
+TEST(OffCpuTest, AttachingGivesTheSameSplitAsLaunching) {
+  NP_SKIP_IF_NO_PERF();
+  ::setenv("OFFCPU_START_DELAY_MS", "600", 1);
+  BackgroundProcess target({TargetPath("offcpu_workload"), "block", "24", "50"},
+                           /*capture_stdout=*/true);
+  ::unsetenv("OFFCPU_START_DELAY_MS");
+  ASSERT_EQ(target.ReadLine(), "ready");
+  const std::string folded = MakeTempDir() + "/attach.folded";
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "--off-cpu", "-p",
+                                std::to_string(target.pid()), "-o", folded});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string out;
+  for (std::string line = target.ReadLine(); !line.empty(); line = target.ReadLine()) {
+    out += line + "\n";
+  }
+  ExpectBlockedTimesMatch(folded, out, r.err);
+}
+
+TEST(OffCpuTest, WaitingForCpuMatchesTheRunQueueWait) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string folded = MakeTempDir() + "/runqueue.folded";
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "--wall", "-o", folded, "--",
+                                TargetPath("offcpu_workload"), "runqueue", "3", "1500"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::map<std::string, double> waits = Measured(r.out, "runqueue");
+  ASSERT_EQ(waits.size(), 3u) << r.out;
+  nlohmann::json meta = Metadata(folded);
+  ASSERT_TRUE(meta.is_object() && meta.contains("off_cpu")) << r.err;
+  for (const auto& [tid, wait_ns] : waits) {
+    SCOPED_TRACE(tid);
+    // Three spinners on one CPU: each waits about two thirds of the time.
+    ASSERT_GT(wait_ns, 0.3e9);
+    const nlohmann::json* thread = nullptr;
+    for (const nlohmann::json& t : meta["off_cpu"]["threads"]) {
+      if (std::to_string(t["tid"].get<int>()) == tid) thread = &t;
+    }
+    ASSERT_NE(thread, nullptr);
+    EXPECT_NEAR((*thread)["waiting_ns"].get<double>(), wait_ns, 0.10 * wait_ns);
+  }
+  // Preempted time is a [waiting for CPU] leaf under the user frames that were running.
+  FoldedProfile off = FoldedProfile::Parse(ReadFileOrEmpty(RecordViewPath(folded, "offcpu")));
+  // (The rest of the off-CPU time is the main thread, blocked joining them.)
+  EXPECT_GT(off.WithSequence({"spin_on_one_cpu", "[waiting for CPU]"}),
+            off.Self("[waiting for CPU]") * 9 / 10);
+  EXPECT_GT(off.Total("__pthread_clockjoin_ex") + off.Total("pthread_join"), off.total() / 5);
+  // The wall view holds both halves.
+  FoldedProfile wall = FoldedProfile::Parse(ReadFileOrEmpty(RecordViewPath(folded, "wall")));
+  EXPECT_GT(wall.Self("spin_on_one_cpu"), 0u);
+  EXPECT_GT(wall.Self("[waiting for CPU]"), wall.Self("spin_on_one_cpu"));
+}
+
+TEST(OffCpuTest, CpuProfileIsTheSameWithAndWithoutOffCpu) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string dir = MakeTempDir();
+  std::map<std::string, double> share[2];
+  for (int with = 0; with < 2; ++with) {
+    const std::string folded = absl::StrCat(dir, "/cpu", with, ".folded");
+    std::vector<std::string> argv = {NativeprofBinary(), "record", "-e", "cpu-clock", "-o", folded};
+    if (with) argv.push_back("--off-cpu");
+    for (const char* a : {"--", "", "600"}) argv.push_back(a);
+    argv[argv.size() - 2] = TargetPath("fp_threads");
+    CommandResult r = RunCommand(argv);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    FoldedProfile p = FoldedProfile::Parse(ReadFileOrEmpty(folded));
+    ASSERT_GT(p.total(), 300u) << r.err;
+    for (const char* f : {"thread_alpha_work", "thread_beta_work", "thread_gamma_work"}) {
+      share[with][f] = p.TotalShare(f);
+    }
+  }
+  for (const auto& [f, s] : share[0]) {
+    SCOPED_TRACE(f);
+    EXPECT_NEAR(share[1][f], s, 0.08);
+  }
+}
+
+}  // namespace
+}  // namespace nativeprof::testing

@@ -1,0 +1,89 @@
+#include "unwind/off_cpu_tracker.h"
+
+#include "gtest/gtest.h"
+
+namespace nativeprof::unwind {
+namespace {
+
+TEST(OffCpuTrackerTest, PairsEachSwitchOutWithTheNextSwitchIn) {
+  OffCpuTracker t;
+  t.OnSwitchSample(1, 2, 1000, /*stack=*/5);
+  t.OnSwitch(1, 2, 1001, /*out=*/true, /*preempted=*/false);
+  t.OnSwitch(1, 2, 5001, /*out=*/false, false);
+  t.OnSwitchSample(1, 2, 6000, 7);
+  t.OnSwitch(1, 2, 6002, true, /*preempted=*/true);
+  t.OnSwitch(1, 2, 6502, false, false);
+  t.Finish(10000);
+  ASSERT_EQ(t.intervals().size(), 2u);
+  EXPECT_EQ(t.intervals()[0].stack, 5u);
+  EXPECT_EQ(t.intervals()[0].start_ns, 1001u);
+  EXPECT_EQ(t.intervals()[0].duration_ns, 4000u);
+  EXPECT_FALSE(t.intervals()[0].waiting);
+  EXPECT_EQ(t.intervals()[1].stack, 7u);
+  EXPECT_EQ(t.intervals()[1].duration_ns, 500u);
+  EXPECT_TRUE(t.intervals()[1].waiting);
+  const std::vector<ThreadTimes> threads = t.Threads();
+  ASSERT_EQ(threads.size(), 1u);
+  EXPECT_EQ(threads[0].blocked_ns, 4000u);
+  EXPECT_EQ(threads[0].waiting_ns, 500u);
+  EXPECT_EQ(threads[0].switches, 2u);
+  EXPECT_EQ(threads[0].last_ns, 10000u);
+}
+
+TEST(OffCpuTrackerTest, BlockedAtTheEndIsCountedUpToTheStop) {
+  OffCpuTracker t;
+  t.OnSwitchSample(1, 2, 100, 3);
+  t.OnSwitch(1, 2, 100, true, false);
+  t.Finish(900);
+  ASSERT_EQ(t.intervals().size(), 1u);
+  EXPECT_EQ(t.intervals()[0].duration_ns, 800u);
+}
+
+TEST(OffCpuTrackerTest, ExitEndsTheThreadAndNothingAfterCounts) {
+  OffCpuTracker t;
+  t.OnThreadCreated(1, 4, 50);
+  t.OnSwitch(1, 4, 80, false, false);  // first run: waited 30 ns for a CPU
+  t.OnThreadExited(4, 200);
+  t.OnSwitch(1, 4, 210, true, false);
+  t.Finish(1000);
+  ASSERT_EQ(t.intervals().size(), 1u);
+  EXPECT_TRUE(t.intervals()[0].waiting);
+  EXPECT_EQ(t.intervals()[0].stack, kNoSampledStack);
+  EXPECT_EQ(t.intervals()[0].duration_ns, 30u);
+  const std::vector<ThreadTimes> threads = t.Threads();
+  ASSERT_EQ(threads.size(), 1u);
+  EXPECT_TRUE(threads[0].exited);
+  EXPECT_EQ(threads[0].last_ns - threads[0].first_ns, 150u);
+}
+
+TEST(OffCpuTrackerTest, AThreadThatNeverRanIsOffCpuThroughout) {
+  OffCpuTracker t;
+  t.set_recording_start(100);
+  t.NoteExistingThread(1, 1);
+  t.NoteExistingThread(1, 2);
+  t.OnSwitch(1, 2, 400, false, false);  // was blocked since before the start
+  t.Finish(1100);
+  const std::vector<ThreadTimes> threads = t.Threads();
+  ASSERT_EQ(threads.size(), 2u);
+  EXPECT_FALSE(threads[0].ran);
+  EXPECT_EQ(threads[0].blocked_ns, 1000u);
+  EXPECT_TRUE(threads[1].ran);
+  EXPECT_EQ(threads[1].blocked_ns, 300u);
+}
+
+TEST(OffCpuTrackerTest, ALostSwitchSampleLeavesTheIntervalWithoutAStack) {
+  OffCpuTracker t;
+  t.OnSwitch(1, 2, 100, true, false);
+  t.OnSwitch(1, 2, 300, false, false);
+  // A sample long before its record belongs to another switch.
+  t.OnSwitchSample(1, 2, 400, 9);
+  t.OnSwitch(1, 2, 400 + 5'000'000, true, false);
+  t.OnSwitch(1, 2, 400 + 6'000'000, false, false);
+  t.Finish(1);
+  ASSERT_EQ(t.intervals().size(), 2u);
+  EXPECT_EQ(t.intervals()[0].stack, kNoSampledStack);
+  EXPECT_EQ(t.intervals()[1].stack, kNoSampledStack);
+}
+
+}  // namespace
+}  // namespace nativeprof::unwind

@@ -1,0 +1,104 @@
+#include "tools/off_cpu_report.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace nativeprof::tools {
+
+std::vector<ThreadSplit> ThreadSplits(const unwind::StackCollector& collector) {
+  absl::flat_hash_map<int32_t, uint64_t> on_cpu;
+  for (const unwind::CollectedStack& s : collector.stacks()) {
+    if (s.kind == unwind::StackKind::kCpu) on_cpu[s.tid] += s.weight;
+  }
+  std::vector<ThreadSplit> out;
+  for (const unwind::ThreadTimes& t : collector.off_cpu().Threads()) {
+    ThreadSplit split;
+    split.times = t;
+    split.name = collector.processes().ThreadName(t.pid, t.tid);
+    if (auto it = on_cpu.find(t.tid); it != on_cpu.end()) split.on_cpu_ns = it->second;
+    out.push_back(std::move(split));
+  }
+  return out;
+}
+
+std::vector<ViewOutput> OffCpuOutputs(const RecordOptions& o) {
+  std::vector<ViewOutput> out;
+  for (const RecordOutput& r : o.outputs) {
+    if (r.format == output::OutputFormat::kPprof ||
+        r.format == output::OutputFormat::kSpeedscope) {
+      out.push_back({r.path, r.format, symbolize::ProfileView::kWall});
+      continue;
+    }
+    out.push_back({r.path, r.format, symbolize::ProfileView::kCpu});
+    out.push_back(
+        {RecordOptions::ViewPath(r.path, "offcpu"), r.format, symbolize::ProfileView::kOffCpu});
+    if (o.wall) {
+      out.push_back(
+          {RecordOptions::ViewPath(r.path, "wall"), r.format, symbolize::ProfileView::kWall});
+    }
+  }
+  return out;
+}
+
+nlohmann::json OffCpuJson(const RecordOptions& o, const unwind::StackCollector& collector,
+                          const std::vector<ThreadSplit>& threads) {
+  nlohmann::json j;
+  j["unit"] = "nanoseconds";
+  j["folded_unit"] = "microseconds";
+  j["switch_samples"] = collector.stats().switch_samples;
+  j["switch_stack_bytes"] = o.switch_stack_bytes.value_or(
+      o.call_graph == unwind::CallGraphMode::kDwarf ? o.dwarf_stack_bytes : 0);
+  uint64_t blocked = 0, waiting = 0;
+  nlohmann::json list = nlohmann::json::array();
+  for (const ThreadSplit& t : threads) {
+    blocked += t.times.blocked_ns;
+    waiting += t.times.waiting_ns;
+    list.push_back({{"pid", t.times.pid},
+                    {"tid", t.times.tid},
+                    {"name", t.name},
+                    {"lifetime_ns", t.lifetime_ns()},
+                    {"on_cpu_ns", t.on_cpu_ns},
+                    {"blocked_ns", t.times.blocked_ns},
+                    {"waiting_ns", t.times.waiting_ns},
+                    {"switches", t.times.switches},
+                    {"ran", t.times.ran},
+                    {"exited", t.times.exited}});
+  }
+  j["blocked_ns"] = blocked;
+  j["waiting_ns"] = waiting;
+  j["threads"] = std::move(list);
+  nlohmann::json files = nlohmann::json::array();
+  for (const ViewOutput& v : OffCpuOutputs(o)) {
+    const char* view = v.view == symbolize::ProfileView::kCpu      ? "cpu"
+                       : v.view == symbolize::ProfileView::kOffCpu ? "off-cpu"
+                                                                   : "wall";
+    files.push_back({{"path", v.path}, {"view", view}});
+  }
+  j["outputs"] = std::move(files);
+  return j;
+}
+
+std::vector<std::string> OffCpuSummaryLines(const unwind::StackCollector& collector,
+                                            const std::vector<ThreadSplit>& threads) {
+  uint64_t blocked = 0, waiting = 0;
+  std::vector<std::string> idle;
+  for (const ThreadSplit& t : threads) {
+    blocked += t.times.blocked_ns;
+    waiting += t.times.waiting_ns;
+    if (!t.times.ran) idle.push_back(absl::StrCat(t.name.empty() ? "?" : t.name, "/", t.times.tid));
+  }
+  std::vector<std::string> lines;
+  lines.push_back(absl::StrFormat(
+      "off-CPU: %d switches, %.3f s blocked, %.3f s waiting for a CPU", collector.stats().switch_samples,
+      static_cast<double>(blocked) * 1e-9, static_cast<double>(waiting) * 1e-9));
+  if (!idle.empty()) {
+    lines.push_back(absl::StrCat(idle.size(), idle.size() == 1 ? " thread" : " threads",
+                                 " never ran while recording (off-CPU throughout): ",
+                                 absl::StrJoin(idle, ", ")));
+  }
+  return lines;
+}
+
+}  // namespace nativeprof::tools

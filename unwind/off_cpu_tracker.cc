@@ -1,0 +1,150 @@
+#include "unwind/off_cpu_tracker.h"
+
+#include <algorithm>
+
+namespace nativeprof::unwind {
+namespace {
+
+// The switch sample and the switch-out record are written by the same call into the scheduler,
+// microseconds apart; a sample further from the record than this belongs to another switch.
+constexpr uint64_t kSampleToRecordNs = 1'000'000;
+
+}  // namespace
+
+OffCpuTracker::State& OffCpuTracker::StateOf(int32_t pid, int32_t tid, uint64_t time_ns) {
+  State& s = threads_[tid];
+  if (!s.seen) {
+    s.seen = true;
+    s.times.pid = pid;
+    s.times.tid = tid;
+    s.times.first_ns = time_ns;
+  }
+  return s;
+}
+
+void OffCpuTracker::NoteExistingThread(int32_t pid, int32_t tid) {
+  State& s = StateOf(pid, tid, recording_start_ns_);
+  // Until a record says otherwise it may be off-CPU since the start (it is, if the first record
+  // about it is a switch-in).
+  (void)s;
+}
+
+void OffCpuTracker::Close(State& s, uint64_t end_ns) {
+  if (!s.off) return;
+  s.off = false;
+  if (end_ns <= s.out_ns) return;
+  OffCpuInterval iv;
+  iv.pid = s.times.pid;
+  iv.tid = s.times.tid;
+  iv.start_ns = s.out_ns;
+  iv.duration_ns = end_ns - s.out_ns;
+  iv.stack = s.stack;
+  iv.waiting = s.waiting;
+  (iv.waiting ? s.times.waiting_ns : s.times.blocked_ns) += iv.duration_ns;
+  intervals_.push_back(iv);
+}
+
+void OffCpuTracker::OnSwitchSample(int32_t pid, int32_t tid, uint64_t time_ns, uint32_t stack) {
+  State& s = StateOf(pid, tid, time_ns);
+  if (s.times.exited) return;
+  s.times.ran = true;
+  // The record already came (it can, at equal times): the sample is its stack.
+  if (s.off && s.stack == kNoSampledStack && time_ns + kSampleToRecordNs >= s.out_ns &&
+      time_ns <= s.out_ns + kSampleToRecordNs) {
+    s.stack = stack;
+    return;
+  }
+  s.sample_stack = stack;
+  s.sample_ns = time_ns;
+}
+
+void OffCpuTracker::OnSwitch(int32_t pid, int32_t tid, uint64_t time_ns, bool out,
+                             bool preempted) {
+  State& s = StateOf(pid, tid, time_ns);
+  if (s.times.exited) return;
+  if (out) {
+    // Two outs in a row: the switch-in between them was lost; the first interval ends here.
+    Close(s, time_ns);
+    s.times.ran = true;
+    s.off = true;
+    s.out_ns = time_ns;
+    s.waiting = preempted;
+    s.stack = kNoSampledStack;
+    if (s.sample_stack != kNoSampledStack && s.sample_ns <= time_ns + kSampleToRecordNs &&
+        time_ns <= s.sample_ns + kSampleToRecordNs) {
+      s.stack = s.sample_stack;
+    }
+    s.sample_stack = kNoSampledStack;
+    ++s.times.switches;
+    return;
+  }
+  if (!s.off && !s.times.ran && recording_start_ns_ != 0 && s.times.first_ns < time_ns) {
+    // Its first record is a switch-in: it was off-CPU since the recording (or its life) began.
+    s.off = true;
+    s.out_ns = s.times.first_ns;
+    s.waiting = false;
+    s.stack = kNoSampledStack;
+  }
+  Close(s, time_ns);
+  s.times.ran = true;
+}
+
+void OffCpuTracker::OnThreadRan(int32_t pid, int32_t tid, uint64_t time_ns) {
+  State& s = StateOf(pid, tid, time_ns);
+  if (s.times.exited) return;
+  // Running while the books say off-CPU: the switch-in was lost.
+  if (s.off) Close(s, time_ns);
+  s.times.ran = true;
+}
+
+void OffCpuTracker::OnThreadCreated(int32_t pid, int32_t tid, uint64_t time_ns) {
+  State& s = threads_[tid];
+  s = State{};  // a reused tid is a new thread
+  s.seen = true;
+  s.times.pid = pid;
+  s.times.tid = tid;
+  s.times.first_ns = time_ns;
+  s.off = true;
+  s.out_ns = time_ns;
+  s.waiting = true;
+}
+
+void OffCpuTracker::OnThreadExited(int32_t tid, uint64_t time_ns) {
+  auto it = threads_.find(tid);
+  if (it == threads_.end()) return;
+  State& s = it->second;
+  Close(s, time_ns);
+  s.times.exited = true;
+  s.times.last_ns = std::max(s.times.first_ns, time_ns);
+}
+
+void OffCpuTracker::Finish(uint64_t stop_ns) {
+  for (auto& [tid, s] : threads_) {
+    if (s.times.exited) continue;
+    if (!s.off && !s.times.ran && s.times.first_ns < stop_ns) {
+      // Never ran while recording: off-CPU all along.
+      s.off = true;
+      s.out_ns = s.times.first_ns;
+      s.waiting = false;
+      s.stack = kNoSampledStack;
+    }
+    Close(s, stop_ns);
+    s.times.last_ns = std::max(s.times.first_ns, stop_ns);
+  }
+  std::sort(intervals_.begin(), intervals_.end(),
+            [](const OffCpuInterval& a, const OffCpuInterval& b) {
+              return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.tid < b.tid;
+            });
+}
+
+std::vector<ThreadTimes> OffCpuTracker::Threads() const {
+  std::vector<ThreadTimes> out;
+  out.reserve(threads_.size());
+  for (const auto& [tid, s] : threads_) out.push_back(s.times);
+  std::sort(out.begin(), out.end(), [](const ThreadTimes& a, const ThreadTimes& b) {
+    return a.pid != b.pid ? a.pid < b.pid : a.tid < b.tid;
+  });
+  return out;
+}
+
+}  // namespace nativeprof::unwind

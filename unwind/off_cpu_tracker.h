@@ -1,0 +1,91 @@
+// Turns the switch records of an --off-cpu recording into off-CPU intervals: each thread's
+// switch-out (its stack, sampled by the context-switch event, and whether it was preempted) is
+// paired with the switch-in that ends it, in record time order (the record sorter's). Also keeps
+// each thread's lifetime within the recording, so on- and off-CPU time can be checked against it.
+// Fed by StackCollector on the drain thread; read after the recording stopped.
+#ifndef NATIVEPROF_UNWIND_OFF_CPU_TRACKER_H_
+#define NATIVEPROF_UNWIND_OFF_CPU_TRACKER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace nativeprof::unwind {
+
+// An interval with no sampled stack: the switch sample was lost, the thread had not run yet
+// (created and waiting for its first CPU), or it was already off-CPU when recording started.
+inline constexpr uint32_t kNoSampledStack = 0xffffffffu;
+
+struct OffCpuInterval {
+  int32_t pid = 0;
+  int32_t tid = 0;
+  uint64_t start_ns = 0;     // switched out (record time)
+  uint64_t duration_ns = 0;  // until switched in again, the thread exited, or recording stopped
+  uint32_t stack = kNoSampledStack;  // StackCollector stack index of the switch-out sample
+  bool waiting = false;      // runnable all along (preempted, or new): waiting for a CPU
+};
+
+// One thread's time in the recording. Lifetime = [first_ns, last_ns]: from its creation or the
+// first record about it to its exit or the end of recording.
+struct ThreadTimes {
+  int32_t pid = 0;
+  int32_t tid = 0;
+  uint64_t first_ns = 0;
+  uint64_t last_ns = 0;
+  uint64_t blocked_ns = 0;   // off-CPU waiting for an event (sleep, I/O, lock)
+  uint64_t waiting_ns = 0;   // off-CPU while runnable
+  uint64_t switches = 0;     // switch-outs
+  bool ran = false;          // was on a CPU at some point while recording
+  bool exited = false;
+};
+
+class OffCpuTracker {
+ public:
+  // `start_ns`: when sampling started, in record time (0 when unknown); a thread whose first
+  // record is a switch-in was off-CPU since then.
+  void set_recording_start(uint64_t start_ns) { recording_start_ns_ = start_ns; }
+  // A thread that exists when recording starts (attach mode), so a thread that never runs is
+  // still listed.
+  void NoteExistingThread(int32_t pid, int32_t tid);
+
+  // The context-switch sample taken as `tid` is switched out, with its stack.
+  void OnSwitchSample(int32_t pid, int32_t tid, uint64_t time_ns, uint32_t stack);
+  void OnSwitch(int32_t pid, int32_t tid, uint64_t time_ns, bool out, bool preempted);
+  // A CPU sample or any record the thread wrote while on a CPU.
+  void OnThreadRan(int32_t pid, int32_t tid, uint64_t time_ns);
+  // A new thread or process, runnable from `time_ns` until it first runs.
+  void OnThreadCreated(int32_t pid, int32_t tid, uint64_t time_ns);
+  void OnThreadExited(int32_t tid, uint64_t time_ns);
+
+  // Closes every interval still open at `stop_ns` (threads blocked when recording stopped) and
+  // ends every live thread's lifetime there. Call once, after the last record.
+  void Finish(uint64_t stop_ns);
+
+  const std::vector<OffCpuInterval>& intervals() const { return intervals_; }
+  // Every thread seen, by tid.
+  std::vector<ThreadTimes> Threads() const;
+
+ private:
+  struct State {
+    ThreadTimes times;
+    bool seen = false;       // first_ns is set
+    bool off = false;        // switched out, interval open
+    bool waiting = false;
+    uint64_t out_ns = 0;
+    uint32_t stack = kNoSampledStack;
+    // A switch sample not yet claimed by its switch-out record.
+    uint32_t sample_stack = kNoSampledStack;
+    uint64_t sample_ns = 0;
+  };
+  State& StateOf(int32_t pid, int32_t tid, uint64_t time_ns);
+  void Close(State& s, uint64_t end_ns);
+
+  uint64_t recording_start_ns_ = 0;
+  absl::flat_hash_map<int32_t, State> threads_;
+  std::vector<OffCpuInterval> intervals_;
+};
+
+}  // namespace nativeprof::unwind
+
+#endif  // NATIVEPROF_UNWIND_OFF_CPU_TRACKER_H_
