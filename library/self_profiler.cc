@@ -25,7 +25,6 @@ namespace nativeprof::library {
 namespace {
 
 constexpr uint64_t kGo = 1;
-constexpr uint64_t kQuit = 2;
 
 // One running profiler per process: a second one would sample the first one's reader thread
 // (created from a sampled thread, so inherited) and double every sample's cost.
@@ -101,7 +100,9 @@ absl::StatusOr<std::unique_ptr<SelfProfiler>> SelfProfiler::Create(
                                                            /*keep_timeline=*/false);
   p->symbolizer_ = symbolize::MakeMappingAwareSymbolizer(*p->collector_, {});
   p->ready_fd_.Reset(::eventfd(0, EFD_CLOEXEC));
-  p->control_fd_.Reset(::eventfd(0, EFD_CLOEXEC));
+  // A semaphore: Start's go and Stop's stop are read one at a time even when the reader thread
+  // starts late and finds both (a plain eventfd would add them into one value).
+  p->control_fd_.Reset(::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE));
   if (!p->ready_fd_.valid() || !p->control_fd_.valid()) return ErrnoError("eventfd");
   for (const sampler::EventSpec& e : p->options_.counter_events) {
     sampler::CounterValue v;
@@ -140,6 +141,7 @@ absl::Status SelfProfiler::Start() {
         "another nativeprof profiler is running in this process; stop it first");
   }
   notes_.clear();
+  abandon_segment_.store(false, std::memory_order_relaxed);
   // The reader exists before any event is opened, so no inherited event ever follows it.
   try {
     reader_ = std::thread([this] { ReaderThread(); });
@@ -151,7 +153,8 @@ absl::Status SelfProfiler::Start() {
   const pid_t reader_tid = static_cast<pid_t>(ReadEventFd(ready_fd_.get()));
 
   auto fail = [this](absl::Status st) {
-    WriteEventFd(control_fd_.get(), kQuit);
+    abandon_segment_.store(true, std::memory_order_release);
+    WriteEventFd(control_fd_.get(), kGo);
     reader_.join();
     session_.reset();
     counter_sets_.clear();
@@ -203,7 +206,10 @@ void SelfProfiler::ReaderThread() {
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   pthread_setname_np(pthread_self(), "nativeprof-rd");
   WriteEventFd(ready_fd_.get(), static_cast<uint64_t>(::gettid()));
-  if (ReadEventFd(control_fd_.get()) != kGo) return;
+  if (ReadEventFd(control_fd_.get()) != kGo ||
+      abandon_segment_.load(std::memory_order_acquire)) {
+    return;
+  }
 
   // The kernel reports only mappings made after the events were enabled: the address space and
   // thread names as they are now come from /proc (re-sent only when they changed since the last

@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -117,11 +118,14 @@ class SelfProfiler {
   std::optional<symbolize::Profile> profile_;
 
   // The reader thread of the current segment and its two eventfds (kept for the profiler's
-  // lifetime): the reader posts its tid on ready_fd_; control_fd_ carries kGo once the events
-  // are enabled (or kQuit when Start failed), then kGo again to end the poll loop.
+  // lifetime): the reader posts its tid on ready_fd_; control_fd_ (a semaphore) carries kGo once
+  // the events are enabled (or at once, with abandon_segment_, when Start failed), then kGo
+  // again to end the poll loop.
   std::thread reader_;
   ScopedFd ready_fd_;
   ScopedFd control_fd_;
+  // Set by a Start that failed after creating the reader: its go means "exit".
+  std::atomic<bool> abandon_segment_{false};
   // The process state last synthesized into the collector; re-sent only when it changed.
   std::vector<sampler::ProcMapsEntry> last_maps_;
   std::vector<pid_t> last_threads_;
