@@ -243,7 +243,7 @@ int RunRecording(const RecordOptions& o) {
   }
 
   absl::StatusOr<std::unique_ptr<unwind::Unwinder>> unwinder =
-      unwind::MakeUnwinder(o.call_graph, o.dwarf_backend);
+      unwind::MakeUnwinder(o.call_graph, o.dwarf_backend, o.symbolizer.debug_dirs);
   if (!unwinder.ok()) return PrintCliError(CliStep::kParseOptions, unwinder.status());
 
   absl::StatusOr<SignalReader> signals = SignalReader::Create();

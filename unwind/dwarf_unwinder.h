@@ -20,11 +20,14 @@ struct DwarfUnwinderOptions {
   uint64_t regs_mask = DwarfSampleRegsMask();
   bool frame_pointer_fallback = true;
   bool splice_kernel_chain = true;
+  // Where separate debug files are searched for .debug_frame (the symbolizer's list).
+  std::vector<std::string> debug_dirs = module::DefaultDebugDirs();
 };
 
 class DwarfUnwinder : public Unwinder {
  public:
-  explicit DwarfUnwinder(DwarfUnwinderOptions options = {}) : options_(options) {}
+  explicit DwarfUnwinder(DwarfUnwinderOptions options = {})
+      : options_(options), files_(options.debug_dirs) {}
 
   void Unwind(const sampler::SampleView& sample, const ProcessView& process,
               UnwoundStack* out) override;

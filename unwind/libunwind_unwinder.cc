@@ -152,7 +152,7 @@ unw_accessors_t kAccessors = {FindProcInfo, PutUnwindInfo, GetDynInfoListAddr, A
 }  // namespace
 
 LibunwindUnwinder::LibunwindUnwinder(LibunwindUnwinderOptions options)
-    : options_(options), state_(std::make_unique<State>()) {
+    : options_(options), files_(options.debug_dirs), state_(std::make_unique<State>()) {
   unw_addr_space_t as = unw_create_addr_space(&kAccessors, 0);
   // Per-thread caching would tie cached unwind info to one process's mapping; no caching keeps
   // each sample independent (this backend is the slow cross-check).

@@ -19,6 +19,7 @@ namespace nativeprof::unwind {
 struct LibunwindUnwinderOptions {
   uint64_t regs_mask = DwarfSampleRegsMask();
   bool splice_kernel_chain = true;
+  std::vector<std::string> debug_dirs = module::DefaultDebugDirs();  // as DwarfUnwinderOptions
 };
 
 class LibunwindUnwinder : public Unwinder {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "module/debug_file_finder.h"
 #include "sampler/address_space.h"
 #include "sampler/module_registry.h"
 #include "sampler/perf_event.h"
@@ -87,7 +88,11 @@ enum class DwarfBackend : uint8_t { kNative, kLibunwind };
 
 // Makes the unwinder for a mode. kFramePointer reads PERF_SAMPLE_CALLCHAIN (the kernel's walk).
 // Errors: kUnimplemented if the mode is not available in this build.
-absl::StatusOr<std::unique_ptr<Unwinder>> MakeUnwinder(CallGraphMode mode, DwarfBackend backend);
+// `debug_dirs`: where DWARF unwinding looks for separate debug files (.debug_frame), the same
+// list the symbolizer is given.
+absl::StatusOr<std::unique_ptr<Unwinder>> MakeUnwinder(
+    CallGraphMode mode, DwarfBackend backend,
+    const std::vector<std::string>& debug_dirs = module::DefaultDebugDirs());
 
 // Asks the kernel for what a mode's unwinder reads in every sample: the callchain always (it
 // carries the kernel part), plus for kDwarf the user registers and `dwarf_stack_bytes` of user

@@ -26,15 +26,21 @@ const char* StackEndName(StackEnd end) {
   return "unknown";
 }
 
-absl::StatusOr<std::unique_ptr<Unwinder>> MakeUnwinder(CallGraphMode mode, DwarfBackend backend) {
+absl::StatusOr<std::unique_ptr<Unwinder>> MakeUnwinder(CallGraphMode mode, DwarfBackend backend,
+                                                       const std::vector<std::string>& debug_dirs) {
   switch (mode) {
     case CallGraphMode::kFramePointer:
       return std::unique_ptr<Unwinder>(std::make_unique<CallchainUnwinder>());
-    case CallGraphMode::kDwarf:
+    case CallGraphMode::kDwarf: {
       if (backend == DwarfBackend::kLibunwind) {
-        return std::unique_ptr<Unwinder>(std::make_unique<LibunwindUnwinder>());
+        LibunwindUnwinderOptions options;
+        options.debug_dirs = debug_dirs;
+        return std::unique_ptr<Unwinder>(std::make_unique<LibunwindUnwinder>(options));
       }
-      return std::unique_ptr<Unwinder>(std::make_unique<DwarfUnwinder>());
+      DwarfUnwinderOptions options;
+      options.debug_dirs = debug_dirs;
+      return std::unique_ptr<Unwinder>(std::make_unique<DwarfUnwinder>(options));
+    }
   }
   return absl::UnimplementedError("unknown call-graph mode; use fp or dwarf");
 }
