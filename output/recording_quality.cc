@@ -5,16 +5,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/text_escape.h"
+#include "output/text_report.h"
 #include "unwind/dwarf_stack_size.h"
 
 namespace nativeprof::output {
-namespace {
-
-std::string Plural(uint64_t n, const char* one, const char* many) {
-  return absl::StrCat(n, " ", n == 1 ? one : many);
-}
-
-}  // namespace
 
 double NamedFrameShare(const symbolize::Profile& profile) {
   uint64_t total = 0, named = 0;

@@ -12,6 +12,10 @@
 
 namespace nativeprof::output {
 
+std::string Plural(uint64_t n, const char* one, const char* many) {
+  return absl::StrCat(n, " ", n == 1 ? one : many);
+}
+
 std::string WithThousands(uint64_t value) {
   std::string digits = absl::StrCat(value);
   std::string out;

@@ -38,6 +38,9 @@ std::string RenderCounters(const nlohmann::json& metadata);
 // 12345 -> "12,345".
 std::string WithThousands(uint64_t value);
 
+// "1 thread", "3 threads": `n` with the noun that agrees with it.
+std::string Plural(uint64_t n, const char* one, const char* many);
+
 }  // namespace nativeprof::output
 
 #endif  // NATIVEPROF_OUTPUT_TEXT_REPORT_H_

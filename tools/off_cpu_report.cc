@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "output/text_report.h"
 
 namespace nativeprof::tools {
 
@@ -94,7 +95,7 @@ std::vector<std::string> OffCpuSummaryLines(const unwind::StackCollector& collec
       "off-CPU: %d switches, %.3f s blocked, %.3f s waiting for a CPU", collector.stats().switch_samples,
       static_cast<double>(blocked) * 1e-9, static_cast<double>(waiting) * 1e-9));
   if (!idle.empty()) {
-    lines.push_back(absl::StrCat(idle.size(), idle.size() == 1 ? " thread" : " threads",
+    lines.push_back(absl::StrCat(output::Plural(idle.size(), "thread", "threads"),
                                  " never ran while recording (off-CPU throughout): ",
                                  absl::StrJoin(idle, ", ")));
   }

@@ -10,6 +10,7 @@
 #include "output/frame_modules.h"
 #include "output/json_util.h"
 #include "output/profile_writer.h"
+#include "output/text_report.h"
 #include "symbolize/profile_builder.h"
 #include "tools/cli_error.h"
 #include "tools/off_cpu_report.h"
@@ -20,10 +21,6 @@ namespace nativeprof::tools {
 namespace {
 
 void PrintLine(const std::string& line) { std::fprintf(stderr, "nativeprof: %s\n", line.c_str()); }
-
-std::string Plural(uint64_t n, const char* one, const char* many) {
-  return absl::StrCat(n, " ", n == 1 ? one : many);
-}
 
 const char* CallGraphName(const RecordOptions& o) {
   return o.call_graph == unwind::CallGraphMode::kDwarf ? "dwarf" : "fp";
@@ -189,8 +186,8 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   }
   PrintLine(absl::StrFormat("%d samples, %d lost, %.2f s, %s, %s -> %s", quality.samples, lost,
                             state.duration_seconds,
-                            Plural(collector.processes().thread_count(), "thread", "threads"),
-                            Plural(collector.processes().process_count(), "process", "processes"),
+                            output::Plural(collector.processes().thread_count(), "thread", "threads"),
+                            output::Plural(collector.processes().process_count(), "process", "processes"),
                             o.outputs.front().path));
   return exit_code;
 }
