@@ -21,7 +21,8 @@ struct CargoArtifact {
   std::string target_name;       // target.name
   std::vector<std::string> kinds;  // target.kind: "bin", "bench", "test", "example"
   std::string manifest_path;     // the package's Cargo.toml
-  uint32_t debuginfo = 0;        // profile.debuginfo as Cargo reports it (0: none)
+  std::optional<uint32_t> debuginfo;  // profile.debuginfo as Cargo reports it (0: none);
+                                      // unset when Cargo does not say
 };
 
 // The library search paths a build script asked for ("build-script-executed" message,

@@ -68,6 +68,16 @@ void WarnIfStripped(const CargoArtifact& artifact) {
   }
 }
 
+// Warns when Cargo says it built the binary without debug info, although cargo nativeprof asks
+// for line tables (a RUSTFLAGS "-C debuginfo=0" or a profile setting that wins over ours).
+void WarnIfNoDebugInfo(const CargoArtifact& artifact) {
+  if (artifact.debuginfo != std::optional<uint32_t>(0)) return;
+  PrintError(absl::StrCat("warning: Cargo built ", EscapeForMessage(artifact.executable),
+                          " without debug info: inlined functions and source lines will be "
+                          "missing (names still come from the symbol table); remove the "
+                          "setting that turns debuginfo off"));
+}
+
 }  // namespace
 
 int RunCargoCommand(int argc, char** argv) {
@@ -136,6 +146,7 @@ int RunCargoCommand(int argc, char** argv) {
   absl::StatusOr<CargoArtifact> artifact = SelectArtifact(*options, build->executables);
   if (!artifact.ok()) return PrintCliError(CliStep::kBuild, artifact.status());
   if (!warned_strip) WarnIfStripped(*artifact);
+  WarnIfNoDebugInfo(*artifact);
 
   const std::string here = CurrentDirectory();
   absl::StatusOr<RecordOptions> record = RecordOptionsFor(

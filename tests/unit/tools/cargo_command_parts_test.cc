@@ -166,7 +166,7 @@ TEST(CargoArtifactTest, ReadsExecutableArtifacts) {
   EXPECT_EQ(a->target_name, "hot");
   EXPECT_THAT(a->kinds, ElementsAre("bench"));
   EXPECT_EQ(a->manifest_path, "/w/hotlib/Cargo.toml");
-  EXPECT_EQ(a->debuginfo, 1u);
+  EXPECT_EQ(a->debuginfo, std::optional<uint32_t>(1));
 }
 
 TEST(CargoArtifactTest, IgnoresEverythingElse) {
