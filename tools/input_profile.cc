@@ -2,10 +2,10 @@
 
 #include <cstdio>
 
-#include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "output/folded_reader.h"
 #include "tools/cli_error.h"
+#include "tools/record_options.h"
 
 namespace nativeprof::tools {
 
@@ -41,29 +41,24 @@ nlohmann::json ReadMetadata(const std::string& path) {
 nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view) {
   nlohmann::json own = ReadMetadata(path);
   if (!own.is_null()) return own;
-  for (const char* v : {"offcpu", "wall"}) {
-    const std::string infix = absl::StrCat(".", v, ".");
-    const size_t at = path.rfind(infix);
-    if (at == std::string::npos) continue;
-    const std::string main = path.substr(0, at) + "." + path.substr(at + infix.size());
-    nlohmann::json meta = ReadMetadata(main);
-    if (meta.is_object() && meta.contains("off_cpu")) {
-      *view = v;
-      return meta;
-    }
-  }
-  return nullptr;
+  std::string main;
+  const std::string v = RecordOptions::ViewOfPath(path, &main);
+  if (v.empty()) return nullptr;
+  nlohmann::json meta = ReadMetadata(main);
+  if (!meta.is_object() || !meta.contains("off_cpu")) return nullptr;
+  *view = v;
+  return meta;
 }
 
 void MarkRecordedView(const std::string& view, symbolize::Profile* profile) {
   if (view.empty()) return;
   profile->count_unit = "us";
   profile->weight_unit = "nanoseconds";
-  profile->event = view == "offcpu" ? "off-cpu" : "wall";
+  profile->event = view == kOffCpuView ? "off-cpu" : "wall";
   for (symbolize::ProfileStack& s : profile->stacks) {
     s.weight = s.samples * 1000;
     // A wall view mixes both halves and the folded file does not say which stack is which.
-    s.off_cpu = view == "offcpu";
+    s.off_cpu = view == kOffCpuView;
   }
 }
 

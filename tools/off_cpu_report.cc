@@ -34,10 +34,10 @@ std::vector<ViewOutput> OffCpuOutputs(const RecordOptions& o) {
     }
     out.push_back({r.path, r.format, symbolize::ProfileView::kCpu});
     out.push_back(
-        {RecordOptions::ViewPath(r.path, "offcpu"), r.format, symbolize::ProfileView::kOffCpu});
+        {RecordOptions::ViewPath(r.path, kOffCpuView), r.format, symbolize::ProfileView::kOffCpu});
     if (o.wall) {
       out.push_back(
-          {RecordOptions::ViewPath(r.path, "wall"), r.format, symbolize::ProfileView::kWall});
+          {RecordOptions::ViewPath(r.path, kWallView), r.format, symbolize::ProfileView::kWall});
     }
   }
   return out;

@@ -3,6 +3,7 @@
 #include <getopt.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -72,6 +73,21 @@ std::string RecordOptions::ViewPath(const std::string& path, const std::string& 
     }
   }
   return absl::StrCat(path, ".", view);
+}
+
+std::string RecordOptions::ViewOfPath(const std::string& path, std::string* main) {
+  for (const char* view : {kOffCpuView, kWallView}) {
+    const std::string infix = absl::StrCat(".", view, ".");
+    const size_t at = path.rfind(infix);
+    // ViewPath puts the view before an extension, or at the very end.
+    const bool at_end = absl::EndsWith(path, absl::StrCat(".", view));
+    if (at == std::string::npos && !at_end) continue;
+    *main = at != std::string::npos
+                ? absl::StrCat(path.substr(0, at), ".", path.substr(at + infix.size()))
+                : path.substr(0, path.size() - strlen(view) - 1);
+    return view;
+  }
+  return "";
 }
 
 std::vector<sampler::EventSpec> RecordOptions::CounterEvents() const {

@@ -17,6 +17,10 @@
 
 namespace nativeprof::tools {
 
+// The names of the views --off-cpu writes beside each output (RecordOptions::ViewPath).
+inline constexpr char kOffCpuView[] = "offcpu";
+inline constexpr char kWallView[] = "wall";
+
 struct RecordOutput {
   std::string path;
   output::OutputFormat format = output::OutputFormat::kFolded;
@@ -54,9 +58,12 @@ struct RecordOptions {
                                        // set by `cargo nativeprof` for benches and tests)
   // The counting events to open: --counters, or perf stat's default set.
   std::vector<sampler::EventSpec> CounterEvents() const;
-  // Where the off-CPU (`view` "offcpu") or wall ("wall") view of an output goes: beside it, the
-  // view's name before the extension ("out.folded" -> "out.offcpu.folded").
+  // Where the off-CPU (`view` kOffCpuView) or wall (kWallView) view of an output goes: beside
+  // it, the view's name before the extension ("out.folded" -> "out.offcpu.folded").
   static std::string ViewPath(const std::string& path, const std::string& view);
+  // The inverse: for a path ViewPath could have made, its view (and in *main the output it was
+  // made from); "" for any other path.
+  static std::string ViewOfPath(const std::string& path, std::string* main);
   // The metadata JSON goes beside the first output: "<path>.json".
   std::string MetadataPath() const { return outputs.front().path + ".json"; }
 };

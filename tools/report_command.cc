@@ -21,6 +21,7 @@
 #include "tools/commands.h"
 #include "tools/exit_codes.h"
 #include "tools/input_profile.h"
+#include "tools/record_options.h"
 #include "tools/report_options.h"
 
 namespace nativeprof::tools {
@@ -30,7 +31,7 @@ std::string RenderText(const ReportOptions& o, const output::ReportModel& model,
                        const nlohmann::json& meta, const std::string& view,
                        const output::FrameModuleMap& frame_modules) {
   std::string text = output::RenderReportTables(model);
-  if (view == "offcpu") {
+  if (view == kOffCpuView) {
     const std::string sites = output::RenderBlockingCallSites(
         output::TopBlockingCallSites(model.filtered.profile, o.top_n, &frame_modules),
         model.filtered.samples);
