@@ -235,22 +235,18 @@ bool Session::Poll(std::span<pollfd> extra, int timeout_ms) {
   return !(n < 0 && errno == EINTR);
 }
 
-void Session::Drain(RecordSink& sink) {
-  if (off_cpu()) {
-    EventTagger tagger(switch_ids_, sink);
-    sorter_->Drain(rings_, tagger);
-  } else {
-    sorter_->Drain(rings_, sink);
-  }
-  AddRingStats();
-}
+void Session::Drain(RecordSink& sink) { Sort(sink, /*flush=*/false); }
 
-void Session::Flush(RecordSink& sink) {
-  if (off_cpu()) {
-    EventTagger tagger(switch_ids_, sink);
-    sorter_->Flush(rings_, tagger);
+void Session::Flush(RecordSink& sink) { Sort(sink, /*flush=*/true); }
+
+void Session::Sort(RecordSink& sink, bool flush) {
+  // Without switch events every sample is the sampling event's: no tagging on the hot path.
+  EventTagger tagger(switch_ids_, sink);
+  RecordSink& to = off_cpu() ? static_cast<RecordSink&>(tagger) : sink;
+  if (flush) {
+    sorter_->Flush(rings_, to);
   } else {
-    sorter_->Flush(rings_, sink);
+    sorter_->Drain(rings_, to);
   }
   AddRingStats();
 }

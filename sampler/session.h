@@ -102,6 +102,8 @@ class Session {
   absl::Status OpenSwitchEvents(pid_t target, const std::vector<int>& cpus,
                                 const PerfEventOpenFn& open_fn);
   absl::Status AddSwitchEvent(ScopedFd fd);
+  // Drain (or with `flush`, Flush) into `sink`, through an EventTagger with --off-cpu.
+  void Sort(RecordSink& sink, bool flush);
   void AddRingStats();
   class EventTagger;
 
