@@ -52,7 +52,6 @@ struct StackKey {
   }
 };
 
-
 class Builder {
  public:
   Builder(const unwind::StackCollector& collector, Symbolizer& symbolizer, Profile* profile)
@@ -125,10 +124,6 @@ class Builder {
   absl::flat_hash_map<AddressKey, std::vector<uint32_t>> by_address_;
   absl::flat_hash_map<FrameKey, uint32_t> by_frame_;
 };
-
-}  // namespace
-
-namespace {
 
 // Adds stacks to a profile, merging those that symbolize to the same (thread, frames, on/off).
 class StackMerger {
@@ -255,8 +250,6 @@ Profile BuildProfile(const unwind::StackCollector& collector, Symbolizer& symbol
       stack.weight += iv.duration_ns;
       interval_stack.push_back(it->second);
     }
-  }
-  if (off) {
     for (ProfileStack& s : profile.stacks) s.samples = (s.weight + 500) / 1000;
   }
 

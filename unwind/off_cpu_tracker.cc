@@ -23,10 +23,8 @@ OffCpuTracker::State& OffCpuTracker::StateOf(int32_t pid, int32_t tid, uint64_t 
 }
 
 void OffCpuTracker::NoteExistingThread(int32_t pid, int32_t tid) {
-  State& s = StateOf(pid, tid, recording_start_ns_);
-  // Until a record says otherwise it may be off-CPU since the start (it is, if the first record
-  // about it is a switch-in).
-  (void)s;
+  // Seen since the start: if its first record is a switch-in, it was off-CPU until then.
+  StateOf(pid, tid, recording_start_ns_);
 }
 
 void OffCpuTracker::Close(State& s, uint64_t end_ns) {
