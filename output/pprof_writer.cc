@@ -105,6 +105,12 @@ class PprofEncoder {
 
   std::string SampleTypes() {
     ProtoEncoder out;
+    if (!profile_.sample_types.empty()) {
+      for (const symbolize::SampleType& t : profile_.sample_types) {
+        out.Bytes(pb::kProfileSampleType, ValueType(t.type, t.unit));
+      }
+      return out.Take();
+    }
     if (time_split_) {
       // A time profile (--off-cpu): one file, three views of the same time, picked with
       // pprof -sample_index=cpu|off_cpu|wall.
@@ -235,7 +241,10 @@ class PprofEncoder {
       sample.Clear();
       sample.PackedVarints(pb::kSampleLocationId, LeafFirstLocations(s));
       std::vector<uint64_t> values;
-      if (time_split_) {
+      if (!profile_.sample_types.empty()) {
+        values = s.values;
+        values.resize(profile_.sample_types.size());
+      } else if (time_split_) {
         values = {s.off_cpu ? 0 : s.weight, s.off_cpu ? s.weight : 0, s.weight};
       } else {
         values = {s.samples};
@@ -285,7 +294,16 @@ class PprofEncoder {
   std::string EncodeTail() {
     ProtoEncoder tail;
     if (profile_.duration_ns != 0) tail.Int64(pb::kProfileDurationNanos, profile_.duration_ns);
-    if (time_split_) {
+    if (!profile_.sample_types.empty()) {
+      if (profile_.period != 0) {
+        tail.Bytes(pb::kProfilePeriodType,
+                   ValueType(profile_.period_type.type, profile_.period_type.unit));
+        tail.Int64(pb::kProfilePeriod, static_cast<int64_t>(profile_.period));
+      }
+      if (!profile_.default_sample_type.empty()) {
+        tail.Int64(pb::kProfileDefaultSampleType, strings_.Intern(profile_.default_sample_type));
+      }
+    } else if (time_split_) {
       tail.Int64(pb::kProfileDefaultSampleType, strings_.Intern("wall"));
     } else if (two_values_) {
       tail.Bytes(pb::kProfilePeriodType, ValueType(value_type_, profile_.weight_unit));

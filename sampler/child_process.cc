@@ -11,14 +11,15 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "base/errno_status.h"
 
 namespace nativeprof::sampler {
 namespace {
 
 // Runs in the forked child: only async-signal-safe calls until exec.
-[[noreturn]] void ChildMain(int release_fd, int error_fd, char** argv, std::optional<int> nice,
-                            const char* working_directory) {
+[[noreturn]] void ChildMain(int release_fd, int error_fd, char** argv, char** envp,
+                            std::optional<int> nice, const char* working_directory) {
   // Restore default dispositions the parent may have changed, so the target behaves as if run
   // from a shell (SIGINT terminates it, SIGPIPE is not ignored).
   struct sigaction dfl {};
@@ -44,7 +45,7 @@ namespace {
     (void)ignored;
     _exit(127);
   }
-  ::execvp(argv[0], argv);
+  ::execvpe(argv[0], argv, envp);
   int err = errno;
   ssize_t ignored = ::write(error_fd, &err, sizeof(err));
   (void)ignored;
@@ -68,11 +69,24 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
   cargv.reserve(argv.size() + 1);
   for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const absl::string_view entry(*e);
+    const absl::string_view name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const auto& [n, v] : options.set_environment) replaced |= name == n;
+    if (!replaced) env_strings.emplace_back(entry);
+  }
+  for (const auto& [n, v] : options.set_environment) env_strings.push_back(absl::StrCat(n, "=", v));
+  std::vector<char*> cenv;
+  cenv.reserve(env_strings.size() + 1);
+  for (std::string& e : env_strings) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
 
   pid_t pid = ::fork();
   if (pid < 0) return ErrnoError("fork");
   if (pid == 0) {
-    ChildMain(release_read.get(), error_write.get(), cargv.data(), options.nice,
+    ChildMain(release_read.get(), error_write.get(), cargv.data(), cenv.data(), options.nice,
               options.working_directory.empty() ? nullptr : options.working_directory.c_str());
   }
 

@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -24,6 +25,8 @@ struct SpawnOptions {
   // The directory the command runs in; empty: the profiler's own. (`cargo nativeprof` runs
   // benches and tests in their package directory, as Cargo does.)
   std::string working_directory;
+  // Variables set (or replaced) in the command's environment, which is otherwise the profiler's.
+  std::vector<std::pair<std::string, std::string>> set_environment;
 };
 
 class ChildProcess {

@@ -31,7 +31,8 @@ perf_event_attr MakeSamplingAttr(const SamplingAttrOptions& o) {
     attr.sample_type |= PERF_SAMPLE_STACK_USER;
     attr.sample_stack_user = o.stack_user_bytes;
   }
-  if (o.off_cpu) attr.sample_type |= PERF_SAMPLE_IDENTIFIER;
+  if (o.off_cpu || o.alloc) attr.sample_type |= PERF_SAMPLE_IDENTIFIER;
+  if (o.alloc) attr.sample_type |= PERF_SAMPLE_ADDR;
   attr.disabled = 1;
   attr.inherit = o.inherit ? 1 : 0;
   attr.enable_on_exec = o.enable_on_exec ? 1 : 0;

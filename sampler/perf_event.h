@@ -39,6 +39,10 @@ struct SamplingAttrOptions {
   // User-stack bytes copied at each switch (0: none; the user frames are then the kernel's
   // frame-pointer walk). Applies only when stack_user_bytes != 0.
   uint32_t switch_stack_user_bytes = 0;
+  // --alloc: the allocation preload writes samples in this event's layout into a ring of its own
+  // (AllocChannel). Adds PERF_SAMPLE_IDENTIFIER (to tell them apart) and PERF_SAMPLE_ADDR (the
+  // block's address).
+  bool alloc = false;
 };
 
 // perf_event_open(2) as a replaceable function: returns an fd, or -1 with errno set. Tests pass

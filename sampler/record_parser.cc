@@ -131,7 +131,7 @@ absl::StatusOr<ParseOutcome> ParseSample(Cursor c, const SampleFormat& f, Record
     s.tid = c.Read<uint32_t>();
   }
   if (st & PERF_SAMPLE_TIME) s.time_ns = c.Read<uint64_t>();
-  if (st & PERF_SAMPLE_ADDR) c.Skip(8);
+  if (st & PERF_SAMPLE_ADDR) s.addr = c.Read<uint64_t>();
   if (st & PERF_SAMPLE_ID) c.Skip(8);
   if (st & PERF_SAMPLE_STREAM_ID) c.Skip(8);
   if (st & PERF_SAMPLE_CPU) {

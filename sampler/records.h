@@ -14,6 +14,8 @@ namespace nativeprof::sampler {
 enum class SampleEvent : uint8_t {
   kSampling,       // the CPU sampling event (cpu-clock, cycles, ...)
   kContextSwitch,  // --off-cpu: the thread is being switched out (context-switches, period 1)
+  kAlloc,          // --alloc: a sampled allocation (addr = the block, period = requested bytes)
+  kFree,           // --alloc: the free of a sampled block (addr; period = alloc_channel flags)
 };
 
 // PERF_RECORD_SAMPLE. Fields not in the event's sample_type are zero/empty.
@@ -25,6 +27,7 @@ struct SampleView {
   uint64_t time_ns = 0;
   uint32_t cpu = 0;
   uint64_t period = 0;
+  uint64_t addr = 0;                     // PERF_SAMPLE_ADDR (--alloc: the block's avma)
   uint64_t ip = 0;                       // avma of the interrupted instruction
   std::span<const uint64_t> callchain;   // raw, with PERF_CONTEXT_* markers, leaf first
   uint64_t regs_abi = 0;                 // PERF_SAMPLE_REGS_ABI_*; 0 = no user registers

@@ -47,7 +47,11 @@ class Session::EventTagger final : public RecordSink {
       : switch_ids_(switch_ids), sink_(sink) {}
   void OnSample(const SampleView& sample) override {
     SampleView tagged = sample;
-    if (std::binary_search(switch_ids_.begin(), switch_ids_.end(), sample.id)) {
+    if (sample.id == alloc_channel::kAllocSampleId) {
+      tagged.event = SampleEvent::kAlloc;
+    } else if (sample.id == alloc_channel::kFreeSampleId) {
+      tagged.event = SampleEvent::kFree;
+    } else if (std::binary_search(switch_ids_.begin(), switch_ids_.end(), sample.id)) {
       tagged.event = SampleEvent::kContextSwitch;
     }
     sink_.OnSample(tagged);
@@ -141,7 +145,15 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
     }
     NP_ASSIGN_OR_RETURN(RingBuffer ring, RingBuffer::Map(fd.get(), ring_pages_, cpus.size()));
     rings_.push_back(std::move(ring));
+    ring_poll_fds_.push_back(fd.get());
     fds_.push_back(std::move(fd));
+  }
+  if (options.alloc_channel != nullptr) {
+    // The preload writes in this session's final layout, after every fallback above.
+    alloc_channel_ = options.alloc_channel;
+    alloc_channel_->Configure(attr_);
+    rings_.push_back(alloc_channel_->Ring());
+    ring_poll_fds_.push_back(alloc_channel_->wake_fd());
   }
   if (sampling.off_cpu) NP_RETURN_IF_ERROR(OpenSwitchEvents(options.targets[0], cpus, options.open_fn));
   // Further tasks share the CPU's ring.
@@ -218,7 +230,7 @@ bool Session::Poll(std::span<pollfd> extra, int timeout_ms) {
   hung_up_.resize(rings_.size());
   for (size_t i = 0; i < rings_.size(); ++i) {
     // poll() skips a negative fd; a hung-up ring is drained on the timeout instead.
-    pollfds_.push_back({hung_up_[i] ? -1 : fds_[i].get(), POLLIN, 0});
+    pollfds_.push_back({hung_up_[i] ? -1 : ring_poll_fds_[i], POLLIN, 0});
   }
   for (const pollfd& p : extra) pollfds_.push_back({p.fd, p.events, 0});
   int n = ::poll(pollfds_.data(), pollfds_.size(), timeout_ms);
@@ -242,12 +254,13 @@ void Session::Flush(RecordSink& sink) { Sort(sink, /*flush=*/true); }
 void Session::Sort(RecordSink& sink, bool flush) {
   // Without switch events every sample is the sampling event's: no tagging on the hot path.
   EventTagger tagger(switch_ids_, sink);
-  RecordSink& to = off_cpu() ? static_cast<RecordSink&>(tagger) : sink;
+  RecordSink& to = off_cpu() || alloc() ? static_cast<RecordSink&>(tagger) : sink;
   if (flush) {
     sorter_->Flush(rings_, to);
   } else {
     sorter_->Drain(rings_, to);
   }
+  if (alloc_channel_ != nullptr) alloc_channel_->AfterDrain();
   AddRingStats();
 }
 

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/scoped_fd.h"
+#include "sampler/alloc_channel.h"
 #include "sampler/perf_event.h"
 #include "sampler/record_parser.h"
 #include "sampler/record_sorter.h"
@@ -32,6 +33,9 @@ struct SessionOptions {
   std::vector<pid_t> targets;
   // Data pages per CPU ring, a power of two; 0 picks DefaultRingPages().
   size_t ring_pages = 0;
+  // --alloc: the preload's channel, read as one more ring (its samples come as SampleEvent::kAlloc
+  // and kFree). Must outlive the session; sampling.alloc must be set with it.
+  AllocChannel* alloc_channel = nullptr;
   // Testing seam; null = the real syscall. Tests refuse on purpose to walk the fallback ladder.
   PerfEventOpenFn open_fn;
 };
@@ -57,6 +61,7 @@ class Session {
   bool kernel_sampled() const { return kernel_sampled_; }
   // --off-cpu: context switches are sampled too (their samples come as SampleEvent::kContextSwitch).
   bool off_cpu() const { return !switch_ids_.empty(); }
+  bool alloc() const { return alloc_channel_ != nullptr; }
   size_t ring_pages() const { return ring_pages_; }
   size_t ring_count() const { return rings_.size(); }
   const perf_event_attr& attr() const { return attr_; }
@@ -102,7 +107,7 @@ class Session {
   absl::Status OpenSwitchEvents(pid_t target, const std::vector<int>& cpus,
                                 const PerfEventOpenFn& open_fn);
   absl::Status AddSwitchEvent(ScopedFd fd);
-  // Drain (or with `flush`, Flush) into `sink`, through an EventTagger with --off-cpu.
+  // Drain (or with `flush`, Flush) into `sink`, through an EventTagger with --off-cpu or --alloc.
   void Sort(RecordSink& sink, bool flush);
   void AddRingStats();
   class EventTagger;
@@ -113,7 +118,9 @@ class Session {
   size_t ring_pages_ = 0;
   std::vector<std::string> notes_;
   std::vector<ScopedFd> fds_;      // every event; fds_[i] for i < rings_.size() own the rings
-  std::vector<RingBuffer> rings_;  // one per CPU
+  std::vector<RingBuffer> rings_;  // one per CPU, then the allocation channel's
+  std::vector<int> ring_poll_fds_; // per ring: the fd that polls readable when it has data
+  AllocChannel* alloc_channel_ = nullptr;
   perf_event_attr switch_attr_{};
   std::vector<uint64_t> switch_ids_;  // sorted ids of the context-switch events
   std::unique_ptr<RecordSorter> sorter_;

@@ -40,6 +40,14 @@ struct ProfileStack {
   uint64_t weight = 0;      // sum of sample periods (nanoseconds for cpu-clock/task-clock);
                             // off-CPU stacks: time off-CPU in nanoseconds
   bool off_cpu = false;     // time spent switched out (--off-cpu), not sampled on a CPU
+  std::vector<uint64_t> values;  // one per Profile::sample_types, when that is not empty
+};
+
+// A named value of every stack, for profiles with several (a heap profile: allocations and bytes,
+// allocated and in use), in pprof's terms.
+struct SampleType {
+  std::string type;  // "alloc_space"
+  std::string unit;  // "bytes"
 };
 
 // One sample in time order, for flame charts and speedscope's time-ordered view.
@@ -61,6 +69,13 @@ struct Profile {
   std::string count_unit = "samples";
   uint64_t sample_frequency_hz = 0;  // 0 when unknown
   uint64_t duration_ns = 0;          // 0 when unknown
+  // Non-empty: every stack has `values` of these types, which pprof writes instead of samples /
+  // weight (other writers show `samples`); `default_sample_type` is the one pprof shows first,
+  // and a non-zero `period` of `period_type` is the sampling distance.
+  std::vector<SampleType> sample_types;
+  std::string default_sample_type;
+  SampleType period_type;
+  uint64_t period = 0;
 };
 
 }  // namespace nativeprof::symbolize

@@ -1,6 +1,7 @@
 #include "symbolize/profile_builder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
@@ -163,7 +164,35 @@ uint32_t PseudoFrame(Profile* profile, absl::flat_hash_map<std::string, uint32_t
   return it->second;
 }
 
+// The figure an allocation view shows for a site, and its units.
+struct AllocMetric {
+  const char* event;
+  const char* unit;
+  double (*value)(const unwind::AllocSite&);
+};
+AllocMetric AllocMetricOf(ProfileView view) {
+  switch (view) {
+    case ProfileView::kAllocCount:
+      return {"alloc_objects", "allocations", [](const unwind::AllocSite& s) { return s.count; }};
+    case ProfileView::kTemporary:
+      return {"temporary_objects", "allocations",
+              [](const unwind::AllocSite& s) { return s.temporary; }};
+    case ProfileView::kPeakBytes:
+      return {"peak_space", "bytes", [](const unwind::AllocSite& s) { return s.peak_bytes; }};
+    case ProfileView::kLeakedBytes:
+      return {"leaked_space", "bytes", [](const unwind::AllocSite& s) { return s.live_bytes; }};
+    default:
+      return {"alloc_space", "bytes", [](const unwind::AllocSite& s) { return s.bytes; }};
+  }
+}
+
 }  // namespace
+
+bool IsAllocView(ProfileView view) {
+  return view == ProfileView::kAllocBytes || view == ProfileView::kAllocCount ||
+         view == ProfileView::kTemporary || view == ProfileView::kPeakBytes ||
+         view == ProfileView::kLeakedBytes || view == ProfileView::kHeap;
+}
 
 Profile BuildProfile(const unwind::StackCollector& collector, Symbolizer& symbolizer,
                      const ProfileBuildOptions& options) {
@@ -172,8 +201,9 @@ Profile BuildProfile(const unwind::StackCollector& collector, Symbolizer& symbol
   profile.weight_unit = options.weight_unit;
   profile.sample_frequency_hz = options.sample_frequency_hz;
   profile.duration_ns = options.duration_ns;
-  const bool cpu = options.view != ProfileView::kOffCpu;
-  const bool off = options.view != ProfileView::kCpu;
+  const bool alloc = IsAllocView(options.view);
+  const bool cpu = options.view != ProfileView::kOffCpu && !alloc;
+  const bool off = options.view != ProfileView::kCpu && !alloc;
   if (options.view == ProfileView::kOffCpu) profile.event = "off-cpu";
   if (options.view == ProfileView::kWall) profile.event = "wall";
   if (off) {
@@ -206,6 +236,47 @@ Profile BuildProfile(const unwind::StackCollector& collector, Symbolizer& symbol
     stack.samples += cs.samples;
     stack.weight += cs.weight;
     collected_to_profile[i] = index;
+  }
+
+  if (alloc) {
+    const AllocMetric metric = AllocMetricOf(options.view);
+    profile.event = metric.event;
+    profile.weight_unit = metric.unit;
+    profile.count_unit = metric.unit;
+    profile.sample_frequency_hz = 0;
+    const bool heap = options.view == ProfileView::kHeap;
+    if (heap) {
+      profile.event = "heap";
+      profile.sample_types = {{"alloc_objects", "count"}, {"alloc_space", "bytes"},
+                              {"inuse_objects", "count"}, {"inuse_space", "bytes"},
+                              {"leaked_objects", "count"}, {"leaked_space", "bytes"}};
+      profile.default_sample_type = "alloc_space";
+      profile.period_type = {"space", "bytes"};
+      profile.period = collector.allocations().rate();
+    }
+    auto round = [](double v) { return v >= 0.5 ? static_cast<uint64_t>(std::llround(v)) : 0; };
+    const std::vector<unwind::AllocSite>& sites = collector.allocations().sites();
+    for (size_t i = 0; i < collector.stacks().size() && i < sites.size(); ++i) {
+      const unwind::CollectedStack& cs = collector.stacks()[i];
+      if (cs.kind != unwind::StackKind::kAlloc) continue;
+      const unwind::AllocSite& site = sites[i];
+      // Rounds to nothing (or is a tiny negative left by subtracting estimates).
+      const uint64_t n = round(heap ? site.bytes : metric.value(site));
+      if (n == 0) continue;
+      const uint32_t index =
+          merger.Add(cs, collector.thread_names()[cs.thread_name], frames_of(cs), false);
+      ProfileStack& stack = profile.stacks[index];
+      stack.samples += n;
+      stack.weight += n;
+      if (heap) {
+        const uint64_t v[] = {round(site.count),      round(site.bytes),
+                              round(site.peak_count), round(site.peak_bytes),
+                              round(site.live_count), round(site.live_bytes)};
+        stack.values.resize(std::size(v));
+        for (size_t k = 0; k < std::size(v); ++k) stack.values[k] += v[k];
+      }
+    }
+    return profile;
   }
 
   // Off-CPU intervals: one profile stack per (switch-out stack, blocked or waiting).

@@ -20,7 +20,21 @@ enum class ProfileView {
   kOffCpu,  // time switched out: blocked under the stack that blocked, runnable under
             // "[waiting for CPU]"
   kWall,    // both: each thread's on- plus off-CPU time (CPU samples weighted by their period)
+  // Allocation sites (--alloc), estimated from the sampled allocations (count_unit "bytes" or
+  // "allocations"; exact with --alloc=1).
+  kAllocBytes,      // bytes allocated
+  kAllocCount,      // allocations
+  kTemporary,       // allocations freed before their thread allocated again
+  kPeakBytes,       // bytes live at the peak of the live heap
+  kLeakedBytes,     // bytes still live when recording ended
+  // All of them in one profile with Go's heap sample types (Profile::sample_types):
+  // alloc_objects, alloc_space, inuse_objects, inuse_space (in use = at the peak), then
+  // leaked_objects, leaked_space; for pprof.
+  kHeap,
 };
+
+// True for the allocation views.
+bool IsAllocView(ProfileView view);
 
 struct ProfileBuildOptions {
   ProfileView view = ProfileView::kCpu;

@@ -34,6 +34,7 @@ enum LongOnly {
   kOffCpu,
   kWall,
   kOffCpuStack,
+  kAlloc,
 };
 
 absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
@@ -76,7 +77,8 @@ std::string RecordOptions::ViewPath(const std::string& path, const std::string& 
 }
 
 std::string RecordOptions::ViewOfPath(const std::string& path, std::string* main) {
-  for (const char* view : {kOffCpuView, kWallView}) {
+  for (const char* view : {kOffCpuView, kWallView, kAllocBytesView, kAllocCountView,
+                           kTemporaryView, kPeakView, kLeakedView, kHeapView}) {
     const std::string infix = absl::StrCat(".", view, ".");
     const size_t at = path.rfind(infix);
     // ViewPath puts the view before an extension, or at the very end.
@@ -88,6 +90,27 @@ std::string RecordOptions::ViewOfPath(const std::string& path, std::string* main
     return view;
   }
   return "";
+}
+
+absl::StatusOr<uint64_t> ParseAllocRate(absl::string_view text) {
+  uint64_t scale = 1;
+  absl::string_view digits = text;
+  if (!digits.empty()) {
+    switch (digits.back()) {
+      case 'k': case 'K': scale = uint64_t{1} << 10; break;
+      case 'm': case 'M': scale = uint64_t{1} << 20; break;
+      case 'g': case 'G': scale = uint64_t{1} << 30; break;
+      default: break;
+    }
+    if (scale != 1) digits.remove_suffix(1);
+  }
+  uint64_t n = 0;
+  if (!absl::SimpleAtoi(digits, &n) || n == 0 || n > (uint64_t{1} << 40) / scale) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--alloc=", text, ": give the mean bytes between samples, e.g. --alloc=512K, or "
+        "--alloc=1 to record every allocation"));
+  }
+  return n * scale;
 }
 
 std::vector<sampler::EventSpec> RecordOptions::CounterEvents() const {
@@ -129,6 +152,13 @@ Runs COMMAND (or attaches to PIDs) and samples the stacks of every thread and ch
       --off-cpu-stack N   user-stack bytes copied per switch sample (default: the dwarf size);
                           0 copies none and uses the kernel's frame-pointer walk (cheaper at
                           high switch rates)
+      --alloc[=RATE]      also profile allocations (malloc, calloc, realloc, free, the aligned
+                          ones; C++ new and Rust's System allocator reach them) through a
+                          preloaded library: exact totals (calls, bytes, temporary, peak, leaked)
+                          in the summary and FILE.json, and call sites sampled once per RATE bytes
+                          on average (default 512K; 1 = every allocation) in OUT.alloc.*,
+                          OUT.allocs.*, OUT.temporary.*, OUT.peak.*, OUT.leaked.* and an
+                          OUT.heap.pb.gz pprof heap profile. Not with -p
   -p, --pid PID[,PID...]  attach to running processes instead of running a command
       --duration SECONDS  stop this long after sampling started (wall time)
       --no-boost          do not raise nativeprof's priority (by default, where permitted, the
@@ -167,6 +197,7 @@ const option kLongOptions[] = {
     {"off-cpu", no_argument, nullptr, kOffCpu},
     {"wall", no_argument, nullptr, kWall},
     {"off-cpu-stack", required_argument, nullptr, kOffCpuStack},
+    {"alloc", optional_argument, nullptr, kAlloc},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -323,6 +354,16 @@ absl::Status ApplyOption(int c, absl::string_view arg, const char* option_text, 
       o.switch_stack_bytes = *size;
       return absl::OkStatus();
     }
+    case kAlloc: {
+      if (arg.empty()) {
+        o.alloc_rate_bytes = kDefaultAllocRate;
+        return absl::OkStatus();
+      }
+      absl::StatusOr<uint64_t> rate = ParseAllocRate(arg);
+      if (!rate.ok()) return rate.status();
+      o.alloc_rate_bytes = *rate;
+      return absl::OkStatus();
+    }
     case 'v':
       ++o.verbosity;
       return absl::OkStatus();
@@ -395,6 +436,14 @@ absl::StatusOr<RecordOptions> ParseRecordOptions(int argc, char** argv) {
   }
   if (st.o.switch_stack_bytes.has_value() && !st.o.off_cpu) {
     return Bad("--off-cpu-stack applies to --off-cpu; add --off-cpu");
+  }
+  if (st.o.alloc_rate_bytes.has_value() && !st.o.pids.empty()) {
+    return Bad("--alloc loads its library into the command it starts, which a running process "
+               "(-p) cannot be given; run the program as: nativeprof record --alloc -- COMMAND");
+  }
+  if (st.o.alloc_rate_bytes.has_value() && st.o.call_graph != unwind::CallGraphMode::kDwarf) {
+    return Bad("--alloc unwinds allocation stacks from stack copies, which needs --call-graph "
+               "dwarf (the default); drop --call-graph fp");
   }
   ResolveOutputs(&st);
   return std::move(st.o);

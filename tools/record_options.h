@@ -20,6 +20,16 @@ namespace nativeprof::tools {
 // The names of the views --off-cpu writes beside each output (RecordOptions::ViewPath).
 inline constexpr char kOffCpuView[] = "offcpu";
 inline constexpr char kWallView[] = "wall";
+// The views --alloc writes beside each output: allocated bytes, allocations, temporary
+// allocations, bytes live at the peak, bytes leaked; pprof gets one heap profile with them all.
+inline constexpr char kAllocBytesView[] = "alloc";
+inline constexpr char kAllocCountView[] = "allocs";
+inline constexpr char kTemporaryView[] = "temporary";
+inline constexpr char kPeakView[] = "peak";
+inline constexpr char kLeakedView[] = "leaked";
+inline constexpr char kHeapView[] = "heap";
+// --alloc without a rate: one sample per 512 KiB allocated on average.
+inline constexpr uint64_t kDefaultAllocRate = 512 * 1024;
 
 struct RecordOutput {
   std::string path;
@@ -50,6 +60,9 @@ struct RecordOptions {
   // --off-cpu-stack: user-stack bytes copied per switch sample; 0 = none (the kernel's frame-
   // pointer walk). Default: the --call-graph dwarf size.
   std::optional<uint32_t> switch_stack_bytes;
+  // --alloc[=RATE]: allocation profiling through the preload library; the mean bytes between
+  // sampled allocations (1 = every allocation).
+  std::optional<uint64_t> alloc_rate_bytes;
   std::vector<int> pids;               // -p: attach instead of running a command
   double duration_seconds = 0;         // --duration; 0 = until the target exits / Ctrl-C
   int verbosity = 0;
@@ -67,6 +80,9 @@ struct RecordOptions {
   // The metadata JSON goes beside the first output: "<path>.json".
   std::string MetadataPath() const { return outputs.front().path + ".json"; }
 };
+
+// "--alloc=RATE": bytes, with an optional K, M or G (binary) suffix; at least 1.
+absl::StatusOr<uint64_t> ParseAllocRate(absl::string_view text);
 
 // Parses argv (argv[0] = "record"). On `--help` returns kCancelled after printing usage to stdout.
 // Errors: kInvalidArgument with a one-line message (the caller prints it and exits 2).

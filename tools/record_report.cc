@@ -160,12 +160,21 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
     // The wall view names every frame of both halves: `report` of an off-CPU file needs them.
     frame_modules_of = &view_of(symbolize::ProfileView::kWall);
   }
+  if (state.alloc.has_value()) {
+    for (const ViewOutput& v : AllocOutputs(o)) {
+      symbolize::ProfileBuildOptions b = build;
+      b.view = v.view;
+      b.timeline = false;
+      write(symbolize::BuildProfile(collector, symbolizer, b), v.path, v.format);
+    }
+  }
   const output::RecordingQuality quality =
       output::CollectRecordingQuality(session.stats(), collector, symbols, profile);
   nlohmann::json metadata = RecordMetadata(o, session, collector, quality, counters, state);
   // Folded files keep names only; this lets `report --by module` tell libc.so.6 from the binary.
   metadata["frame_modules"] = output::FrameModulesJson(*frame_modules_of);
   if (session.off_cpu()) metadata["off_cpu"] = OffCpuJson(o, collector, threads);
+  if (state.alloc.has_value()) metadata["allocations"] = AllocJson(o, *state.alloc, collector);
   if (absl::Status st =
           WriteFileAtomically(o.MetadataPath(), output::RenderJsonDocument(metadata) + "\n");
       !st.ok()) {
@@ -183,6 +192,9 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   }
   if (session.off_cpu()) {
     for (const std::string& line : OffCpuSummaryLines(collector, threads)) PrintLine(line);
+  }
+  if (state.alloc.has_value()) {
+    for (const std::string& line : AllocSummaryLines(*state.alloc)) PrintLine(line);
   }
   PrintLine(absl::StrFormat("%d samples, %d lost, %.2f s, %s, %s -> %s", quality.samples, lost,
                             state.duration_seconds,

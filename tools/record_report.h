@@ -17,6 +17,7 @@
 #include "sampler/session.h"
 #include "symbolize/profile.h"
 #include "symbolize/symbolizer.h"
+#include "tools/alloc_report.h"
 #include "tools/record_options.h"
 #include "unwind/stack_collector.h"
 
@@ -45,6 +46,7 @@ struct RunState {
   bool interrupted = false;    // a signal was forwarded to the target
   bool stopped_waiting = false;  // second SIGINT: stopped before the target exited
   DrainScheduling scheduling;
+  std::optional<AllocRun> alloc;  // --alloc
 };
 
 // The run-queue wait, as a share of the sampling time, from which records lost to full rings are

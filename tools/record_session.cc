@@ -1,5 +1,6 @@
 #include "tools/record_session.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "sampler/session.h"
 #include "sampler/target.h"
 #include "symbolize/profile_builder.h"
+#include "tools/alloc_setup.h"
 #include "tools/cli_error.h"
 #include "tools/exit_codes.h"
 #include "tools/record_report.h"
@@ -42,6 +44,7 @@ void ApplyCallGraph(const RecordOptions& o, sampler::SessionOptions* so) {
   unwind::RequestSampleFields(o.call_graph, o.dwarf_stack_bytes, &so->sampling);
   so->ring_pages = o.ring_pages;
   so->sampling.off_cpu = o.off_cpu;
+  so->sampling.alloc = o.alloc_rate_bytes.has_value();
   so->sampling.switch_stack_user_bytes =
       o.switch_stack_bytes.value_or(so->sampling.stack_user_bytes);
   // Stack copies make DWARF samples ~8 KiB each: a ring that fits perf_event_mlock_kb holds only
@@ -258,12 +261,29 @@ int RunRecording(const RecordOptions& o) {
     spawn.nice = scheduling.boost.original_nice;
   }
   spawn.working_directory = o.command_directory;
+  std::optional<sampler::AllocChannel> alloc_channel;
+  if (o.alloc_rate_bytes.has_value()) {
+    absl::StatusOr<std::string> preload = FindAllocPreload();
+    if (!preload.ok()) return PrintCliError(CliStep::kRun, preload.status());
+    if (absl::Status st = CheckInterposable(o.command[0]); !st.ok()) {
+      return PrintCliError(CliStep::kParseOptions, st);
+    }
+    absl::StatusOr<sampler::AllocChannel> channel = CreateAllocChannel(*o.alloc_rate_bytes);
+    if (!channel.ok()) return PrintCliError(CliStep::kRun, channel.status());
+    alloc_channel.emplace(*std::move(channel));
+    spawn.set_environment = AllocEnvironment(*preload, *alloc_channel);
+  }
+  // ru_maxrss is the largest of every child reaped so far: the target's shows only if it is
+  // larger than what came before (a cargo build).
+  rusage children_before{};
+  ::getrusage(RUSAGE_CHILDREN, &children_before);
   absl::StatusOr<sampler::ChildProcess> child = sampler::ChildProcess::Spawn(o.command, spawn);
   if (!child.ok()) return PrintCliError(CliStep::kRun, child.status());
 
   sampler::SessionOptions session_options;
   ApplyCallGraph(o, &session_options);
   session_options.targets = {child->pid()};
+  if (alloc_channel.has_value()) session_options.alloc_channel = &*alloc_channel;
   absl::StatusOr<std::unique_ptr<sampler::Session>> session =
       sampler::Session::Open(session_options);
   if (!session.ok()) return PrintCliError(CliStep::kOpenEvents, session.status());
@@ -286,6 +306,7 @@ int RunRecording(const RecordOptions& o) {
   unwind::StackCollector collector(unwinder->get(), /*keep_timeline=*/true);
   std::unique_ptr<symbolize::Symbolizer> symbolizer = symbolize::MakeMappingAwareSymbolizer(collector, o.symbolizer);
   if ((*session)->off_cpu()) collector.track_off_cpu();
+  if (alloc_channel.has_value()) collector.mutable_allocations().set_rate(alloc_channel->rate_bytes());
   const auto start = std::chrono::steady_clock::now();
   const std::optional<SchedStat> start_sched = SchedNow();
   // Like perf: the command decides how to end on a signal; nativeprof drains until it exits.
@@ -309,6 +330,22 @@ int RunRecording(const RecordOptions& o) {
   state.exit_code = target.exit_code();
   state.scheduling = std::move(scheduling);
   NoteWaits(setup_sched, start_sched, &state.scheduling);
+  if (alloc_channel.has_value()) {
+    // A target still running (second Ctrl-C) must not wait for a reader that is gone.
+    alloc_channel->StopReading();
+    collector.mutable_allocations().Finish();
+    AllocRun run;
+    run.totals = alloc_channel->Totals();
+    run.rate_bytes = alloc_channel->rate_bytes();
+    run.duration_seconds = state.duration_seconds;
+    run.live_over_time = alloc_channel->live_over_time();
+    rusage children_after{};
+    ::getrusage(RUSAGE_CHILDREN, &children_after);
+    if (children_after.ru_maxrss > children_before.ru_maxrss) {
+      run.peak_rss_bytes = static_cast<uint64_t>(children_after.ru_maxrss) * 1024;
+    }
+    state.alloc = run;
+  }
   if (state.stopped_waiting && !target.wait_status().has_value()) {
     PrintError("second interrupt: stopped waiting for the target; writing what was recorded");
   }

@@ -5,6 +5,7 @@
 
 #include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
+#include "sampler/alloc_channel_layout.h"
 
 namespace nativeprof::unwind {
 
@@ -84,6 +85,19 @@ void StackCollector::OnSample(const sampler::SampleView& sample) {
     const uint32_t index = InternSample(sample, StackKind::kSwitch);
     ++stacks_[index].samples;
     off_cpu_.OnSwitchSample(stacks_[index].pid, stacks_[index].tid, sample.time_ns, index);
+    return;
+  }
+  if (sample.event == sampler::SampleEvent::kAlloc) {
+    ++stats_.alloc_samples;
+    const uint32_t index = InternSample(sample, StackKind::kAlloc);
+    ++stacks_[index].samples;
+    alloc_.OnAlloc(index, sample.addr, sample.period, sample.time_ns);
+    return;
+  }
+  if (sample.event == sampler::SampleEvent::kFree) {
+    ++stats_.free_samples;
+    alloc_.OnFree(sample.addr, (sample.period & alloc_channel::kFreeTemporary) != 0,
+                  sample.time_ns);
     return;
   }
   ++stats_.samples;

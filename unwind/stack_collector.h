@@ -18,6 +18,7 @@
 #include "sampler/module_registry.h"
 #include "sampler/process_table.h"
 #include "sampler/records.h"
+#include "unwind/alloc_tracker.h"
 #include "unwind/off_cpu_tracker.h"
 #include "unwind/unwinder.h"
 
@@ -72,6 +73,7 @@ class CollectedFrame {
 enum class StackKind : uint8_t {
   kCpu,     // the CPU sampling event; weight = sum of periods
   kSwitch,  // a switch-out (--off-cpu); its time off-CPU is in the OffCpuTracker's intervals
+  kAlloc,   // a sampled allocation (--alloc); its estimates are in the AllocTracker's sites
 };
 
 struct CollectedStack {
@@ -88,6 +90,8 @@ struct CollectedStack {
 struct CollectorStats {
   uint64_t samples = 0;         // CPU samples
   uint64_t switch_samples = 0;  // context-switch samples (--off-cpu)
+  uint64_t alloc_samples = 0;   // sampled allocations (--alloc)
+  uint64_t free_samples = 0;    // frees of sampled blocks (--alloc)
   uint64_t lost_records = 0;    // PERF_RECORD_LOST: samples and records the ring overwrote
   uint64_t lost_samples = 0;    // PERF_RECORD_LOST_SAMPLES
   uint64_t throttled = 0;       // PERF_RECORD_THROTTLE events
@@ -125,6 +129,9 @@ class StackCollector final : public sampler::RecordSink {
   void track_off_cpu() { track_off_cpu_ = true; }
   bool tracks_off_cpu() const { return track_off_cpu_; }
   const OffCpuTracker& off_cpu() const { return off_cpu_; }
+  // Allocation sites (--alloc). The caller sets the sampling rate and calls Finish at the end.
+  const AllocTracker& allocations() const { return alloc_; }
+  AllocTracker& mutable_allocations() { return alloc_; }
   OffCpuTracker& mutable_off_cpu() { return off_cpu_; }
 
   const std::vector<CollectedStack>& stacks() const { return stacks_; }
@@ -195,6 +202,7 @@ class StackCollector final : public sampler::RecordSink {
   CollectorStats stats_;
   MappingObserver mapping_observer_;
   OffCpuTracker off_cpu_;
+  AllocTracker alloc_;
   bool track_off_cpu_ = false;
   std::array<ThreadSlot, kThreadSlots> thread_slots_{};
   uint64_t names_generation_ = 1;

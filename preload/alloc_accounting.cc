@@ -1,0 +1,204 @@
+#include "preload/alloc_accounting.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+
+namespace nativeprof::preload {
+namespace {
+
+using alloc_channel::Control;
+using alloc_channel::ThreadSlot;
+
+// A thread's live-heap change is published once it passes this, so the global figure (and the
+// peak of a multi-threaded program) is never off by more than this per thread. Below it, the
+// peak check in CountAllocation keeps a single thread's peak exact.
+constexpr int64_t kFlushBytes = 1 << 20;
+
+__thread ThreadState t_state __attribute__((tls_model("initial-exec")));
+
+// 0: not attached yet, 1: attached (g_control set), 2: not profiling.
+std::atomic<int> g_attach_state{0};
+Control* g_control = nullptr;
+pthread_key_t g_thread_key;
+bool g_thread_key_ok = false;
+
+Control* Attach() {
+  // getenv allocates nothing, and environ is set before the process's first allocation.
+  const char* path = std::getenv(alloc_channel::kEnvChannel);
+  if (path == nullptr || *path == '\0') return nullptr;
+  const int fd = ::open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  struct stat st {};
+  void* base = MAP_FAILED;
+  if (::fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= sizeof(Control)) {
+    base = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                  0);
+  }
+  ::close(fd);
+  if (base == MAP_FAILED) return nullptr;
+  Control* c = static_cast<Control*>(base);
+  if (c->magic != alloc_channel::kMagic || c->version != alloc_channel::kVersion) {
+    ::munmap(base, static_cast<size_t>(st.st_size));
+    return nullptr;
+  }
+  c->processes.fetch_add(1, std::memory_order_relaxed);
+  return c;
+}
+
+void Add(std::atomic<uint64_t>& field, uint64_t n, bool shared) {
+  if (shared) {
+    field.fetch_add(n, std::memory_order_relaxed);
+  } else {
+    // The slot has one writer: a plain load and store (no locked instruction) is enough.
+    field.store(field.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+}
+
+void ClaimSlot(ThreadState& t, Control& c) {
+  const uint32_t i = c.slots_claimed.fetch_add(1, std::memory_order_relaxed);
+  if (i < alloc_channel::kThreadSlots) {
+    t.slot = &c.slots[i];
+    t.shared_slot = false;
+  } else {
+    t.slot = &c.overflow;
+    t.shared_slot = true;
+  }
+  // The key's destructor publishes the thread's pending live-heap change when it exits.
+  if (g_thread_key_ok) {
+    ++t.busy;  // pthread_setspecific may allocate its second-level array
+    (void)pthread_setspecific(g_thread_key, &t);
+    --t.busy;
+  }
+}
+
+uint64_t NextRandom(ThreadState& t) {
+  if (t.rng == 0) {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    t.rng = (static_cast<uint64_t>(ts.tv_nsec) ^ (reinterpret_cast<uintptr_t>(&t) << 16) ^
+             static_cast<uint64_t>(::gettid())) | 1;
+  }
+  // xorshift64*
+  t.rng ^= t.rng >> 12;
+  t.rng ^= t.rng << 25;
+  t.rng ^= t.rng >> 27;
+  return t.rng * 0x2545F4914F6CDD1Dull;
+}
+
+// Bytes until the next sample: exponentially distributed with mean `rate`, which makes sampling a
+// Poisson process over allocated bytes (each byte is sampled with probability 1/rate, whatever
+// the sizes around it), the scheme tcmalloc's heap profiler uses.
+int64_t NextSampleDistance(ThreadState& t, uint64_t rate) {
+  // 53 random bits in (0, 1].
+  const double u = (static_cast<double>(NextRandom(t) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+  const double d = -std::log(u) * static_cast<double>(rate);
+  return d >= 9.0e18 ? INT64_MAX : static_cast<int64_t>(d) + 1;
+}
+
+void ThreadExit(void* arg) {
+  ThreadState* t = static_cast<ThreadState*>(arg);
+  if (Control* c = Channel(); c != nullptr && t != nullptr) FlushLive(*t, *c);
+}
+
+void BeforeFork() {
+  ThreadState& t = CurrentThread();
+  if (Control* c = Channel(); c != nullptr && t.slot != nullptr) FlushLive(t, *c);
+}
+
+// The child shares the channel with its parent but not its slots: its copy of this thread must
+// count into a slot of its own.
+void InChildAfterFork() {
+  ThreadState& t = CurrentThread();
+  t.slot = nullptr;
+  t.shared_slot = false;
+  t.pending_live = 0;
+  if (Control* c = Channel(); c != nullptr) c->processes.fetch_add(1, std::memory_order_relaxed);
+}
+
+__attribute__((constructor)) void InitPreload() {
+  ThreadState& t = CurrentThread();
+  ++t.busy;  // both may allocate
+  g_thread_key_ok = pthread_key_create(&g_thread_key, ThreadExit) == 0;
+  (void)pthread_atfork(BeforeFork, nullptr, InChildAfterFork);
+  --t.busy;
+  (void)Channel();
+}
+
+}  // namespace
+
+ThreadState& CurrentThread() { return t_state; }
+
+Control* Channel() {
+  int state = g_attach_state.load(std::memory_order_acquire);
+  if (state == 0) {
+    // The first allocation of the process happens before it can start a thread, so there is no
+    // race to attach; the compare-exchange only keeps a second attach from happening.
+    int expected = 0;
+    if (g_attach_state.compare_exchange_strong(expected, 3, std::memory_order_acq_rel)) {
+      g_control = Attach();
+      g_attach_state.store(g_control != nullptr ? 1 : 2, std::memory_order_release);
+    }
+    state = g_attach_state.load(std::memory_order_acquire);
+  }
+  return state == 1 ? g_control : nullptr;
+}
+
+bool CountAllocation(ThreadState& t, Control& c, const void* user, size_t size) {
+  if (t.slot == nullptr) ClaimSlot(t, c);
+  ThreadSlot& s = *t.slot;
+  Add(s.alloc_calls, 1, t.shared_slot);
+  Add(s.alloc_bytes, size, t.shared_slot);
+  t.last_alloc = user;
+  t.pending_live += static_cast<int64_t>(size);
+  if (t.pending_live > kFlushBytes ||
+      c.live_bytes.load(std::memory_order_relaxed) + t.pending_live >
+          c.peak_bytes.load(std::memory_order_relaxed)) {
+    FlushLive(t, c);
+  }
+  const uint64_t rate = c.rate_bytes;
+  if (rate <= 1) return true;
+  if (t.until_sample == 0) t.until_sample = NextSampleDistance(t, rate);
+  t.until_sample -= static_cast<int64_t>(size);
+  if (t.until_sample > 0) return false;
+  // One allocation is sampled at most once however many sample points it spans; its weight
+  // (size / probability, in the profiler) accounts for the rest.
+  t.until_sample = NextSampleDistance(t, rate);
+  return true;
+}
+
+bool CountFree(ThreadState& t, Control& c, const void* user, size_t size) {
+  if (t.slot == nullptr) ClaimSlot(t, c);
+  ThreadSlot& s = *t.slot;
+  Add(s.free_calls, 1, t.shared_slot);
+  Add(s.freed_bytes, size, t.shared_slot);
+  const bool temporary = user == t.last_alloc;
+  if (temporary) {
+    Add(s.temporary, 1, t.shared_slot);
+    t.last_alloc = nullptr;
+  }
+  t.pending_live -= static_cast<int64_t>(size);
+  if (t.pending_live < -kFlushBytes) FlushLive(t, c);
+  return temporary;
+}
+
+void CountSampled(ThreadState& t) { Add(t.slot->sampled, 1, t.shared_slot); }
+
+void FlushLive(ThreadState& t, Control& c) {
+  if (t.pending_live == 0) return;
+  const int64_t live =
+      c.live_bytes.fetch_add(t.pending_live, std::memory_order_relaxed) + t.pending_live;
+  t.pending_live = 0;
+  int64_t peak = c.peak_bytes.load(std::memory_order_relaxed);
+  while (live > peak &&
+         !c.peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace nativeprof::preload

@@ -1,0 +1,287 @@
+// The allocation functions the preload interposes (LD_PRELOAD puts them before libc's), forwarding
+// to glibc's own implementation through its __libc_* entry points, which need no symbol lookup
+// and so are safe from the process's first allocation on.
+//
+// A profiled block carries a 16-byte header in front of the caller's pointer with its requested
+// size, so frees subtract exactly what was added (the live heap and its peak are in requested
+// bytes, as heaptrack counts them) and a sampled block's free can be reported. A pointer
+// without the header's tag (a block allocated before the channel was attached, or by a
+// non-interposed path) is forwarded unchanged.
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "preload/alloc_accounting.h"
+#include "preload/alloc_sample_writer.h"
+
+extern "C" {
+void* __libc_malloc(size_t size);
+void __libc_free(void* ptr);
+void* __libc_calloc(size_t n, size_t size);
+void* __libc_realloc(void* ptr, size_t size);
+void* __libc_memalign(size_t alignment, size_t size);
+}
+
+namespace nativeprof::preload {
+namespace {
+
+using alloc_channel::Control;
+
+struct BlockHeader {
+  uint64_t size;    // requested bytes
+  uint32_t offset;  // from the start of glibc's block to the caller's pointer
+  uint32_t tag;     // kTag | flags
+};
+static_assert(sizeof(BlockHeader) == 16);
+constexpr size_t kHeaderBytes = sizeof(BlockHeader);
+// The header's tag overlaps the upper half of glibc's chunk size field for blocks that are not
+// ours, which is 0 for every chunk under 4 GiB: no real chunk can carry this tag.
+constexpr uint32_t kTag = 0x6e70a10u << 4;
+constexpr uint32_t kTagMask = ~uint32_t{0xf};
+constexpr uint32_t kSampled = 1;    // its allocation is in the ring; its free must be too
+constexpr uint32_t kUncounted = 2;  // allocated inside the preload: not the program's
+constexpr size_t kMaxAlignment = size_t{1} << 30;
+
+BlockHeader* HeaderOf(void* user) {
+  return reinterpret_cast<BlockHeader*>(static_cast<char*>(user) - kHeaderBytes);
+}
+bool Ours(const BlockHeader* h) { return (h->tag & kTagMask) == kTag; }
+
+bool SamplingOn(const Control& c) {
+  static std::atomic<int> on{-1};
+  int v = on.load(std::memory_order_relaxed);
+  if (v < 0) {
+    v = SampleLayoutSupported(c) ? 1 : 0;
+    on.store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
+}
+
+// Writes the header of a new block and counts it. `base` is what glibc returned.
+void* Track(void* base, size_t size, size_t offset, const void* hook_frame) {
+  if (base == nullptr) return nullptr;
+  char* user = static_cast<char*>(base) + offset;
+  BlockHeader* h = HeaderOf(user);
+  h->size = size;
+  h->offset = static_cast<uint32_t>(offset);
+  uint32_t flags = 0;
+  ThreadState& t = CurrentThread();
+  Control* c = Channel();
+  if (t.busy != 0 || c == nullptr) {
+    flags = kUncounted;
+  } else {
+    ++t.busy;
+    if (CountAllocation(t, *c, user, size) && SamplingOn(*c) &&
+        WriteAllocSample(t, *c, CallSite{hook_frame}, user, size)) {
+      CountSampled(t);
+      flags = kSampled;
+    }
+    --t.busy;
+  }
+  h->tag = kTag | flags;
+  return user;
+}
+
+// Counts the release of a block of ours before glibc may hand its address out again (so its free
+// record precedes any new allocation at the same address in the ring).
+void CountRelease(void* user, const BlockHeader& h) {
+  if ((h.tag & kUncounted) != 0) return;
+  Control* c = Channel();
+  if (c == nullptr) return;
+  ThreadState& t = CurrentThread();
+  ++t.busy;
+  const bool temporary = CountFree(t, *c, user, h.size);
+  if ((h.tag & kSampled) != 0) WriteFreeSample(t, *c, user, temporary);
+  --t.busy;
+}
+
+void* Allocate(size_t size, const void* frame) {
+  if (Channel() == nullptr) return __libc_malloc(size);
+  if (size > SIZE_MAX - kHeaderBytes) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return Track(__libc_malloc(size + kHeaderBytes), size, kHeaderBytes, frame);
+}
+
+void* AllocateAligned(size_t alignment, size_t size, const void* frame) {
+  if (alignment <= kHeaderBytes) return Allocate(size, frame);
+  if (Channel() == nullptr || alignment > kMaxAlignment) return __libc_memalign(alignment, size);
+  if (size > SIZE_MAX - alignment) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  // The header sits in the alignment padding in front of the caller's pointer.
+  return Track(__libc_memalign(alignment, size + alignment), size, alignment, frame);
+}
+
+void Release(void* user) {
+  if (user == nullptr) return;
+  BlockHeader* h = HeaderOf(user);
+  if (!Ours(h)) {
+    __libc_free(user);
+    return;
+  }
+  const BlockHeader copy = *h;
+  h->tag = 0;  // a second free of this pointer is glibc's to diagnose, not ours to count again
+  CountRelease(user, copy);
+  __libc_free(static_cast<char*>(user) - copy.offset);
+}
+
+size_t RealUsableSize(void* base) {
+  using Fn = size_t (*)(void*);
+  static std::atomic<Fn> real{nullptr};
+  Fn fn = real.load(std::memory_order_relaxed);
+  if (fn == nullptr) {
+    ThreadState& t = CurrentThread();
+    ++t.busy;  // dlsym may allocate
+    fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "malloc_usable_size"));
+    --t.busy;
+    if (fn == nullptr) return 0;
+    real.store(fn, std::memory_order_relaxed);
+  }
+  return fn(base);
+}
+
+size_t UsableSize(void* user) {
+  if (user == nullptr) return 0;
+  BlockHeader* h = HeaderOf(user);
+  if (!Ours(h)) return RealUsableSize(user);
+  const size_t usable = RealUsableSize(static_cast<char*>(user) - h->offset);
+  return usable > h->offset ? usable - h->offset : 0;
+}
+
+void* Reallocate(void* user, size_t size, const void* frame) {
+  if (user == nullptr) return Allocate(size, frame);
+  if (size == 0) {  // glibc frees the block and returns NULL
+    Release(user);
+    return nullptr;
+  }
+  BlockHeader* h = HeaderOf(user);
+  if (!Ours(h) || h->offset != kHeaderBytes || (h->tag & kSampled) != 0) {
+    // A foreign or over-aligned block cannot grow in place with a header, and a sampled one is
+    // moved by hand so its free is in the ring before glibc can reuse its address.
+    void* moved = Allocate(size, frame);
+    if (moved == nullptr) return nullptr;
+    const size_t old_size = Ours(h) ? h->size : UsableSize(user);
+    std::memcpy(moved, user, old_size < size ? old_size : size);
+    Release(user);
+    return moved;
+  }
+  if (size > SIZE_MAX - kHeaderBytes) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  const BlockHeader old = *h;
+  void* base = __libc_realloc(static_cast<char*>(user) - kHeaderBytes, size + kHeaderBytes);
+  if (base == nullptr) return nullptr;  // the old block is untouched and still counted
+  CountRelease(user, old);
+  return Track(base, size, kHeaderBytes, frame);
+}
+
+bool IsPowerOfTwo(size_t n) { return n != 0 && (n & (n - 1)) == 0; }
+
+size_t PageSize() {
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+}  // namespace
+}  // namespace nativeprof::preload
+
+using nativeprof::preload::Allocate;
+using nativeprof::preload::AllocateAligned;
+using nativeprof::preload::Reallocate;
+
+// Every exported function is its own frame (noinline, frame pointer kept, no sibling calls), so
+// __builtin_frame_address(0) locates its caller's return address and stack.
+#define NP_EXPORT extern "C" __attribute__((visibility("default"), noinline))
+
+NP_EXPORT void* malloc(size_t size) { return Allocate(size, __builtin_frame_address(0)); }
+
+NP_EXPORT void free(void* ptr) { nativeprof::preload::Release(ptr); }
+
+NP_EXPORT void* calloc(size_t n, size_t size) {
+  size_t total = 0;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  using namespace nativeprof::preload;
+  if (Channel() == nullptr) return __libc_calloc(n, size);
+  if (total > SIZE_MAX - kHeaderBytes) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return Track(__libc_calloc(1, total + kHeaderBytes), total, kHeaderBytes,
+               __builtin_frame_address(0));
+}
+
+NP_EXPORT void* realloc(void* ptr, size_t size) {
+  return Reallocate(ptr, size, __builtin_frame_address(0));
+}
+
+NP_EXPORT void* reallocarray(void* ptr, size_t n, size_t size) {
+  size_t total = 0;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return Reallocate(ptr, total, __builtin_frame_address(0));
+}
+
+NP_EXPORT int posix_memalign(void** out, size_t alignment, size_t size) {
+  if (!nativeprof::preload::IsPowerOfTwo(alignment) || alignment % sizeof(void*) != 0) {
+    return EINVAL;
+  }
+  const int saved = errno;
+  void* p = AllocateAligned(alignment, size, __builtin_frame_address(0));
+  if (p == nullptr) {
+    errno = saved;
+    return ENOMEM;
+  }
+  *out = p;
+  return 0;
+}
+
+NP_EXPORT void* aligned_alloc(size_t alignment, size_t size) {
+  if (!nativeprof::preload::IsPowerOfTwo(alignment)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  return AllocateAligned(alignment, size, __builtin_frame_address(0));
+}
+
+NP_EXPORT void* memalign(size_t alignment, size_t size) {
+  // glibc rounds an alignment that is not a power of two up to one.
+  size_t a = alignment < sizeof(void*) ? sizeof(void*) : alignment;
+  if (!nativeprof::preload::IsPowerOfTwo(a)) {
+    if (a > (SIZE_MAX >> 1) + 1) {
+      errno = EINVAL;
+      return nullptr;
+    }
+    a = size_t{1} << (64 - __builtin_clzll(a));
+  }
+  return AllocateAligned(a, size, __builtin_frame_address(0));
+}
+
+NP_EXPORT void* valloc(size_t size) {
+  return AllocateAligned(nativeprof::preload::PageSize(), size, __builtin_frame_address(0));
+}
+
+NP_EXPORT void* pvalloc(size_t size) {
+  const size_t page = nativeprof::preload::PageSize();
+  size_t rounded = 0;
+  if (__builtin_add_overflow(size, page - 1, &rounded)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  rounded &= ~(page - 1);
+  return AllocateAligned(page, rounded == 0 ? page : rounded, __builtin_frame_address(0));
+}
+
+NP_EXPORT size_t malloc_usable_size(void* ptr) { return nativeprof::preload::UsableSize(ptr); }

@@ -1,0 +1,248 @@
+#include "preload/alloc_sample_writer.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <ctime>
+
+namespace nativeprof::preload {
+namespace {
+
+using alloc_channel::Control;
+
+constexpr uint64_t kSupportedSampleType =
+    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+    PERF_SAMPLE_ADDR | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN |
+    PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+// perf_regs indexes (arch/x86/include/uapi/asm/perf_regs.h) of what a call site defines.
+constexpr int kRegBp = 6, kRegSp = 7, kRegIp = 8;
+constexpr size_t kMaxRegs = 64;
+
+uint64_t NowNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+perf_event_mmap_page* RingMeta(Control& c) {
+  return reinterpret_cast<perf_event_mmap_page*>(reinterpret_cast<char*>(&c) + c.ring_offset);
+}
+
+uintptr_t StackTop(ThreadState& t) {
+  if (t.stack_top == 0) {
+    pthread_attr_t attr;
+    // Reads /proc/self/maps for the main thread and allocates: the caller is marked busy.
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* low = nullptr;
+      size_t size = 0;
+      if (pthread_attr_getstack(&attr, &low, &size) == 0) {
+        t.stack_top = reinterpret_cast<uintptr_t>(low) + size;
+      }
+      pthread_attr_destroy(&attr);
+    }
+    if (t.stack_top == 0) t.stack_top = 1;  // unknown: copy nothing rather than fault
+  }
+  return t.stack_top;
+}
+
+void Lock(Control& c) {
+  for (int spins = 0; c.ring_lock.exchange(1, std::memory_order_acquire) != 0; ++spins) {
+    if (spins > 64) sched_yield();
+  }
+}
+void Unlock(Control& c) { c.ring_lock.store(0, std::memory_order_release); }
+
+void Wake(Control& c) {
+  if (c.wake_pending.exchange(1, std::memory_order_acq_rel) != 0) return;
+  // Opened once per process image (the profiler holds the read end); a fork shares it.
+  static std::atomic<int> wake_fd{-2};
+  int fd = wake_fd.load(std::memory_order_relaxed);
+  if (fd == -2) {
+    fd = ::open(c.wake_path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    wake_fd.store(fd, std::memory_order_relaxed);
+  }
+  if (fd >= 0) (void)!::write(fd, "w", 1);
+}
+
+// Waits, holding the lock, until `size` bytes are free; false if the reader is gone or too slow.
+bool WaitForSpace(Control& c, perf_event_mmap_page* meta, uint64_t head, uint64_t size) {
+  const uint64_t data_bytes = c.ring_data_bytes;
+  uint64_t waited_since = 0;
+  while (data_bytes - (head - __atomic_load_n(&meta->data_tail, __ATOMIC_ACQUIRE)) < size) {
+    if (c.reader_gone.load(std::memory_order_relaxed) != 0) return false;
+    const uint64_t now = NowNs();
+    if (waited_since == 0) waited_since = now;
+    if (now - waited_since > kMaxWaitNs) return false;
+    Wake(c);
+    timespec pause{0, 50'000};
+    ::nanosleep(&pause, nullptr);
+  }
+  return true;
+}
+
+struct SampleFields {
+  uint64_t id = 0;
+  uint64_t ip = 0;
+  uint64_t addr = 0;
+  uint64_t period = 0;
+  uint64_t time_ns = 0;
+  const uint64_t* regs = nullptr;  // indexed by perf_regs index; null: no user registers
+  const uint8_t* stack = nullptr;
+  size_t stack_bytes = 0;
+};
+
+// Counts the bytes a record takes.
+class SizeCounter {
+ public:
+  void Bytes(const void*, size_t n) { size_ += n; }
+  size_t size() const { return size_; }
+
+ private:
+  size_t size_ = 0;
+};
+
+// Copies a record straight into the ring at `head` (the stack copy is too big to stage on the
+// target's own stack), wrapping at the end of the data area.
+class RingWriter {
+ public:
+  RingWriter(uint8_t* data, uint64_t mask, uint64_t head) : data_(data), mask_(mask), at_(head) {}
+  void Bytes(const void* p, size_t n) {
+    const uint8_t* from = static_cast<const uint8_t*>(p);
+    while (n > 0) {
+      const uint64_t offset = at_ & mask_;
+      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(n, mask_ + 1 - offset));
+      std::memcpy(data_ + offset, from, chunk);
+      from += chunk;
+      at_ += chunk;
+      n -= chunk;
+    }
+  }
+
+ private:
+  uint8_t* data_;
+  uint64_t mask_;
+  uint64_t at_;
+};
+
+template <typename Out>
+void U64(Out& out, uint64_t v) {
+  out.Bytes(&v, 8);
+}
+
+// Writes the fields in perf's order for c.sample_type (perf_output_sample).
+template <typename Out>
+void Encode(const Control& c, const SampleFields& f, uint16_t size, Out& out) {
+  const perf_event_header h{PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER, size};
+  out.Bytes(&h, sizeof(h));
+  const uint64_t st = c.sample_type;
+  if (st & PERF_SAMPLE_IDENTIFIER) U64(out, f.id);
+  if (st & PERF_SAMPLE_IP) U64(out, f.ip);
+  if (st & PERF_SAMPLE_TID) {
+    const uint32_t ids[2] = {static_cast<uint32_t>(::getpid()), static_cast<uint32_t>(::gettid())};
+    out.Bytes(ids, 8);
+  }
+  if (st & PERF_SAMPLE_TIME) U64(out, f.time_ns);
+  if (st & PERF_SAMPLE_ADDR) U64(out, f.addr);
+  if (st & PERF_SAMPLE_CPU) {
+    const int cpu = sched_getcpu();
+    const uint32_t fields[2] = {cpu < 0 ? 0u : static_cast<uint32_t>(cpu), 0};
+    out.Bytes(fields, 8);
+  }
+  if (st & PERF_SAMPLE_PERIOD) U64(out, f.period);
+  if (st & PERF_SAMPLE_CALLCHAIN) U64(out, 0);  // no frames: the profiler unwinds the stack copy
+  if (st & PERF_SAMPLE_REGS_USER) {
+    if (f.regs == nullptr) {
+      U64(out, PERF_SAMPLE_REGS_ABI_NONE);
+    } else {
+      U64(out, PERF_SAMPLE_REGS_ABI_64);
+      for (uint64_t rest = c.sample_regs_user; rest != 0; rest &= rest - 1) {
+        U64(out, f.regs[__builtin_ctzll(rest)]);
+      }
+    }
+  }
+  if (st & PERF_SAMPLE_STACK_USER) {
+    if (f.regs == nullptr || f.stack_bytes == 0) {
+      U64(out, 0);
+    } else {
+      const size_t padded = (f.stack_bytes + 7) & ~size_t{7};
+      U64(out, padded);
+      out.Bytes(f.stack, f.stack_bytes);
+      static const uint8_t kZero[8] = {};
+      out.Bytes(kZero, padded - f.stack_bytes);
+      U64(out, f.stack_bytes);
+    }
+  }
+}
+
+bool Publish(Control& c, SampleFields& f) {
+  SizeCounter counter;
+  Encode(c, f, 0, counter);
+  const size_t size = counter.size();
+  perf_event_mmap_page* meta = RingMeta(c);
+  uint8_t* data = reinterpret_cast<uint8_t*>(meta) + meta->data_offset;
+  Lock(c);
+  const uint64_t head = meta->data_head;  // only writers holding the lock move it
+  if (!WaitForSpace(c, meta, head, size)) {
+    Unlock(c);
+    c.lost_samples.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  // Taken under the lock, so the ring is in time order across every writer.
+  f.time_ns = NowNs();
+  RingWriter writer(data, c.ring_data_bytes - 1, head);
+  Encode(c, f, static_cast<uint16_t>(size), writer);
+  __atomic_store_n(&meta->data_head, head + size, __ATOMIC_RELEASE);
+  const uint64_t used = head + size - __atomic_load_n(&meta->data_tail, __ATOMIC_ACQUIRE);
+  Unlock(c);
+  if (used >= c.ring_data_bytes / 4) Wake(c);
+  return true;
+}
+
+}  // namespace
+
+bool SampleLayoutSupported(const Control& c) {
+  return (c.sample_type & ~kSupportedSampleType) == 0 && (c.sample_type & PERF_SAMPLE_IDENTIFIER) &&
+         c.ring_data_bytes != 0 && (c.ring_data_bytes & (c.ring_data_bytes - 1)) == 0 &&
+         c.stack_user_bytes <= 60000;  // a record's size is a u16
+}
+
+bool WriteAllocSample(ThreadState& t, Control& c, CallSite site, const void* user, size_t size) {
+  // The hook's frame: [saved caller rbp][return address], then the caller's stack.
+  const uint64_t* frame = static_cast<const uint64_t*>(site.hook_frame);
+  const uint64_t return_address = frame[1];
+  const uintptr_t caller_sp = reinterpret_cast<uintptr_t>(frame + 2);
+  uint64_t regs[kMaxRegs] = {};
+  regs[kRegBp] = frame[0];
+  regs[kRegSp] = caller_sp;
+  // The call instruction, not the one after it: the caller's leaf frame then names the line of
+  // the call, and the unwinder looks up the call's CFI row as for any interrupted instruction.
+  regs[kRegIp] = return_address - 1;
+  const uintptr_t top = StackTop(t);
+  size_t stack_bytes = 0;
+  if (top > caller_sp) {
+    stack_bytes = static_cast<size_t>(std::min<uintptr_t>(top - caller_sp, c.stack_user_bytes));
+  }
+  SampleFields f;
+  f.id = alloc_channel::kAllocSampleId;
+  f.ip = regs[kRegIp];
+  f.addr = reinterpret_cast<uintptr_t>(user);
+  f.period = size;
+  f.regs = regs;
+  f.stack = reinterpret_cast<const uint8_t*>(caller_sp);
+  f.stack_bytes = stack_bytes;
+  return Publish(c, f);
+}
+
+void WriteFreeSample(ThreadState& t, Control& c, const void* user, bool temporary) {
+  SampleFields f;
+  f.id = alloc_channel::kFreeSampleId;
+  f.addr = reinterpret_cast<uintptr_t>(user);
+  f.period = temporary ? alloc_channel::kFreeTemporary : 0;
+  (void)Publish(c, f);
+}
+
+}  // namespace nativeprof::preload

@@ -1,0 +1,32 @@
+// Inside the profiled process: writes a sampled allocation (the caller's registers and a copy of
+// its stack, to be unwound by the profiler's DWARF pipeline, not here) or the free of a sampled
+// block into the channel's ring as a PERF_RECORD_SAMPLE in the session's own sample layout.
+// Writers of every profiled process serialize on the channel's ring lock and take the record's
+// time under it, so the ring is in time order like a kernel CPU ring. A full ring makes the
+// writer wait for the profiler (up to kMaxWaitNs, then the sample is dropped and counted), so
+// samples are not lost to a drain thread that is merely behind.
+#ifndef NATIVEPROF_PRELOAD_ALLOC_SAMPLE_WRITER_H_
+#define NATIVEPROF_PRELOAD_ALLOC_SAMPLE_WRITER_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "preload/alloc_accounting.h"
+#include "sampler/alloc_channel_layout.h"
+
+namespace nativeprof::preload {
+
+inline constexpr uint64_t kMaxWaitNs = 2'000'000'000;
+
+// False when the channel's sample layout has fields the preload cannot write (the profiler never
+// asks for those); sampling is then off and only the totals are counted.
+bool SampleLayoutSupported(const alloc_channel::Control& c);
+
+// Returns false if the sample was dropped (then the block must not be marked as sampled).
+bool WriteAllocSample(ThreadState& t, alloc_channel::Control& c, CallSite site, const void* user,
+                      size_t size);
+void WriteFreeSample(ThreadState& t, alloc_channel::Control& c, const void* user, bool temporary);
+
+}  // namespace nativeprof::preload
+
+#endif  // NATIVEPROF_PRELOAD_ALLOC_SAMPLE_WRITER_H_

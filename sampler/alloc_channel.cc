@@ -1,0 +1,161 @@
+#include "sampler/alloc_channel.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "base/errno_status.h"
+#include "sampler/record_sorter.h"
+
+namespace nativeprof::sampler {
+namespace {
+
+using alloc_channel::Control;
+
+size_t PageSize() { return static_cast<size_t>(::sysconf(_SC_PAGESIZE)); }
+
+size_t FileBytes(size_t ring_data_bytes) {
+  return alloc_channel::RingOffset(PageSize()) + PageSize() + ring_data_bytes;
+}
+
+}  // namespace
+
+absl::StatusOr<AllocChannel> AllocChannel::Create(const std::string& dir, uint64_t rate_bytes,
+                                                  size_t ring_data_bytes) {
+  if (ring_data_bytes == 0 || (ring_data_bytes & (ring_data_bytes - 1)) != 0) {
+    return absl::InvalidArgumentError("the allocation ring size must be a power of two");
+  }
+  static std::atomic<int> counter{0};
+  AllocChannel ch;
+  const std::string stem = absl::StrCat(dir, "/nativeprof-alloc-", ::getpid(), "-",
+                                        counter.fetch_add(1, std::memory_order_relaxed));
+  ch.path_ = stem;
+  ch.fifo_path_ = absl::StrCat(stem, ".wake");
+  if (ch.fifo_path_.size() >= sizeof(Control::wake_path)) {
+    return absl::InvalidArgumentError(absl::StrCat("path too long for the allocation channel: ",
+                                                   ch.fifo_path_));
+  }
+  ScopedFd fd(::open(ch.path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd.valid()) return ErrnoError(absl::StrCat("cannot create ", ch.path_));
+  const size_t bytes = FileBytes(ring_data_bytes);
+  if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) {
+    absl::Status st = ErrnoError(absl::StrCat("cannot size ", ch.path_));
+    ::unlink(ch.path_.c_str());
+    return st;
+  }
+  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  if (base == MAP_FAILED) {
+    absl::Status st = ErrnoError(absl::StrCat("cannot map ", ch.path_));
+    ::unlink(ch.path_.c_str());
+    return st;
+  }
+  ch.map_ = ScopedMmap(base, bytes);
+  if (::mkfifo(ch.fifo_path_.c_str(), 0600) != 0) {
+    absl::Status st = ErrnoError(absl::StrCat("cannot create ", ch.fifo_path_));
+    ::unlink(ch.path_.c_str());
+    return st;
+  }
+  // Read end, non-blocking, so opening needs no writer; the preload opens the write end.
+  ch.fifo_ = ScopedFd(::open(ch.fifo_path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!ch.fifo_.valid()) return ErrnoError(absl::StrCat("cannot open ", ch.fifo_path_));
+  // A FIFO whose last writer closed polls POLLHUP for good; holding a write end ourselves keeps
+  // it quiet between the preload's processes.
+  ch.fifo_writer_ = ScopedFd(::open(ch.fifo_path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!ch.fifo_writer_.valid()) return ErrnoError(absl::StrCat("cannot open ", ch.fifo_path_));
+
+  // The file is zero-filled: only the fixed fields need values. The magic is written last (by
+  // Configure), so a preload that maps the file early sees no channel rather than half of one.
+  Control* c = new (base) Control();
+  c->rate_bytes = rate_bytes == 0 ? 1 : rate_bytes;
+  c->ring_offset = alloc_channel::RingOffset(PageSize());
+  c->ring_data_bytes = ring_data_bytes;
+  std::memcpy(c->wake_path, ch.fifo_path_.c_str(), ch.fifo_path_.size() + 1);
+  auto* meta = reinterpret_cast<perf_event_mmap_page*>(static_cast<char*>(base) + c->ring_offset);
+  meta->data_offset = PageSize();
+  meta->data_size = ring_data_bytes;
+  return ch;
+}
+
+AllocChannel::AllocChannel(AllocChannel&& other) noexcept
+    : path_(std::move(other.path_)),
+      fifo_path_(std::move(other.fifo_path_)),
+      map_(std::move(other.map_)),
+      fifo_(std::move(other.fifo_)),
+      fifo_writer_(std::move(other.fifo_writer_)),
+      series_(std::move(other.series_)),
+      series_interval_ns_(other.series_interval_ns_) {
+  other.path_.clear();
+  other.fifo_path_.clear();
+}
+
+AllocChannel::~AllocChannel() {
+  if (!path_.empty()) ::unlink(path_.c_str());
+  if (!fifo_path_.empty()) ::unlink(fifo_path_.c_str());
+}
+
+void AllocChannel::Configure(const perf_event_attr& attr) {
+  Control* c = control();
+  c->sample_type = attr.sample_type;
+  c->sample_regs_user = attr.sample_regs_user;
+  c->stack_user_bytes = attr.sample_stack_user;
+  c->version = alloc_channel::kVersion;
+  std::atomic_thread_fence(std::memory_order_release);
+  c->magic = alloc_channel::kMagic;
+}
+
+RingBuffer AllocChannel::Ring() const {
+  Control* c = control();
+  auto* meta = reinterpret_cast<perf_event_mmap_page*>(reinterpret_cast<char*>(c) + c->ring_offset);
+  return RingBuffer(meta, reinterpret_cast<uint8_t*>(meta) + meta->data_offset,
+                    c->ring_data_bytes);
+}
+
+void AllocChannel::AfterDrain() {
+  char buf[64];
+  while (::read(fifo_.get(), buf, sizeof(buf)) > 0) {
+  }
+  control()->wake_pending.store(0, std::memory_order_release);
+
+  const uint64_t now = MonotonicNowNs();
+  if (!series_.empty() && now < series_.back().first + series_interval_ns_) return;
+  if (series_.size() >= kMaxPoints) {
+    size_t kept = 0;
+    for (size_t i = 0; i < series_.size(); i += 2) series_[kept++] = series_[i];
+    series_.resize(kept);
+    series_interval_ns_ *= 2;
+  }
+  series_.emplace_back(now, Totals().live_bytes());
+}
+
+void AllocChannel::StopReading() {
+  control()->reader_gone.store(1, std::memory_order_relaxed);
+}
+
+AllocTotals AllocChannel::Totals() const {
+  const Control* c = control();
+  AllocTotals t;
+  auto add = [&t](const alloc_channel::ThreadSlot& s) {
+    t.alloc_calls += s.alloc_calls.load(std::memory_order_relaxed);
+    t.alloc_bytes += s.alloc_bytes.load(std::memory_order_relaxed);
+    t.free_calls += s.free_calls.load(std::memory_order_relaxed);
+    t.freed_bytes += s.freed_bytes.load(std::memory_order_relaxed);
+    t.temporary += s.temporary.load(std::memory_order_relaxed);
+    t.sampled += s.sampled.load(std::memory_order_relaxed);
+  };
+  const uint32_t claimed = c->slots_claimed.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < claimed && i < alloc_channel::kThreadSlots; ++i) add(c->slots[i]);
+  add(c->overflow);
+  t.lost_samples = c->lost_samples.load(std::memory_order_relaxed);
+  t.processes = c->processes.load(std::memory_order_relaxed);
+  const int64_t peak = c->peak_bytes.load(std::memory_order_relaxed);
+  t.peak_bytes = peak > 0 ? static_cast<uint64_t>(peak) : 0;
+  return t;
+}
+
+}  // namespace nativeprof::sampler

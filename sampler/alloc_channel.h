@@ -1,0 +1,87 @@
+// The profiler's end of the allocation channel (alloc_channel_layout.h): creates the shared file
+// and the wake FIFO that `record --alloc` names to the preload through NATIVEPROF_ALLOC_CHANNEL,
+// writes the session's sample layout into it before the command execs, reads the preload's ring
+// (as one more time-ordered ring of the Session) and the exact totals, and removes both files when
+// destroyed. Drain thread only, apart from the read-only Totals().
+#ifndef NATIVEPROF_SAMPLER_ALLOC_CHANNEL_H_
+#define NATIVEPROF_SAMPLER_ALLOC_CHANNEL_H_
+
+#include <linux/perf_event.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "base/scoped_fd.h"
+#include "sampler/alloc_channel_layout.h"
+#include "sampler/ring_buffer.h"
+
+namespace nativeprof::sampler {
+
+// The exact figures, summed over every thread of every profiled process.
+struct AllocTotals {
+  uint64_t alloc_calls = 0;
+  uint64_t alloc_bytes = 0;   // requested
+  uint64_t free_calls = 0;
+  uint64_t freed_bytes = 0;
+  uint64_t temporary = 0;
+  uint64_t sampled = 0;       // allocations written to the ring
+  uint64_t lost_samples = 0;  // samples the preload dropped (ring full for 2 s)
+  uint64_t processes = 0;     // processes whose preload attached
+  uint64_t peak_bytes = 0;    // most bytes live at once (exact for one thread; see the preload)
+  uint64_t live_bytes() const { return alloc_bytes > freed_bytes ? alloc_bytes - freed_bytes : 0; }
+  uint64_t live_blocks() const { return alloc_calls > free_calls ? alloc_calls - free_calls : 0; }
+};
+
+class AllocChannel {
+ public:
+  // Creates `<dir>/nativeprof-alloc-<pid>-<n>` (mode 0600) with a ring of `ring_data_bytes` (a
+  // power of two) and its FIFO. `rate_bytes`: mean bytes between samples, 1 = every allocation.
+  static absl::StatusOr<AllocChannel> Create(const std::string& dir, uint64_t rate_bytes,
+                                             size_t ring_data_bytes);
+  AllocChannel(AllocChannel&&) noexcept;
+  AllocChannel& operator=(AllocChannel&&) = delete;
+  ~AllocChannel();
+
+  // The value of NATIVEPROF_ALLOC_CHANNEL for the command.
+  const std::string& path() const { return path_; }
+  uint64_t rate_bytes() const { return control()->rate_bytes; }
+
+  // Tells the preload the session's layout; before the command execs.
+  void Configure(const perf_event_attr& attr);
+  // A reader of the preload's ring, for the Session. Valid while this channel lives.
+  RingBuffer Ring() const;
+  // Readable when the preload wants its ring drained (it filled a quarter of it).
+  int wake_fd() const { return fifo_.get(); }
+  // After each drain: empties the FIFO, re-arms the preload's wakeup and notes the live heap.
+  void AfterDrain();
+  // Writers stop waiting for room and drop samples from now on (the profiler is going away).
+  void StopReading();
+
+  AllocTotals Totals() const;
+  // (CLOCK_MONOTONIC ns, exact live bytes) as of each drain, at most one point per interval; the
+  // interval doubles whenever the series would pass kMaxPoints, so a long run keeps a bounded,
+  // evenly spaced series.
+  const std::vector<std::pair<uint64_t, uint64_t>>& live_over_time() const { return series_; }
+  static constexpr size_t kMaxPoints = 4096;
+
+ private:
+  AllocChannel() = default;
+  alloc_channel::Control* control() const {
+    return static_cast<alloc_channel::Control*>(map_.get());
+  }
+
+  std::string path_;
+  std::string fifo_path_;
+  ScopedMmap map_;
+  ScopedFd fifo_;
+  ScopedFd fifo_writer_;
+  std::vector<std::pair<uint64_t, uint64_t>> series_;
+  uint64_t series_interval_ns_ = 10'000'000;
+};
+
+}  // namespace nativeprof::sampler
+
+#endif  // NATIVEPROF_SAMPLER_ALLOC_CHANNEL_H_

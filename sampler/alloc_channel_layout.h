@@ -1,0 +1,83 @@
+// The memory shared between `record --alloc` and the allocation preload library in every process
+// it profiles: one file (in /dev/shm) that the profiler creates and fills with its sampling format
+// before the command execs, and that each process's preload maps at start-up. It holds
+//   - the exact totals, counted on every call into one slot per thread (each slot is written by
+//     its thread only, with plain stores, so counting costs no atomic read-modify-write), plus
+//     the global live heap and its peak;
+//   - a ring with the layout of a perf mmap ring (a perf_event_mmap_page, then a power-of-two
+//     data area) into which the preload writes PERF_RECORD_SAMPLE records of sampled
+//     allocations and of their frees, in the session's own sample layout, so the profiler reads
+//     them with its RingBuffer and time-merges them with the kernel's rings like any other.
+// Header only and free of dependencies: the preload (which runs inside the target and may not use
+// the profiler's libraries) includes it too. Every field is read and written through lock-free
+// atomics, which are address-free, so they work across processes.
+#ifndef NATIVEPROF_SAMPLER_ALLOC_CHANNEL_LAYOUT_H_
+#define NATIVEPROF_SAMPLER_ALLOC_CHANNEL_LAYOUT_H_
+
+#include <linux/perf_event.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace nativeprof::alloc_channel {
+
+// The environment variable that names the channel file for the preload.
+inline constexpr char kEnvChannel[] = "NATIVEPROF_ALLOC_CHANNEL";
+inline constexpr uint64_t kMagic = 0x6e70616c6c6f6331ull;  // "npalloc1"
+inline constexpr uint32_t kVersion = 1;
+
+// Identifiers (PERF_SAMPLE_IDENTIFIER) of the preload's records. The kernel numbers its events
+// from 1 up; these cannot collide.
+inline constexpr uint64_t kAllocSampleId = ~uint64_t{0};
+inline constexpr uint64_t kFreeSampleId = ~uint64_t{0} - 1;
+
+// Bits of a free record's `period` (a free has no period of its own).
+inline constexpr uint64_t kFreeTemporary = 1;  // freed before its thread allocated again
+
+// One thread's exact counts. Written only by the thread that claimed it (relaxed load + store),
+// read by the profiler at any time; totals are sums over every slot.
+struct alignas(64) ThreadSlot {
+  std::atomic<uint64_t> alloc_calls;
+  std::atomic<uint64_t> alloc_bytes;   // requested bytes
+  std::atomic<uint64_t> free_calls;    // frees of non-null pointers allocated while profiled
+  std::atomic<uint64_t> freed_bytes;
+  std::atomic<uint64_t> temporary;     // allocations freed before their thread allocated again
+  std::atomic<uint64_t> sampled;       // allocations written to the ring
+};
+
+inline constexpr size_t kThreadSlots = 8192;
+
+struct alignas(64) Control {
+  // Written by the profiler before the target starts; read-only afterwards.
+  uint64_t magic;
+  uint32_t version;
+  uint32_t stack_user_bytes;          // bytes of stack each sample copies (attr.sample_stack_user)
+  uint64_t sample_type;               // the session's attr.sample_type
+  uint64_t sample_regs_user;          // the session's attr.sample_regs_user
+  uint64_t rate_bytes;                // mean bytes between samples; 1 = every allocation
+  uint64_t ring_offset;               // file offset of the ring's perf_event_mmap_page
+  uint64_t ring_data_bytes;           // size of the data area that follows it (a power of two)
+  char wake_path[256];                // a FIFO the preload writes a byte to when the ring fills
+
+  // Shared state.
+  alignas(64) std::atomic<uint32_t> ring_lock;  // 0 free, 1 held: serializes ring writers
+  std::atomic<uint32_t> wake_pending;  // a wake byte is in the FIFO and not yet read
+  std::atomic<uint32_t> reader_gone;   // the profiler stopped reading: writers drop samples
+  std::atomic<uint32_t> processes;     // processes whose preload attached
+  std::atomic<uint64_t> lost_samples;  // samples dropped (ring full for too long, or no reader)
+  std::atomic<uint32_t> slots_claimed; // next free slot index (may exceed kThreadSlots)
+  alignas(64) std::atomic<int64_t> live_bytes;   // flushed per-thread deltas (see the preload)
+  std::atomic<int64_t> peak_bytes;               // the most live_bytes has been
+  alignas(64) ThreadSlot overflow;     // shared by threads past kThreadSlots (atomic adds)
+  ThreadSlot slots[kThreadSlots];
+};
+
+// The ring starts on the first page boundary after the control block.
+inline constexpr size_t RingOffset(size_t page_size) {
+  return (sizeof(Control) + page_size - 1) / page_size * page_size;
+}
+
+}  // namespace nativeprof::alloc_channel
+
+#endif  // NATIVEPROF_SAMPLER_ALLOC_CHANNEL_LAYOUT_H_

@@ -1,0 +1,150 @@
+#include "tools/alloc_report.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "output/text_report.h"
+
+namespace nativeprof::tools {
+namespace {
+
+struct AllocView {
+  const char* name;
+  symbolize::ProfileView view;
+  const char* metric;
+};
+constexpr AllocView kViews[] = {
+    {kAllocBytesView, symbolize::ProfileView::kAllocBytes, "bytes allocated"},
+    {kAllocCountView, symbolize::ProfileView::kAllocCount, "allocations"},
+    {kTemporaryView, symbolize::ProfileView::kTemporary, "temporary allocations"},
+    {kPeakView, symbolize::ProfileView::kPeakBytes, "bytes live at the peak"},
+    {kLeakedView, symbolize::ProfileView::kLeakedBytes, "bytes leaked"},
+};
+
+double Share(uint64_t part, uint64_t whole) {
+  return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+
+}  // namespace
+
+std::string FormatBytes(double bytes) {
+  if (bytes < 10'000) return absl::StrCat(output::WithThousands(std::llround(bytes)), " B");
+  const char* units[] = {"kB", "MB", "GB", "TB"};
+  double v = bytes / 1000;
+  int u = 0;
+  while (v >= 1000 && u < 3) {
+    v /= 1000;
+    ++u;
+  }
+  return absl::StrFormat("%.1f %s", v, units[u]);
+}
+
+std::vector<ViewOutput> AllocOutputs(const RecordOptions& o) {
+  std::vector<ViewOutput> out;
+  for (const RecordOutput& r : o.outputs) {
+    if (r.format == output::OutputFormat::kPprof) {
+      out.push_back({RecordOptions::ViewPath(r.path, kHeapView), r.format,
+                     symbolize::ProfileView::kHeap});
+      continue;
+    }
+    if (r.format == output::OutputFormat::kSpeedscope) {
+      out.push_back({RecordOptions::ViewPath(r.path, kAllocBytesView), r.format,
+                     symbolize::ProfileView::kAllocBytes});
+      continue;
+    }
+    for (const AllocView& v : kViews) {
+      out.push_back({RecordOptions::ViewPath(r.path, v.name), r.format, v.view});
+    }
+  }
+  return out;
+}
+
+nlohmann::json AllocJson(const RecordOptions& o, const AllocRun& run,
+                         const unwind::StackCollector& collector) {
+  const sampler::AllocTotals& t = run.totals;
+  nlohmann::json j;
+  j["rate_bytes"] = run.rate_bytes;
+  j["exact"] = {
+      {"allocation_calls", t.alloc_calls},
+      {"allocated_bytes", t.alloc_bytes},
+      {"free_calls", t.free_calls},
+      {"freed_bytes", t.freed_bytes},
+      {"temporary_allocations", t.temporary},
+      {"peak_heap_bytes", t.peak_bytes},
+      {"leaked_bytes", t.live_bytes()},
+      {"leaked_blocks", t.live_blocks()},
+      {"calls_per_second",
+       run.duration_seconds > 0 ? static_cast<double>(t.alloc_calls) / run.duration_seconds : 0.0},
+  };
+  if (run.peak_rss_bytes != 0) j["peak_rss_bytes"] = run.peak_rss_bytes;
+  j["processes"] = t.processes;
+  const unwind::AllocTracker& tracker = collector.allocations();
+  j["sampling"] = {
+      {"sampled_allocations", t.sampled},
+      {"lost_samples", t.lost_samples},
+      {"unmatched_frees", tracker.unmatched_frees()},
+      {"weights", run.rate_bytes <= 1 ? "exact: every allocation is sampled"
+                                      : "each sample of size s stands for s / (1 - exp(-s / "
+                                        "rate_bytes)) bytes and 1 / (1 - exp(-s / rate_bytes)) "
+                                        "allocations (unbiased estimates)"},
+  };
+  nlohmann::json series = nlohmann::json::array();
+  for (const auto& [time, live] : run.live_over_time) series.push_back({time, live});
+  j["live_heap_over_time"] = {{"unit", "[CLOCK_MONOTONIC ns, live bytes]"},
+                              {"points", std::move(series)}};
+  nlohmann::json files = nlohmann::json::array();
+  for (const ViewOutput& v : AllocOutputs(o)) {
+    const char* metric = "heap profile: alloc/inuse(at peak)/leaked objects and space";
+    for (const AllocView& a : kViews) {
+      if (a.view == v.view) metric = a.metric;
+    }
+    files.push_back({{"path", v.path}, {"metric", metric}});
+  }
+  j["outputs"] = std::move(files);
+  return j;
+}
+
+std::vector<std::string> AllocSummaryLines(const AllocRun& run) {
+  const sampler::AllocTotals& t = run.totals;
+  std::vector<std::string> lines;
+  if (t.processes == 0) {
+    lines.push_back(
+        "allocations: the allocation library was not loaded into the command (a setuid program, "
+        "a static binary started by it, or LD_PRELOAD cleared): nothing was counted");
+    return lines;
+  }
+  const double rate =
+      run.duration_seconds > 0 ? static_cast<double>(t.alloc_calls) / run.duration_seconds : 0;
+  lines.push_back(absl::StrFormat(
+      "allocations: %s calls (%s/s), %s allocated, %s frees; %s temporary (%.1f %% of calls)",
+      output::WithThousands(t.alloc_calls), output::WithThousands(std::llround(rate)),
+      FormatBytes(static_cast<double>(t.alloc_bytes)), output::WithThousands(t.free_calls),
+      output::WithThousands(t.temporary), Share(t.temporary, t.alloc_calls)));
+  std::string peak = absl::StrCat("peak heap ", FormatBytes(static_cast<double>(t.peak_bytes)));
+  if (run.peak_rss_bytes != 0) {
+    absl::StrAppend(&peak, ", peak RSS ", FormatBytes(static_cast<double>(run.peak_rss_bytes)));
+  }
+  lines.push_back(absl::StrCat(
+      peak, "; leaked ", FormatBytes(static_cast<double>(t.live_bytes())), " in ",
+      output::Plural(t.live_blocks(), "block", "blocks"), "; ",
+      run.rate_bytes <= 1
+          ? absl::StrCat("every allocation sampled (", output::WithThousands(t.sampled), ")")
+          : absl::StrCat(output::WithThousands(t.sampled), " allocations sampled (one per ",
+                         FormatBytes(static_cast<double>(run.rate_bytes)), " on average)"),
+      t.lost_samples != 0 ? absl::StrCat(", ", output::WithThousands(t.lost_samples), " lost")
+                          : ""));
+  // A process whose memory grew far past what malloc handed out allocates some other way.
+  constexpr uint64_t kUnexplainedRss = uint64_t{64} << 20;
+  if (run.peak_rss_bytes > kUnexplainedRss && t.peak_bytes < run.peak_rss_bytes / 8) {
+    lines.push_back(absl::StrCat(
+        "allocations: RSS peaked at ", FormatBytes(static_cast<double>(run.peak_rss_bytes)),
+        " but malloc and friends had at most ", FormatBytes(static_cast<double>(t.peak_bytes)),
+        " live: the program likely uses its own allocator (jemalloc, mimalloc as Rust's "
+        "#[global_allocator], or mmap directly); build it without that allocator to see its "
+        "allocations"));
+  }
+  return lines;
+}
+
+}  // namespace nativeprof::tools

@@ -1,0 +1,105 @@
+#include "tools/alloc_setup.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "base/scoped_fd.h"
+#include "sampler/alloc_channel_layout.h"
+
+namespace nativeprof::tools {
+namespace {
+
+bool IsFile(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string SelfDirectory() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  std::string path(buf, static_cast<size_t>(n));
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// The file execvp would run for `program`; empty when none.
+std::string ResolveProgram(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  const char* path = std::getenv("PATH");
+  for (absl::string_view dir : absl::StrSplit(path != nullptr ? path : "/usr/bin:/bin", ':')) {
+    std::string candidate = absl::StrCat(dir.empty() ? "." : dir, "/", program);
+    if (IsFile(candidate) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> FindAllocPreload() {
+  if (const char* env = std::getenv("NATIVEPROF_ALLOC_LIB"); env != nullptr && *env != '\0') {
+    if (IsFile(env)) return std::string(env);
+    return absl::NotFoundError(absl::StrCat("NATIVEPROF_ALLOC_LIB names ", env,
+                                            ", which is not a file"));
+  }
+  const std::string dir = SelfDirectory();
+  const std::string beside = absl::StrCat(dir, "/", kAllocPreloadName);
+  if (IsFile(beside)) return beside;
+  const std::string installed = absl::StrCat(dir, "/../lib/nativeprof/", kAllocPreloadName);
+  if (IsFile(installed)) return installed;
+  return absl::NotFoundError(absl::StrCat(
+      "--alloc needs ", kAllocPreloadName, ", found neither in ", dir, " nor in ", dir,
+      "/../lib/nativeprof; reinstall nativeprof or set NATIVEPROF_ALLOC_LIB to its path"));
+}
+
+absl::Status CheckInterposable(const std::string& program) {
+  const std::string path = ResolveProgram(program);
+  if (path.empty()) return absl::OkStatus();
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return absl::OkStatus();
+  Elf64_Ehdr eh{};
+  if (::pread(fd.get(), &eh, sizeof(eh), 0) != static_cast<ssize_t>(sizeof(eh)) ||
+      std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_phentsize != sizeof(Elf64_Phdr)) {
+    return absl::OkStatus();  // a script, or not something this check understands
+  }
+  // Program headers are read one at a time: e_phnum comes from the file.
+  for (uint32_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph{};
+    const off_t at = static_cast<off_t>(eh.e_phoff + uint64_t{i} * sizeof(ph));
+    if (::pread(fd.get(), &ph, sizeof(ph), at) != static_cast<ssize_t>(sizeof(ph))) break;
+    if (ph.p_type == PT_INTERP) return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      path, " is statically linked, so its malloc cannot be interposed and --alloc would see no "
+      "allocations; link it dynamically (drop -static, or use a glibc target instead of musl)"));
+}
+
+absl::StatusOr<sampler::AllocChannel> CreateAllocChannel(uint64_t rate_bytes) {
+  constexpr size_t kRingBytes = size_t{16} << 20;
+  std::string dir = "/dev/shm";
+  if (::access(dir.c_str(), W_OK) != 0) {
+    const char* tmp = std::getenv("TMPDIR");
+    dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  }
+  return sampler::AllocChannel::Create(dir, rate_bytes, kRingBytes);
+}
+
+std::vector<std::pair<std::string, std::string>> AllocEnvironment(
+    const std::string& preload, const sampler::AllocChannel& channel) {
+  std::string ld_preload = preload;
+  if (const char* user = std::getenv("LD_PRELOAD"); user != nullptr && *user != '\0') {
+    absl::StrAppend(&ld_preload, ":", user);
+  }
+  return {{"LD_PRELOAD", ld_preload}, {alloc_channel::kEnvChannel, channel.path()}};
+}
+
+}  // namespace nativeprof::tools

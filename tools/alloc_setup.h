@@ -1,0 +1,36 @@
+// What `record --alloc` checks and prepares before the command starts: the preload library's
+// path, that the command is dynamically linked (a static binary's malloc cannot be interposed),
+// the channel file, and the environment that loads the preload into the command.
+#ifndef NATIVEPROF_TOOLS_ALLOC_SETUP_H_
+#define NATIVEPROF_TOOLS_ALLOC_SETUP_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sampler/alloc_channel.h"
+
+namespace nativeprof::tools {
+
+inline constexpr char kAllocPreloadName[] = "libnativeprof_alloc.so";
+
+// $NATIVEPROF_ALLOC_LIB, else libnativeprof_alloc.so beside this executable (the build tree),
+// else in <prefix>/lib/nativeprof for an install in <prefix>/bin. kNotFound names the places.
+absl::StatusOr<std::string> FindAllocPreload();
+
+// kFailedPrecondition for a statically linked ELF executable (no PT_INTERP), with the fix. A
+// script or anything that is not an ELF executable is accepted: what it runs may be dynamic.
+// `program` is searched in PATH as execvp does; one that is not found is left to exec to report.
+absl::Status CheckInterposable(const std::string& program);
+
+// Creates the channel in /dev/shm (else $TMPDIR or /tmp) with a 16 MiB ring.
+absl::StatusOr<sampler::AllocChannel> CreateAllocChannel(uint64_t rate_bytes);
+
+// LD_PRELOAD (the preload first, then whatever the user preloads) and NATIVEPROF_ALLOC_CHANNEL.
+std::vector<std::pair<std::string, std::string>> AllocEnvironment(
+    const std::string& preload, const sampler::AllocChannel& channel);
+
+}  // namespace nativeprof::tools
+
+#endif  // NATIVEPROF_TOOLS_ALLOC_SETUP_H_

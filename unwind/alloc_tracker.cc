@@ -1,0 +1,75 @@
+#include "unwind/alloc_tracker.h"
+
+#include <cmath>
+
+namespace nativeprof::unwind {
+
+AllocTracker::Weight AllocTracker::WeightOf(uint64_t size) const {
+  if (rate_ <= 1) return {static_cast<double>(size), 1.0};
+  // P(sampled) = 1 - exp(-size / rate); expm1 keeps small sizes precise.
+  const double p = -std::expm1(-static_cast<double>(size) / static_cast<double>(rate_));
+  if (p <= 0) return {0.0, 0.0};
+  return {static_cast<double>(size) / p, 1.0 / p};
+}
+
+void AllocTracker::OnAlloc(uint32_t stack, uint64_t block_avma, uint64_t size, uint64_t time_ns) {
+  if (stack >= sites_.size()) sites_.resize(static_cast<size_t>(stack) + 1);
+  const Weight w = WeightOf(size);
+  AllocSite& site = sites_[stack];
+  site.bytes += w.bytes;
+  site.count += w.count;
+  ++site.samples;
+  site.live_bytes += w.bytes;
+  site.live_count += w.count;
+  // An address that is live again was freed without a record (a lost sample): forget it.
+  auto [it, inserted] = live_.try_emplace(block_avma, LiveBlock{stack, w.bytes, w.count, time_ns});
+  if (!inserted) {
+    AllocSite& stale = sites_[it->second.stack];
+    stale.live_bytes -= it->second.bytes;
+    stale.live_count -= it->second.count;
+    live_bytes_ -= it->second.bytes;
+    it->second = LiveBlock{stack, w.bytes, w.count, time_ns};
+  }
+  live_bytes_ += w.bytes;
+  if (live_bytes_ > peak_bytes_) {
+    peak_bytes_ = live_bytes_;
+    peak_time_ns_ = time_ns;
+    peak_pending_ = true;
+  }
+}
+
+void AllocTracker::OnFree(uint64_t block_avma, bool temporary, uint64_t time_ns) {
+  auto it = live_.find(block_avma);
+  if (it == live_.end()) {
+    ++unmatched_frees_;
+    return;
+  }
+  // The live set is at a local maximum right before a free: the moment to copy it if it is the
+  // peak. Copies only when the peak grew by over 0.5 % since the last copy, which bounds the
+  // copies in a growing program at the cost of a peak up to 0.5 % older than the true one.
+  if (peak_pending_ && peak_bytes_ > snapshot_bytes_ * 1.005) TakePeakSnapshot();
+  const LiveBlock b = it->second;
+  live_.erase(it);
+  AllocSite& site = sites_[b.stack];
+  site.live_bytes -= b.bytes;
+  site.live_count -= b.count;
+  site.freed += b.count;
+  if (temporary) site.temporary += b.count;
+  site.lifetime_ns += b.count * static_cast<double>(time_ns > b.time_ns ? time_ns - b.time_ns : 0);
+  live_bytes_ -= b.bytes;
+}
+
+void AllocTracker::Finish() {
+  if (peak_pending_ && live_bytes_ >= snapshot_bytes_) TakePeakSnapshot();
+}
+
+void AllocTracker::TakePeakSnapshot() {
+  for (AllocSite& s : sites_) {
+    s.peak_bytes = s.live_bytes;
+    s.peak_count = s.live_count;
+  }
+  snapshot_bytes_ = live_bytes_;
+  peak_pending_ = false;
+}
+
+}  // namespace nativeprof::unwind
