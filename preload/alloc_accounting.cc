@@ -29,6 +29,17 @@ Control* g_control = nullptr;
 pthread_key_t g_thread_key;
 bool g_thread_key_ok = false;
 
+void RegisterProcess(Control& c) {
+  const uint32_t pid = static_cast<uint32_t>(::getpid());
+  for (size_t i = 0; i < alloc_channel::kPidSlots; ++i) {
+    std::atomic<uint32_t>& slot = c.pids[(pid + i) % alloc_channel::kPidSlots];
+    uint32_t seen = slot.load(std::memory_order_relaxed);
+    if (seen == 0 && slot.compare_exchange_strong(seen, pid, std::memory_order_relaxed)) break;
+    if (seen == pid) return;
+  }
+  c.processes.fetch_add(1, std::memory_order_relaxed);
+}
+
 Control* Attach() {
   // getenv allocates nothing, and environ is set before the process's first allocation.
   const char* path = std::getenv(alloc_channel::kEnvChannel);
@@ -48,7 +59,7 @@ Control* Attach() {
     ::munmap(base, static_cast<size_t>(st.st_size));
     return nullptr;
   }
-  c->processes.fetch_add(1, std::memory_order_relaxed);
+  RegisterProcess(*c);
   return c;
 }
 
@@ -119,7 +130,9 @@ void InChildAfterFork() {
   t.slot = nullptr;
   t.shared_slot = false;
   t.pending_live = 0;
-  if (Control* c = Channel(); c != nullptr) c->processes.fetch_add(1, std::memory_order_relaxed);
+  t.pid = 0;
+  t.tid = 0;
+  if (Control* c = Channel(); c != nullptr) RegisterProcess(*c);
 }
 
 __attribute__((constructor)) void InitPreload() {

@@ -34,6 +34,8 @@ struct ThreadState {
   int64_t until_sample = 0;   // bytes left before the next sampled allocation
   uint64_t rng = 0;           // xorshift state; 0 = not seeded
   uintptr_t stack_top = 0;    // highest address of this thread's stack; 0 = not known yet
+  uint32_t pid = 0;           // cached for the records (0 = not yet; reset by fork)
+  uint32_t tid = 0;
 };
 ThreadState& CurrentThread();
 

@@ -162,13 +162,25 @@ void* Reallocate(void* user, size_t size, const void* frame) {
     return nullptr;
   }
   BlockHeader* h = HeaderOf(user);
-  if (!Ours(h) || h->offset != kHeaderBytes || (h->tag & kSampled) != 0) {
-    // A foreign or over-aligned block cannot grow in place with a header, and a sampled one is
-    // moved by hand so its free is in the ring before glibc can reuse its address.
+  if (!Ours(h)) {
+    // A block from before the channel: it becomes one of ours.
     void* moved = Allocate(size, frame);
     if (moved == nullptr) return nullptr;
-    const size_t old_size = Ours(h) ? h->size : UsableSize(user);
+    const size_t old_size = RealUsableSize(user);
     std::memcpy(moved, user, old_size < size ? old_size : size);
+    __libc_free(user);
+    return moved;
+  }
+  if (h->offset != kHeaderBytes || (h->tag & kSampled) != 0) {
+    // An over-aligned block cannot grow in place with its header, and a sampled one is moved by
+    // hand so its free is in the ring before glibc can reuse its address. Its release is counted
+    // first: a realloc is a move, never two blocks live at once (as heaptrack counts it).
+    const BlockHeader old = *h;
+    CountRelease(user, old);
+    h->tag = kTag | kUncounted;
+    void* moved = Allocate(size, frame);
+    if (moved == nullptr) return nullptr;  // still allocated, no longer counted: out of memory
+    std::memcpy(moved, user, old.size < size ? old.size : size);
     Release(user);
     return moved;
   }

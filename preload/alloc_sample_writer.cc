@@ -32,17 +32,56 @@ perf_event_mmap_page* RingMeta(Control& c) {
   return reinterpret_cast<perf_event_mmap_page*>(reinterpret_cast<char*>(&c) + c.ring_offset);
 }
 
-uintptr_t StackTop(ThreadState& t) {
+uintptr_t HexDigit(char c) {
+  return static_cast<uintptr_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+}
+
+// The end of the mapping that holds `sp`, from /proc/self/maps read with plain syscalls (no
+// allocation); 0 when not found.
+uintptr_t MappingEnd(uintptr_t sp) {
+  const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[4096];
+  size_t have = 0;
+  uintptr_t end = 0;
+  bool eof = false;
+  while (end == 0 && !eof) {
+    const ssize_t n = ::read(fd, buf + have, sizeof(buf) - have);
+    if (n <= 0) {
+      eof = true;
+    } else {
+      have += static_cast<size_t>(n);
+    }
+    size_t line = 0;
+    for (size_t i = 0; i < have && end == 0; ++i) {
+      if (buf[i] != '\n') continue;
+      // "lo-hi perms ...": two hex numbers.
+      uintptr_t lo = 0, hi = 0;
+      size_t k = line;
+      for (; k < i && buf[k] != '-'; ++k) lo = lo * 16 + HexDigit(buf[k]);
+      for (++k; k < i && buf[k] != ' '; ++k) hi = hi * 16 + HexDigit(buf[k]);
+      if (lo <= sp && sp < hi) end = hi;
+      line = i + 1;
+    }
+    std::memmove(buf, buf + line, have - line);
+    have -= line;
+    if (have == sizeof(buf)) have = 0;  // a line longer than the buffer: skip it
+  }
+  ::close(fd);
+  return end;
+}
+
+// The highest address of the calling thread's stack. Not pthread_getattr_np: it takes the
+// thread's lock and allocates under it, so calling it from an allocation it made deadlocks. A
+// glibc thread's descriptor (pthread_self) sits at the top of its stack, right above the
+// frames; the main thread's stack is the mapping around sp.
+uintptr_t StackTop(ThreadState& t, uintptr_t sp) {
   if (t.stack_top == 0) {
-    pthread_attr_t attr;
-    // Reads /proc/self/maps for the main thread and allocates: the caller is marked busy.
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-      void* low = nullptr;
-      size_t size = 0;
-      if (pthread_attr_getstack(&attr, &low, &size) == 0) {
-        t.stack_top = reinterpret_cast<uintptr_t>(low) + size;
-      }
-      pthread_attr_destroy(&attr);
+    const uintptr_t self = reinterpret_cast<uintptr_t>(pthread_self());
+    if (t.tid != t.pid && self > sp && self - sp < (uintptr_t{1} << 30)) {
+      t.stack_top = self;
+    } else {
+      t.stack_top = MappingEnd(sp);
     }
     if (t.stack_top == 0) t.stack_top = 1;  // unknown: copy nothing rather than fault
   }
@@ -85,6 +124,9 @@ bool WaitForSpace(Control& c, perf_event_mmap_page* meta, uint64_t head, uint64_
 }
 
 struct SampleFields {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint32_t cpu = 0;
   uint64_t id = 0;
   uint64_t ip = 0;
   uint64_t addr = 0;
@@ -142,14 +184,13 @@ void Encode(const Control& c, const SampleFields& f, uint16_t size, Out& out) {
   if (st & PERF_SAMPLE_IDENTIFIER) U64(out, f.id);
   if (st & PERF_SAMPLE_IP) U64(out, f.ip);
   if (st & PERF_SAMPLE_TID) {
-    const uint32_t ids[2] = {static_cast<uint32_t>(::getpid()), static_cast<uint32_t>(::gettid())};
+    const uint32_t ids[2] = {f.pid, f.tid};
     out.Bytes(ids, 8);
   }
   if (st & PERF_SAMPLE_TIME) U64(out, f.time_ns);
   if (st & PERF_SAMPLE_ADDR) U64(out, f.addr);
   if (st & PERF_SAMPLE_CPU) {
-    const int cpu = sched_getcpu();
-    const uint32_t fields[2] = {cpu < 0 ? 0u : static_cast<uint32_t>(cpu), 0};
+    const uint32_t fields[2] = {f.cpu, 0};
     out.Bytes(fields, 8);
   }
   if (st & PERF_SAMPLE_PERIOD) U64(out, f.period);
@@ -176,6 +217,17 @@ void Encode(const Control& c, const SampleFields& f, uint16_t size, Out& out) {
       U64(out, f.stack_bytes);
     }
   }
+}
+
+void FillIdentity(ThreadState& t, SampleFields& f) {
+  if (t.tid == 0) {
+    t.pid = static_cast<uint32_t>(::getpid());
+    t.tid = static_cast<uint32_t>(::gettid());
+  }
+  f.pid = t.pid;
+  f.tid = t.tid;
+  const int cpu = sched_getcpu();
+  f.cpu = cpu < 0 ? 0u : static_cast<uint32_t>(cpu);
 }
 
 bool Publish(Control& c, SampleFields& f) {
@@ -221,12 +273,13 @@ bool WriteAllocSample(ThreadState& t, Control& c, CallSite site, const void* use
   // The call instruction, not the one after it: the caller's leaf frame then names the line of
   // the call, and the unwinder looks up the call's CFI row as for any interrupted instruction.
   regs[kRegIp] = return_address - 1;
-  const uintptr_t top = StackTop(t);
+  SampleFields f;
+  FillIdentity(t, f);  // first: StackTop tells the main thread by its tid
+  const uintptr_t top = StackTop(t, caller_sp);
   size_t stack_bytes = 0;
   if (top > caller_sp) {
     stack_bytes = static_cast<size_t>(std::min<uintptr_t>(top - caller_sp, c.stack_user_bytes));
   }
-  SampleFields f;
   f.id = alloc_channel::kAllocSampleId;
   f.ip = regs[kRegIp];
   f.addr = reinterpret_cast<uintptr_t>(user);
@@ -242,6 +295,7 @@ void WriteFreeSample(ThreadState& t, Control& c, const void* user, bool temporar
   f.id = alloc_channel::kFreeSampleId;
   f.addr = reinterpret_cast<uintptr_t>(user);
   f.period = temporary ? alloc_channel::kFreeTemporary : 0;
+  FillIdentity(t, f);
   (void)Publish(c, f);
 }
 

@@ -25,7 +25,7 @@ namespace nativeprof::alloc_channel {
 // The environment variable that names the channel file for the preload.
 inline constexpr char kEnvChannel[] = "NATIVEPROF_ALLOC_CHANNEL";
 inline constexpr uint64_t kMagic = 0x6e70616c6c6f6331ull;  // "npalloc1"
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;  // bumped with every change to Control
 
 // Identifiers (PERF_SAMPLE_IDENTIFIER) of the preload's records. The kernel numbers its events
 // from 1 up; these cannot collide.
@@ -47,6 +47,7 @@ struct alignas(64) ThreadSlot {
 };
 
 inline constexpr size_t kThreadSlots = 8192;
+inline constexpr size_t kPidSlots = 4096;
 
 struct alignas(64) Control {
   // Written by the profiler before the target starts; read-only afterwards.
@@ -64,11 +65,14 @@ struct alignas(64) Control {
   alignas(64) std::atomic<uint32_t> ring_lock;  // 0 free, 1 held: serializes ring writers
   std::atomic<uint32_t> wake_pending;  // a wake byte is in the FIFO and not yet read
   std::atomic<uint32_t> reader_gone;   // the profiler stopped reading: writers drop samples
-  std::atomic<uint32_t> processes;     // processes whose preload attached
+  std::atomic<uint32_t> processes;     // distinct processes whose preload attached
   std::atomic<uint64_t> lost_samples;  // samples dropped (ring full for too long, or no reader)
   std::atomic<uint32_t> slots_claimed; // next free slot index (may exceed kThreadSlots)
   alignas(64) std::atomic<int64_t> live_bytes;   // flushed per-thread deltas (see the preload)
   std::atomic<int64_t> peak_bytes;               // the most live_bytes has been
+  // The pids counted in `processes` (open addressing; 0 = empty), so a forked child that then
+  // execs, and attaches again, counts once.
+  std::atomic<uint32_t> pids[kPidSlots];
   alignas(64) ThreadSlot overflow;     // shared by threads past kThreadSlots (atomic adds)
   ThreadSlot slots[kThreadSlots];
 };

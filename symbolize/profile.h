@@ -40,7 +40,7 @@ struct ProfileStack {
   uint64_t weight = 0;      // sum of sample periods (nanoseconds for cpu-clock/task-clock);
                             // off-CPU stacks: time off-CPU in nanoseconds
   bool off_cpu = false;     // time spent switched out (--off-cpu), not sampled on a CPU
-  std::vector<uint64_t> values;  // one per Profile::sample_types, when that is not empty
+  std::vector<uint64_t> values = {};  // one per Profile::sample_types, when that is not empty
 };
 
 // A named value of every stack, for profiles with several (a heap profile: allocations and bytes,

@@ -9,17 +9,12 @@
 namespace nativeprof::tools {
 namespace {
 
-struct AllocView {
-  const char* name;
-  symbolize::ProfileView view;
-  const char* metric;
-};
 constexpr AllocView kViews[] = {
-    {kAllocBytesView, symbolize::ProfileView::kAllocBytes, "bytes allocated"},
-    {kAllocCountView, symbolize::ProfileView::kAllocCount, "allocations"},
-    {kTemporaryView, symbolize::ProfileView::kTemporary, "temporary allocations"},
-    {kPeakView, symbolize::ProfileView::kPeakBytes, "bytes live at the peak"},
-    {kLeakedView, symbolize::ProfileView::kLeakedBytes, "bytes leaked"},
+    {kAllocBytesView, symbolize::ProfileView::kAllocBytes, "bytes allocated", "bytes"},
+    {kAllocCountView, symbolize::ProfileView::kAllocCount, "allocations", "allocations"},
+    {kTemporaryView, symbolize::ProfileView::kTemporary, "temporary allocations", "allocations"},
+    {kPeakView, symbolize::ProfileView::kPeakBytes, "bytes live at the peak", "bytes"},
+    {kLeakedView, symbolize::ProfileView::kLeakedBytes, "bytes leaked", "bytes"},
 };
 
 double Share(uint64_t part, uint64_t whole) {
@@ -27,6 +22,15 @@ double Share(uint64_t part, uint64_t whole) {
 }
 
 }  // namespace
+
+std::span<const AllocView> AllocViews() { return kViews; }
+
+const AllocView* FindAllocView(const std::string& name) {
+  for (const AllocView& v : kViews) {
+    if (name == v.name) return &v;
+  }
+  return nullptr;
+}
 
 std::string FormatBytes(double bytes) {
   if (bytes < 10'000) return absl::StrCat(output::WithThousands(std::llround(bytes)), " B");

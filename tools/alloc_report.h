@@ -5,6 +5,7 @@
 #ifndef NATIVEPROF_TOOLS_ALLOC_REPORT_H_
 #define NATIVEPROF_TOOLS_ALLOC_REPORT_H_
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,17 @@ struct AllocRun {
   uint64_t peak_rss_bytes = 0;  // of the largest profiled process; 0 when unknown
   std::vector<std::pair<uint64_t, uint64_t>> live_over_time;  // AllocChannel::live_over_time
 };
+
+// One allocation view's file name (record_options.h), what it shows and in which unit.
+struct AllocView {
+  const char* name;
+  symbolize::ProfileView view;
+  const char* metric;  // "bytes allocated"
+  const char* unit;    // "bytes" or "allocations"
+};
+std::span<const AllocView> AllocViews();
+// The view named `name`, or null.
+const AllocView* FindAllocView(const std::string& name);
 
 // Folded and SVG outputs get one file per view (OUT.alloc.*, .allocs, .temporary, .peak,
 // .leaked); pprof gets OUT.heap.pb.gz with every figure; speedscope gets OUT.alloc.*.

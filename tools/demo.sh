@@ -10,7 +10,7 @@ bash tools/setup.sh
 build=${NATIVEPROF_RELEASE_DIR:-build-release}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DNATIVEPROF_BUILD_TESTS=OFF -DNATIVEPROF_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" -j2 --target nativeprof nativeprof-demo-workload
+cmake --build "$build" -j2 --target nativeprof nativeprof_alloc nativeprof-demo-workload
 
 out="$root/out"
 mkdir -p "$out"
@@ -34,5 +34,14 @@ if "$build/tools/nativeprof" record --off-cpu --no-counters -o "$out/wait.folded
   sed -n '/^Top [0-9]* blocking/,$p' "$out/wait.report.txt"
 fi
 echo
+echo "== where the memory goes: nativeprof record --alloc -- nativeprof-demo-workload 1"
+"$build/tools/nativeprof" record --alloc --no-counters -o "$out/mem.folded" -o "$out/mem.svg" \
+  -o "$out/mem.pb.gz" -- "$build/tools/nativeprof-demo-workload" 1
+echo
+echo "== the call sites that allocate the most bytes"
+"$build/tools/nativeprof" report --top 5 "$out/mem.alloc.folded" >"$out/mem.report.txt"
+sed -n '/^Allocations/,$p' "$out/mem.report.txt" | head -24
+echo
 echo "outputs: $out/demo.folded (folded stacks), $out/demo.svg (flame graph), $out/demo.folded.json (metadata + counters)"
 echo "         $out/wait.offcpu.folded and $out/wait.offcpu.svg (off-CPU time, us), $out/wait.folded (CPU)"
+echo "         $out/mem.{alloc,allocs,temporary,peak,leaked}.{folded,svg} (allocation sites), $out/mem.heap.pb.gz (go tool pprof)"

@@ -4,6 +4,7 @@
 
 #include "base/file_util.h"
 #include "output/folded_reader.h"
+#include "tools/alloc_report.h"
 #include "tools/cli_error.h"
 #include "tools/record_options.h"
 
@@ -45,13 +46,21 @@ nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view) {
   const std::string v = RecordOptions::ViewOfPath(path, &main);
   if (v.empty()) return nullptr;
   nlohmann::json meta = ReadMetadata(main);
-  if (!meta.is_object() || !meta.contains("off_cpu")) return nullptr;
+  const bool alloc = v == kHeapView || FindAllocView(v) != nullptr;
+  if (!meta.is_object() || !meta.contains(alloc ? "allocations" : "off_cpu")) return nullptr;
   *view = v;
   return meta;
 }
 
 void MarkRecordedView(const std::string& view, symbolize::Profile* profile) {
   if (view.empty()) return;
+  if (const AllocView* a = FindAllocView(view); a != nullptr) {
+    profile->count_unit = a->unit;
+    profile->weight_unit = a->unit;
+    profile->event = a->metric;
+    for (symbolize::ProfileStack& s : profile->stacks) s.weight = s.samples;
+    return;
+  }
   profile->count_unit = "us";
   profile->weight_unit = "nanoseconds";
   profile->event = view == kOffCpuView ? "off-cpu" : "wall";

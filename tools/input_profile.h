@@ -21,11 +21,13 @@ std::optional<symbolize::Profile> ReadInputProfile(const std::string& path, absl
 // The metadata `record` wrote beside `path` (PATH.json); null when there is none or it is not
 // JSON (with a note on stderr: only what it adds is lost). An off-CPU or wall view
 // ("X.offcpu.folded", "X.wall.folded") has none of its own: it shares that of the recording's
-// first output ("X.folded.json"), and *view is set to "offcpu" or "wall" (else left empty).
+// first output ("X.folded.json"), and *view is set to "offcpu" or "wall" (else left empty); so do
+// the allocation views of --alloc ("X.alloc.folded", ... : *view "alloc", ...).
 nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view);
 
 // A folded file keeps counts only: for an off-CPU or wall view (`view` from ReadRecordMetadata)
-// they are microseconds, which this records in the profile (count_unit "us", weights in ns).
+// they are microseconds, which this records in the profile (count_unit "us", weights in ns); for
+// an allocation view bytes or allocations (count_unit and weight_unit both).
 void MarkRecordedView(const std::string& view, symbolize::Profile* profile);
 
 }  // namespace nativeprof::tools

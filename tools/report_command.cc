@@ -11,12 +11,15 @@
 #include "base/file_util.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "output/folded_reader.h"
 #include "output/frame_modules.h"
+#include "output/alloc_tables.h"
 #include "output/off_cpu_tables.h"
 #include "output/report_json.h"
 #include "output/report_markdown.h"
 #include "output/report_model.h"
 #include "output/text_report.h"
+#include "tools/alloc_report.h"
 #include "tools/cli_error.h"
 #include "tools/commands.h"
 #include "tools/exit_codes.h"
@@ -36,6 +39,24 @@ std::string RenderText(const ReportOptions& o, const output::ReportModel& model,
         output::TopBlockingCallSites(model.filtered.profile, o.top_n, &frame_modules),
         model.filtered.samples);
     if (!sites.empty()) absl::StrAppend(&text, "\n", sites);
+  }
+  if (const AllocView* alloc = FindAllocView(view); alloc != nullptr) {
+    absl::StrAppend(&text, "\n", output::RenderAllocSummary(meta));
+    // Every view of the recording that is beside this one, for the heaptrack-style rankings.
+    std::string main;
+    RecordOptions::ViewOfPath(o.path, &main);
+    for (const AllocView& v : AllocViews()) {
+      const std::string path = RecordOptions::ViewPath(main, v.name);
+      absl::StatusOr<symbolize::Profile> p =
+          v.name == alloc->name ? absl::StatusOr<symbolize::Profile>(model.filtered.profile)
+                                : output::ReadFoldedFile(path);
+      if (!p.ok()) continue;  // that view was not written (or not kept)
+      uint64_t total = 0;
+      for (const symbolize::ProfileStack& s : p->stacks) total += s.samples;
+      const std::string sites = output::RenderAllocCallSites(
+          v.metric, output::TopAllocCallSites(*p, o.top_n), total, v.unit);
+      if (!sites.empty()) absl::StrAppend(&text, "\n", sites);
+    }
   }
   const std::string threads = output::RenderThreadSplit(meta);
   if (!threads.empty()) absl::StrAppend(&text, "\n", threads);

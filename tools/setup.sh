@@ -8,7 +8,7 @@ packages=(
   libunwind-dev libdw-dev libelf-dev libabsl-dev libspdlog-dev libfmt-dev
   libbenchmark-dev libgtest-dev libgmock-dev liblzma-dev zlib1g-dev libzstd-dev nlohmann-json3-dev
   libdeflate-dev
-  linux-perf binutils elfutils xz-utils libiberty-dev
+  linux-perf heaptrack binutils elfutils xz-utils libiberty-dev
   clang-14 libclang-rt-14-dev libc6-dbg
   python3
   chromium golang-go

@@ -55,3 +55,31 @@ endif()
 # and a pipe ping-pong.
 np_test_target(offcpu_workload SOURCES ${CMAKE_CURRENT_LIST_DIR}/offcpu_workload.c
                FLAGS ${NP_FP_FLAGS} LINK pthread)
+# Allocation profiler ground truth: known calls, bytes, temporaries, peak and leaks per site.
+np_test_target(alloc_workload SOURCES ${CMAKE_CURRENT_LIST_DIR}/alloc_workload.c
+               FLAGS ${NP_FP_FLAGS} LINK pthread)
+np_test_target(alloc_cxx SOURCES ${CMAKE_CURRENT_LIST_DIR}/alloc_cxx.cc FLAGS ${NP_FP_FLAGS}
+               LINK pthread)
+# Static: LD_PRELOAD cannot reach it, and glibc's static start-up mallocs a few blocks itself.
+np_test_target(alloc_static SOURCES ${CMAKE_CURRENT_LIST_DIR}/alloc_workload.c
+               FLAGS ${NP_FP_FLAGS} -static LINK -static pthread)
+if(NP_RUSTC)
+  set(ALLOC_RUST_FLAGS -C opt-level=1 -C debuginfo=2 -C force-frame-pointers=yes)
+  # Legacy is rustc's default; v0 is accepted on stable, so neither needs unstable options.
+  foreach(variant alloc_rust alloc_rust_v0)
+    set(mangling)
+    if(variant STREQUAL alloc_rust_v0)
+      set(mangling -C symbol-mangling-version=v0)
+    endif()
+    set(out ${NATIVEPROF_TARGETS_DIR}/${variant})
+    add_custom_command(
+      OUTPUT ${out}
+      COMMAND ${NP_RUSTC} ${ALLOC_RUST_FLAGS} ${mangling} ${CMAKE_CURRENT_LIST_DIR}/alloc_rust.rs
+              -o ${out}
+      DEPENDS ${CMAKE_CURRENT_LIST_DIR}/alloc_rust.rs
+      COMMENT "rustc alloc_rust.rs (${variant})"
+      VERBATIM)
+    add_custom_target(${variant} DEPENDS ${out})
+    add_dependencies(np_test_targets ${variant})
+  endforeach()
+endif()

@@ -12,7 +12,8 @@ namespace {
 TEST(RecordOptionsTest, ViewPathsAndBack) {
   for (const std::string path :
        {"out.folded", "dir.v2/prof.svg", "p.pb.gz", "t.speedscope.json", "no_extension"}) {
-    for (const char* view : {kOffCpuView, kWallView}) {
+    for (const char* view : {kOffCpuView, kWallView, kAllocBytesView, kAllocCountView,
+                             kTemporaryView, kPeakView, kLeakedView, kHeapView}) {
       SCOPED_TRACE(path + " " + view);
       const std::string beside = RecordOptions::ViewPath(path, view);
       EXPECT_NE(beside, path);
@@ -25,6 +26,40 @@ TEST(RecordOptionsTest, ViewPathsAndBack) {
   EXPECT_EQ(RecordOptions::ViewPath("p.pb.gz", kWallView), "p.wall.pb.gz");
   std::string main;
   EXPECT_EQ(RecordOptions::ViewOfPath("out.folded", &main), "");
+}
+
+absl::StatusOr<RecordOptions> Parse(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  return ParseRecordOptions(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(RecordOptionsTest, AllocRateTakesBinarySuffixes) {
+  EXPECT_EQ(*ParseAllocRate("1"), 1u);
+  EXPECT_EQ(*ParseAllocRate("4096"), 4096u);
+  EXPECT_EQ(*ParseAllocRate("512K"), 512u * 1024);
+  EXPECT_EQ(*ParseAllocRate("2m"), 2u << 20);
+  EXPECT_EQ(*ParseAllocRate("1G"), 1u << 30);
+  for (const char* bad : {"", "0", "K", "-1", "1.5M", "12Q", "99999999999999999999"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_FALSE(ParseAllocRate(bad).ok());
+  }
+}
+
+TEST(RecordOptionsTest, AllocOptionAndItsRefusals) {
+  absl::StatusOr<RecordOptions> plain = Parse({"record", "--alloc", "--", "true"});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->alloc_rate_bytes, kDefaultAllocRate);
+  absl::StatusOr<RecordOptions> every = Parse({"record", "--alloc=1", "--", "true"});
+  ASSERT_TRUE(every.ok()) << every.status();
+  EXPECT_EQ(every->alloc_rate_bytes, 1u);
+  EXPECT_FALSE(Parse({"record", "--", "true"})->alloc_rate_bytes.has_value());
+  absl::StatusOr<RecordOptions> attach = Parse({"record", "--alloc", "-p", "1"});
+  ASSERT_FALSE(attach.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(attach.status()));
+  absl::StatusOr<RecordOptions> fp = Parse({"record", "--alloc", "--call-graph", "fp", "--", "true"});
+  ASSERT_FALSE(fp.ok());
+  EXPECT_NE(fp.status().message().find("--call-graph dwarf"), absl::string_view::npos);
 }
 
 }  // namespace

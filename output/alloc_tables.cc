@@ -1,0 +1,121 @@
+#include "output/alloc_tables.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "output/text_report.h"
+
+namespace nativeprof::output {
+namespace {
+
+// Frames that only pass an allocation on: the site is their caller.
+bool IsAllocatorPlumbing(const std::string& f) {
+  static const char* const kExact[] = {"malloc", "calloc", "realloc", "free", "operator new",
+                                       "operator new[]", "__rust_alloc", "__rust_alloc_zeroed",
+                                       "__rust_realloc", "__rdl_alloc", "__rdl_alloc_zeroed",
+                                       "__rdl_realloc", "__rg_alloc", "__rg_realloc",
+                                       "posix_memalign", "aligned_alloc", "strdup"};
+  for (const char* e : kExact) {
+    if (f == e) return true;
+  }
+  static const char* const kPrefixes[] = {
+      "alloc::",       "<alloc::",      "core::alloc::", "std::alloc::",  "<std::alloc::",
+      "__gnu_cxx::new_allocator", "std::__new_allocator", "std::allocator",
+      "std::allocator_traits", "std::_Vector_base", "std::vector<", "std::__cxx11::basic_string",
+      "std::basic_string", "std::_Hashtable", "std::__detail::", "std::_Rb_tree",
+      "hashbrown::", "<hashbrown::", "std::collections::", "<std::collections::"};
+  for (const char* p : kPrefixes) {
+    if (absl::StartsWith(f, p)) return true;
+  }
+  return false;
+}
+
+std::string FormatValue(uint64_t v, const std::string& unit) {
+  return unit == "bytes" ? absl::StrCat(WithThousands(v), " B") : WithThousands(v);
+}
+
+}  // namespace
+
+std::string RenderAllocSummary(const nlohmann::json& metadata) {
+  if (!metadata.is_object() || !metadata.contains("allocations")) return "";
+  const nlohmann::json& a = metadata["allocations"];
+  if (!a.contains("exact")) return "";
+  const nlohmann::json& e = a["exact"];
+  auto u = [&e](const char* k) { return e.contains(k) ? e[k].get<uint64_t>() : uint64_t{0}; };
+  const uint64_t calls = u("allocation_calls");
+  const uint64_t temporary = u("temporary_allocations");
+  std::string out = "Allocations (exact counts of every call)\n";
+  absl::StrAppendFormat(&out, "  calls to allocation functions  %s (%s/s)\n", WithThousands(calls),
+                        WithThousands(static_cast<uint64_t>(
+                            e.contains("calls_per_second") ? e["calls_per_second"].get<double>()
+                                                           : 0.0)));
+  absl::StrAppendFormat(&out, "  bytes allocated                %s B\n",
+                        WithThousands(u("allocated_bytes")));
+  absl::StrAppendFormat(&out, "  temporary allocations          %s (%.1f %% of calls)\n",
+                        WithThousands(temporary),
+                        calls == 0 ? 0.0 : 100.0 * static_cast<double>(temporary) /
+                                               static_cast<double>(calls));
+  absl::StrAppendFormat(&out, "  peak heap                      %s B\n",
+                        WithThousands(u("peak_heap_bytes")));
+  if (a.contains("peak_rss_bytes")) {
+    absl::StrAppendFormat(&out, "  peak RSS (largest process)     %s B\n",
+                          WithThousands(a["peak_rss_bytes"].get<uint64_t>()));
+  }
+  absl::StrAppendFormat(&out, "  leaked at exit                 %s B in %s\n",
+                        WithThousands(u("leaked_bytes")),
+                        Plural(u("leaked_blocks"), "block", "blocks"));
+  if (a.contains("rate_bytes") && a.contains("sampling")) {
+    const uint64_t rate = a["rate_bytes"].get<uint64_t>();
+    const uint64_t sampled = a["sampling"].value("sampled_allocations", uint64_t{0});
+    absl::StrAppend(&out, "  call sites                     ",
+                    rate <= 1 ? absl::StrCat("every allocation sampled (exact per site)")
+                              : absl::StrCat(WithThousands(sampled),
+                                             " allocations sampled, one per ", WithThousands(rate),
+                                             " B on average (estimates)"),
+                    "\n");
+  }
+  return out;
+}
+
+std::vector<AllocCallSite> TopAllocCallSites(const symbolize::Profile& profile, size_t top_n) {
+  absl::flat_hash_map<std::string, uint64_t> by_site;
+  for (const symbolize::ProfileStack& s : profile.stacks) {
+    if (s.frames.empty() || s.samples == 0) continue;
+    // Frames are root first: walk from the leaf up to the first one that is not plumbing.
+    size_t i = s.frames.size();
+    std::string via;
+    while (i > 0 && IsAllocatorPlumbing(profile.frames[s.frames[i - 1]].function)) {
+      via = profile.frames[s.frames[i - 1]].function;
+      --i;
+    }
+    std::string name = i > 0 ? profile.frames[s.frames[i - 1]].function : via;
+    if (i > 0 && !via.empty()) absl::StrAppend(&name, " (via ", via, ")");
+    by_site[name] += s.samples;
+  }
+  std::vector<AllocCallSite> sites;
+  for (auto& [name, value] : by_site) sites.push_back({name, value});
+  std::sort(sites.begin(), sites.end(), [](const AllocCallSite& a, const AllocCallSite& b) {
+    return a.value != b.value ? a.value > b.value : a.name < b.name;
+  });
+  if (sites.size() > top_n) sites.resize(top_n);
+  return sites;
+}
+
+std::string RenderAllocCallSites(const std::string& title, const std::vector<AllocCallSite>& sites,
+                                 uint64_t total, const std::string& unit) {
+  if (sites.empty()) return "";
+  std::string out = absl::StrCat("Top ", sites.size(), " call sites by ", title, "\n");
+  for (const AllocCallSite& s : sites) {
+    absl::StrAppendFormat(&out, "  %7.2f%%  %20s  %s\n",
+                          total == 0 ? 0.0
+                                     : 100.0 * static_cast<double>(s.value) /
+                                           static_cast<double>(total),
+                          FormatValue(s.value, unit), s.name);
+  }
+  return out;
+}
+
+}  // namespace nativeprof::output

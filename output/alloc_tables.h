@@ -1,0 +1,37 @@
+// The allocation parts of `report` (record --alloc): the exact totals from the "allocations"
+// section of FILE.json as heaptrack_print summarises a run, and the call sites of an allocation
+// profile (bytes, allocations, temporary, at the peak, leaked) ranked by their figure. Text
+// rendering; pure.
+#ifndef NATIVEPROF_OUTPUT_ALLOC_TABLES_H_
+#define NATIVEPROF_OUTPUT_ALLOC_TABLES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "symbolize/profile.h"
+
+namespace nativeprof::output {
+
+// "Allocations (exact counts ...)": calls and calls/s, bytes, temporary and their share, peak
+// heap, peak RSS, leaked, and how the sites were sampled; "" without an allocations section.
+std::string RenderAllocSummary(const nlohmann::json& metadata);
+
+struct AllocCallSite {
+  std::string name;    // "caller (via allocator entry)", or the caller alone
+  uint64_t value = 0;  // in the profile's count unit (bytes or allocations)
+};
+
+// The sites of an allocation profile, largest first (top `top_n`): for each stack, the innermost
+// frame that is not allocator plumbing (malloc and friends, operator new, Rust's alloc:: and
+// __rust_alloc, the containers' growth helpers), named with the plumbing frame it called.
+std::vector<AllocCallSite> TopAllocCallSites(const symbolize::Profile& profile, size_t top_n);
+
+// "Top N call sites by TITLE" with each site's value and share of `total`; "" for no sites.
+std::string RenderAllocCallSites(const std::string& title, const std::vector<AllocCallSite>& sites,
+                                 uint64_t total, const std::string& unit);
+
+}  // namespace nativeprof::output
+
+#endif  // NATIVEPROF_OUTPUT_ALLOC_TABLES_H_

@@ -1,0 +1,204 @@
+// End-to-end tests of `record --alloc` (issue 13) against programs whose allocations are known by
+// construction (tests/targets/alloc_workload.c): the exact totals must equal the construction,
+// the sampled call sites must carry the right shares (exact counts with --alloc=1), and the
+// program must behave exactly as without the preload.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/folded_testing.h"
+#include "tests/testing/test_support.h"
+
+namespace nativeprof::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct AllocRecording {
+  CommandResult result;
+  std::string folded;
+  nlohmann::json exact;  // metadata "allocations"."exact"
+  nlohmann::json allocations;
+
+  FoldedProfile View(const std::string& view) const {
+    return FoldedProfile::Parse(
+        ReadFileOrEmpty(absl::StrCat(folded.substr(0, folded.size() - 7), ".", view, ".folded")));
+  }
+};
+
+AllocRecording RecordAlloc(const std::string& rate_option, const std::vector<std::string>& command,
+                           const std::vector<std::string>& extra = {}) {
+  AllocRecording rec;
+  rec.folded = MakeTempDir() + "/alloc.folded";
+  std::vector<std::string> argv = {NativeprofBinary(), "record", "--no-counters", rate_option,
+                                   "-o", rec.folded};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  rec.result = RunCommand(argv);
+  nlohmann::json meta =
+      nlohmann::json::parse(ReadFileOrEmpty(rec.folded + ".json"), nullptr, false);
+  if (meta.is_object() && meta.contains("allocations")) {
+    rec.allocations = meta["allocations"];
+    rec.exact = rec.allocations["exact"];
+  }
+  return rec;
+}
+
+uint64_t Exact(const AllocRecording& rec, const char* key) {
+  return rec.exact.contains(key) ? rec.exact[key].get<uint64_t>() : ~uint64_t{0};
+}
+
+// The construction of `alloc_workload sites` (see its header comment). Temporary: the small ones,
+// each big pair's second block, and the medium set's last block (freed before the thread
+// allocated again).
+void ExpectSitesTotals(const AllocRecording& rec, uint64_t times) {
+  EXPECT_EQ(Exact(rec, "allocation_calls"), times * 1'326'210);
+  EXPECT_EQ(Exact(rec, "allocated_bytes"), times * 209'725'200);
+  EXPECT_EQ(Exact(rec, "free_calls"), times * 1'326'200);
+  EXPECT_EQ(Exact(rec, "temporary_allocations"), times * 1'310'781);
+  EXPECT_EQ(Exact(rec, "leaked_bytes"), times * 10'000);
+  EXPECT_EQ(Exact(rec, "leaked_blocks"), times * 10);
+}
+
+TEST(AllocTest, TotalsEqualTheConstructionAndSitesTheirShares) {
+  NP_SKIP_IF_NO_PERF();
+  AllocRecording rec = RecordAlloc("--alloc", {TargetPath("alloc_workload"), "sites", "8"});
+  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+  ASSERT_TRUE(rec.exact.is_object()) << rec.result.err;
+  ExpectSitesTotals(rec, 8);
+  // The medium live set on top of every round's leak: the last round's is the peak.
+  EXPECT_EQ(Exact(rec, "peak_heap_bytes"), 8 * 10'000u + 62'914'560u);
+  EXPECT_THAT(rec.result.err, HasSubstr("allocations: 10,609,680 calls"));
+  EXPECT_THAT(rec.result.err, HasSubstr("peak heap 63.0 MB"));
+
+  // Sampled at the default rate: byte shares of 60 / 30 / 10 % within 3 points.
+  FoldedProfile bytes = rec.View("alloc");
+  ASSERT_TRUE(bytes.errors().empty()) << bytes.errors().front();
+  EXPECT_NEAR(bytes.SelfShare("big_pairs"), 0.60, 0.03);
+  EXPECT_NEAR(bytes.SelfShare("medium_live_set"), 0.30, 0.03);
+  EXPECT_NEAR(bytes.SelfShare("small_temporaries"), 0.10, 0.03);
+  // Estimates are unbiased: the sampled total is near the exact one.
+  EXPECT_NEAR(static_cast<double>(bytes.total()), 8 * 209'725'200.0, 0.05 * 8 * 209'725'200.0);
+  // The sites are named under their callers, as CPU stacks are.
+  EXPECT_GT(bytes.WithSequence({"main", "run_sites", "big_pairs"}), 0u);
+  // At the peak, the medium live set is what is live.
+  FoldedProfile peak = rec.View("peak");
+  EXPECT_GT(peak.SelfShare("medium_live_set"), 0.9);
+}
+
+TEST(AllocTest, EveryAllocationSampledGivesExactSiteCounts) {
+  NP_SKIP_IF_NO_PERF();
+  AllocRecording rec = RecordAlloc("--alloc=1", {TargetPath("alloc_workload"), "sites"});
+  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+  ExpectSitesTotals(rec, 1);
+  EXPECT_EQ(rec.allocations["sampling"]["sampled_allocations"].get<uint64_t>(), 1'326'210u);
+  FoldedProfile count = rec.View("allocs");
+  EXPECT_EQ(count.Self("small_temporaries"), 1'310'720u);
+  EXPECT_EQ(count.Self("medium_live_set"), 15'360u);
+  EXPECT_EQ(count.Self("big_pairs"), 120u);
+  EXPECT_EQ(count.Self("leak_blocks"), 10u);
+  FoldedProfile bytes = rec.View("alloc");
+  EXPECT_EQ(bytes.Self("big_pairs"), 125'829'120u);
+  EXPECT_EQ(bytes.Self("medium_live_set"), 62'914'560u);
+  EXPECT_EQ(bytes.Self("small_temporaries"), 20'971'520u);
+  FoldedProfile temporary = rec.View("temporary");
+  EXPECT_EQ(temporary.Self("small_temporaries"), 1'310'720u);
+  EXPECT_EQ(temporary.Self("big_pairs"), 60u);
+  EXPECT_EQ(temporary.Self("medium_live_set"), 1u);
+  FoldedProfile leaked = rec.View("leaked");
+  EXPECT_EQ(leaked.total(), 10'000u);
+  EXPECT_EQ(leaked.Self("leak_blocks"), 10'000u);
+  FoldedProfile peak = rec.View("peak");
+  EXPECT_EQ(peak.Self("medium_live_set"), 62'914'560u);
+  EXPECT_EQ(peak.Self("leak_blocks"), 10'000u);
+}
+
+TEST(AllocTest, ReallocAlignedAndOverflowBehaveAsGlibc) {
+  NP_SKIP_IF_NO_PERF();
+  // --alloc=1: every block is sampled, so the moves of sampled blocks are exercised too.
+  for (const char* rate : {"--alloc", "--alloc=1"}) {
+    SCOPED_TRACE(rate);
+    AllocRecording rec = RecordAlloc(rate, {TargetPath("alloc_workload"), "realloc"});
+    // The workload checks every result itself (alignment, zeroing, ENOMEM, contents kept).
+    ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+    // The construction's 4,216,726 B, with pvalloc(100) counted as the page it allocates (what
+    // the caller may use): + 3,996.
+    EXPECT_EQ(Exact(rec, "allocated_bytes"), 4'220'722u);
+    EXPECT_EQ(Exact(rec, "leaked_bytes"), 0u);
+    EXPECT_EQ(Exact(rec, "peak_heap_bytes"), 1'048'576u);
+  }
+}
+
+TEST(AllocTest, ThreadsAndCrossThreadFreesAreCounted) {
+  NP_SKIP_IF_NO_PERF();
+  AllocRecording rec = RecordAlloc("--alloc", {TargetPath("alloc_workload"), "threads", "4"});
+  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+  // Plus one DTV calloc per thread that glibc keeps with the cached stack.
+  EXPECT_EQ(Exact(rec, "allocation_calls"), 804'004u);
+  EXPECT_EQ(Exact(rec, "free_calls"), 804'000u);
+  EXPECT_EQ(Exact(rec, "temporary_allocations"), 800'000u);
+  EXPECT_EQ(Exact(rec, "leaked_blocks"), 4u);
+  // Four threads each hold 256,000 B at their peak; the peak is exact within the preload's
+  // 1 MiB per-thread flush granularity.
+  EXPECT_GE(Exact(rec, "peak_heap_bytes"), 256'000u);
+  EXPECT_LE(Exact(rec, "peak_heap_bytes"), 1'024'000u + 4u * 4096u);
+}
+
+TEST(AllocTest, ForkedAndExecedChildrenAreCounted) {
+  NP_SKIP_IF_NO_PERF();
+  AllocRecording rec = RecordAlloc("--alloc", {TargetPath("alloc_workload"), "forkexec"});
+  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+  ExpectSitesTotals(rec, 2);
+  EXPECT_EQ(rec.allocations["processes"].get<uint64_t>(), 2u);
+}
+
+TEST(AllocTest, ExitStatusAndOutputPassThrough) {
+  NP_SKIP_IF_NO_PERF();
+  AllocRecording rec = RecordAlloc("--alloc", {TargetPath("alloc_workload"), "exit", "7"});
+  EXPECT_EQ(rec.result.exit_code, 7) << rec.result.err;
+  ExpectSitesTotals(rec, 1);
+  // The shell and its commands run under the preload unchanged.
+  AllocRecording shell =
+      RecordAlloc("--alloc", {"/bin/sh", "-c", "echo hello | tr a-z A-Z; exit 3"});
+  EXPECT_EQ(shell.result.exit_code, 3) << shell.result.err;
+  EXPECT_EQ(shell.result.out, "HELLO\n");
+  EXPECT_GE(shell.allocations["processes"].get<uint64_t>(), 2u);
+}
+
+TEST(AllocTest, CppAndRustSitesAreNamed) {
+  NP_SKIP_IF_NO_PERF();
+  AllocRecording cxx = RecordAlloc("--alloc=1", {TargetPath("alloc_cxx")});
+  ASSERT_EQ(cxx.result.exit_code, 0) << cxx.result.err;
+  FoldedProfile cxx_count = cxx.View("allocs");
+  EXPECT_GT(cxx_count.Total("operator new"), 0u) << ReadFileOrEmpty(cxx.folded);
+  for (const char* target : {"alloc_rust", "alloc_rust_v0"}) {
+    SCOPED_TRACE(target);
+    AllocRecording rust = RecordAlloc("--alloc=1", {TargetPath(target)});
+    ASSERT_EQ(rust.result.exit_code, 0) << rust.result.err;
+    FoldedProfile bytes = rust.View("alloc");
+    EXPECT_GT(bytes.Total("alloc_rust::work::vec_growth"), 0u);
+    EXPECT_GT(bytes.Total("alloc_rust::work::hashmap_insertion"), 0u);
+  }
+}
+
+TEST(AllocTest, BadUsesAreRefusedWithOneLine) {
+  // A static binary: its malloc cannot be interposed.
+  CommandResult st = RunCommand({NativeprofBinary(), "record", "--alloc", "-o",
+                                 MakeTempDir() + "/s.folded", "--", TargetPath("alloc_static")});
+  EXPECT_EQ(st.exit_code, 2);
+  EXPECT_THAT(st.err, HasSubstr("statically linked"));
+  CommandResult attach = RunCommand({NativeprofBinary(), "record", "--alloc", "-p", "1"});
+  EXPECT_EQ(attach.exit_code, 2);
+  EXPECT_THAT(attach.err, HasSubstr("--alloc loads its library into the command it starts"));
+  CommandResult rate = RunCommand({NativeprofBinary(), "record", "--alloc=0", "--", "true"});
+  EXPECT_EQ(rate.exit_code, 2);
+  EXPECT_THAT(rate.err, HasSubstr("--alloc=0"));
+}
+
+}  // namespace
+}  // namespace nativeprof::testing

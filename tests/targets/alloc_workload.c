@@ -1,0 +1,281 @@
+// Ground truth for the allocation profiler: every allocation site is a noinline function of its
+// own, so an allocation's callchain names its site, and the counts and bytes below hold by
+// construction. No stdio anywhere: stdout's buffer would be a malloc the test did not construct.
+//
+// Mode `sites` (the default; also what `exit N` and each half of `forkexec` run), in this order:
+//   leak_blocks        10 x malloc(1000), never freed                        10,000 B
+//   small_temporaries  1,310,720 x { malloc(16); free }                 20,971,520 B (10 %)
+//   medium_live_set    15,360 x malloc(4096) all live, then all freed   62,914,560 B (30 %)
+//   big_pairs          60 x { a = malloc(1 MiB); b = malloc(1 MiB);
+//                             free(a); free(b) }                       125,829,120 B (60 %)
+//   allocation calls 1,326,210   bytes 209,725,200   frees 1,326,200
+//   temporary 1,310,781 (the small ones, each pair's b and the medium set's last block: freed
+//   before the thread allocates again; heaptrack's stricter rule, nothing freed in between
+//   either, leaves out the b's)
+//   peak 62,924,560 B (the leak plus the medium live set)   leaked 10,000 B in 10 blocks
+//
+// Mode `threads N` (default 4, at most 64): each of N threads does 200,000 x { malloc(64); free }
+// and then keeps 1,000 x malloc(256), which the main thread frees after joining.
+//   allocation calls N x 201,000 (N=4: 804,000)   bytes N x 13,056,000 (N=4: 52,224,000)
+//   frees N x 201,000   temporary N x 200,000 per thread (N=4: 800,000)
+//   peak N x 256,000 B (N=4: 1,024,000; every thread keeps its blocks only after its temporaries)
+//   leaked 0 by construction. pthread_create also callocs each thread's DTV (320 B under
+//   heaptrack; the size depends on the loaded TLS modules), which glibc keeps with the cached
+//   stack after the thread exits: N more calls that stay live to the end.
+//
+// Mode `forkexec`: the child execs `/proc/self/exe sites` while the parent runs `sites` too, so
+// the totals over both processes are exactly twice `sites`; exits 0 if the child exited 0.
+// (heaptrack traces only the parent.)
+//
+// Mode `exit N`: runs `sites`, then exits with status N.
+//
+// Mode `realloc`: the less common entry points, each result checked (exit status 3: calloc or
+// reallocarray overflow did not fail with ENOMEM; 4: calloc memory not zeroed; 5: misaligned;
+// 6: malloc_usable_size below the request; 7: realloc lost the contents; 0: all passed).
+//   realloc_chain_zero  realloc(NULL, 1), 20 x realloc doubling to 1 MiB, realloc(p, 0)
+//   realloc_chain_free  the same growth, then free(p)
+//   aligned_blocks      posix_memalign(64, 1000), posix_memalign(4096, 10000),
+//                       aligned_alloc(256, 1024), memalign(128, 100), valloc(100), pvalloc(100)
+//   overflow_checks     calloc(SIZE_MAX/2, 4) and reallocarray(malloc(100), SIZE_MAX/2, 4) fail
+//   calloc_zeroed       calloc(1000, 10)
+//   calls: 43 realloc (42 return memory, realloc(p, 0) frees), 6 aligned, 1 malloc, 2 calloc and
+//   1 reallocarray (one calloc and the reallocarray fail); bytes requested by the calls that
+//   succeed 4,216,726 (chains 2 x 2,097,151, aligned 12,324, malloc 100, calloc 10,000); peak
+//   1,048,576 B when a realloc counts as a move; leaked 0.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define KIB 4096u
+#define MIB (1024u * 1024u)
+
+// A volatile store per page makes the pages real; the barrier makes the pointer escape, so the
+// compiler cannot drop a malloc/free pair as dead.
+__attribute__((noinline)) static void touch(void* p, size_t n) {
+  for (size_t i = 0; i < n; i += KIB) ((volatile char*)p)[i] = (char)i;
+  __asm__ volatile("" : : "r"(p) : "memory");
+}
+
+__attribute__((noinline)) void leak_blocks(void) {
+  for (int i = 0; i < 10; ++i) touch(malloc(1000), 1000);
+}
+
+__attribute__((noinline)) void small_temporaries(void) {
+  for (int i = 0; i < 1310720; ++i) {
+    void* p = malloc(16);
+    touch(p, 16);
+    free(p);
+  }
+}
+
+__attribute__((noinline)) void medium_live_set(void) {
+  enum { kCount = 15360 };
+  // The pointer array comes from mmap so it is not an allocation of its own.
+  void** live = mmap(NULL, kCount * sizeof(void*), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (live == MAP_FAILED) _exit(2);
+  for (int i = 0; i < kCount; ++i) {
+    live[i] = malloc(4096);
+    touch(live[i], 4096);
+  }
+  for (int i = 0; i < kCount; ++i) free(live[i]);
+  munmap(live, kCount * sizeof(void*));
+}
+
+__attribute__((noinline)) void big_pairs(void) {
+  for (int i = 0; i < 60; ++i) {
+    void* a = malloc(MIB);
+    void* b = malloc(MIB);
+    touch(a, MIB);
+    touch(b, MIB);
+    free(a);
+    free(b);
+  }
+}
+
+__attribute__((noinline)) void run_sites(void) {
+  leak_blocks();
+  small_temporaries();
+  medium_live_set();
+  big_pairs();
+}
+
+// ---- threads ----
+
+enum { kMaxThreads = 64, kKeptPerThread = 1000 };
+static void* g_kept[kMaxThreads][kKeptPerThread];  // static, so keeping them allocates nothing
+
+__attribute__((noinline)) void thread_temporaries(void) {
+  for (int i = 0; i < 200000; ++i) {
+    void* p = malloc(64);
+    touch(p, 64);
+    free(p);
+  }
+}
+
+__attribute__((noinline)) void thread_keep_blocks(void** kept) {
+  for (int i = 0; i < kKeptPerThread; ++i) {
+    kept[i] = malloc(256);
+    touch(kept[i], 256);
+  }
+}
+
+__attribute__((noinline)) void main_frees_thread_blocks(void** kept) {
+  for (int i = 0; i < kKeptPerThread; ++i) free(kept[i]);
+}
+
+static void* ThreadMain(void* arg) {
+  thread_temporaries();
+  thread_keep_blocks(arg);
+  return NULL;
+}
+
+static int RunThreads(int n) {
+  pthread_t threads[kMaxThreads];
+  if (n < 1 || n > kMaxThreads) return 2;
+  for (int i = 0; i < n; ++i)
+    if (pthread_create(&threads[i], NULL, ThreadMain, g_kept[i]) != 0) return 2;
+  for (int i = 0; i < n; ++i) pthread_join(threads[i], NULL);
+  for (int i = 0; i < n; ++i) main_frees_thread_blocks(g_kept[i]);
+  return 0;
+}
+
+// ---- forkexec ----
+
+static int RunForkExec(char* argv0) {
+  pid_t pid = fork();
+  if (pid < 0) return 2;
+  if (pid == 0) {
+    char* args[] = {argv0, "sites", NULL};
+    execv("/proc/self/exe", args);
+    _exit(127);
+  }
+  run_sites();
+  int status;
+  if (waitpid(pid, &status, 0) != pid) return 2;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+// ---- realloc and friends ----
+
+// Volatile so the compiler cannot see the overflow and fold or warn about the failing calls.
+static volatile size_t g_huge = SIZE_MAX / 2;
+
+static int Usable(void* p, size_t n) { return p != NULL && malloc_usable_size(p) >= n; }
+
+// Grows one block from 1 B to 1 MiB, checking that realloc carries the first byte along.
+__attribute__((noinline)) static char* grow_by_doubling(int* status) {
+  char* p = realloc(NULL, 1);
+  if (!Usable(p, 1)) { *status = 6; return p; }
+  p[0] = 'x';
+  for (size_t n = 2; n <= MIB; n *= 2) {
+    p = realloc(p, n);
+    if (!Usable(p, n)) { *status = 6; return p; }
+    if (p[0] != 'x') { *status = 7; return p; }
+    touch(p, n);
+    p[0] = 'x';
+  }
+  return p;
+}
+
+__attribute__((noinline)) int realloc_chain_zero(void) {
+  int status = 0;
+  char* p = grow_by_doubling(&status);
+  if (realloc(p, 0) != NULL) return 6;  // glibc frees the block and returns NULL
+  return status;
+}
+
+__attribute__((noinline)) int realloc_chain_free(void) {
+  int status = 0;
+  free(grow_by_doubling(&status));
+  return status;
+}
+
+static int CheckAligned(void* p, size_t align, size_t n) {
+  if (p == NULL || (uintptr_t)p % align != 0) return 5;
+  if (!Usable(p, n)) return 6;
+  touch(p, n);
+  return 0;
+}
+
+__attribute__((noinline)) int aligned_blocks(void) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  void* p[6] = {NULL};
+  int status = 0;
+  if (posix_memalign(&p[0], 64, 1000) != 0) p[0] = NULL;
+  if (!status) status = CheckAligned(p[0], 64, 1000);
+  if (posix_memalign(&p[1], 4096, 10000) != 0) p[1] = NULL;
+  if (!status) status = CheckAligned(p[1], 4096, 10000);
+  p[2] = aligned_alloc(256, 1024);
+  if (!status) status = CheckAligned(p[2], 256, 1024);
+  p[3] = memalign(128, 100);
+  if (!status) status = CheckAligned(p[3], 128, 100);
+  p[4] = valloc(100);
+  if (!status) status = CheckAligned(p[4], page, 100);
+  p[5] = pvalloc(100);
+  if (!status) status = CheckAligned(p[5], page, page);  // pvalloc rounds up to a whole page
+  for (int i = 0; i < 6; ++i) free(p[i]);
+  return status;
+}
+
+__attribute__((noinline)) int overflow_checks(void) {
+  errno = 0;
+  void* p = calloc(g_huge, 4);
+  if (p != NULL || errno != ENOMEM) return 3;
+  void* q = malloc(100);
+  if (q == NULL) return 2;
+  errno = 0;
+  p = reallocarray(q, g_huge, 4);
+  int status = p == NULL && errno == ENOMEM ? 0 : 3;
+  free(p != NULL ? p : q);  // a failed reallocarray leaves q allocated
+  return status;
+}
+
+__attribute__((noinline)) int calloc_zeroed(void) {
+  unsigned char* p = calloc(1000, 10);
+  if (!Usable(p, 10000)) return 6;
+  int status = 0;
+  for (int i = 0; i < 10000; ++i)
+    if (p[i] != 0) status = 4;
+  touch(p, 10000);
+  free(p);
+  return status;
+}
+
+static int RunRealloc(void) {
+  int (*const checks[])(void) = {realloc_chain_zero, realloc_chain_free, aligned_blocks,
+                                 overflow_checks, calloc_zeroed};
+  for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); ++i) {
+    int status = checks[i]();
+    if (status != 0) return status;
+  }
+  return 0;
+}
+
+static void Say(const char* s) { (void)!write(2, s, strlen(s)); }
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "sites";
+  if (strcmp(mode, "sites") == 0) {
+    // `sites N` runs it N times: N times every total, and enough bytes for tight shares at the
+    // default sampling rate.
+    for (int i = 0, n = argc > 2 ? atoi(argv[2]) : 1; i < n; ++i) run_sites();
+    return 0;
+  }
+  if (strcmp(mode, "threads") == 0) return RunThreads(argc > 2 ? atoi(argv[2]) : 4);
+  if (strcmp(mode, "forkexec") == 0) return RunForkExec(argv[0]);
+  if (strcmp(mode, "exit") == 0) {
+    run_sites();
+    exit(argc > 2 ? atoi(argv[2]) : 0);
+  }
+  if (strcmp(mode, "realloc") == 0) return RunRealloc();
+  Say("usage: alloc_workload [sites [N] | realloc | threads [N] | forkexec | exit N]\n");
+  return 2;
+}
