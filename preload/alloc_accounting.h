@@ -41,7 +41,8 @@ ThreadState& CurrentThread();
 
 // Counts an allocation of `size` requested bytes at `user`; returns true when it is to be sampled.
 bool CountAllocation(ThreadState& t, alloc_channel::Control& c, const void* user, size_t size);
-// Counts the free of a counted block; returns whether it was a temporary allocation.
+// Counts the free of a counted block; returns whether it was a temporary allocation (freed with
+// nothing else allocated or freed by its thread in between, as heaptrack counts them).
 bool CountFree(ThreadState& t, alloc_channel::Control& c, const void* user, size_t size);
 
 // Counts an allocation written to the ring.

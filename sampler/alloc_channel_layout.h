@@ -33,7 +33,7 @@ inline constexpr uint64_t kAllocSampleId = ~uint64_t{0};
 inline constexpr uint64_t kFreeSampleId = ~uint64_t{0} - 1;
 
 // Bits of a free record's `period` (a free has no period of its own).
-inline constexpr uint64_t kFreeTemporary = 1;  // freed before its thread allocated again
+inline constexpr uint64_t kFreeTemporary = 1;  // freed before its thread did anything else
 
 // One thread's exact counts. Written only by the thread that claimed it (relaxed load + store),
 // read by the profiler at any time; totals are sums over every slot.
@@ -42,7 +42,7 @@ struct alignas(64) ThreadSlot {
   std::atomic<uint64_t> alloc_bytes;   // requested bytes
   std::atomic<uint64_t> free_calls;    // frees of non-null pointers allocated while profiled
   std::atomic<uint64_t> freed_bytes;
-  std::atomic<uint64_t> temporary;     // allocations freed before their thread allocated again
+  std::atomic<uint64_t> temporary;     // allocations freed before their thread did anything else
   std::atomic<uint64_t> sampled;       // allocations written to the ring
 };
 

@@ -9,9 +9,8 @@
 //   big_pairs          60 x { a = malloc(1 MiB); b = malloc(1 MiB);
 //                             free(a); free(b) }                       125,829,120 B (60 %)
 //   allocation calls 1,326,210   bytes 209,725,200   frees 1,326,200
-//   temporary 1,310,781 (the small ones, each pair's b and the medium set's last block: freed
-//   before the thread allocates again; heaptrack's stricter rule, nothing freed in between
-//   either, leaves out the b's)
+//   temporary 1,310,720: the small ones. heaptrack's rule: freed with nothing else allocated or
+//   freed in between, which leaves out each pair's b (a is freed first)
 //   peak 62,924,560 B (the leak plus the medium live set)   leaked 10,000 B in 10 blocks
 //
 // Mode `threads N` (default 4, at most 64): each of N threads does 200,000 x { malloc(64); free }
