@@ -80,6 +80,38 @@ std::string RenderAllocSummary(const nlohmann::json& metadata) {
   return out;
 }
 
+std::string RenderAllocTotalsDiff(const nlohmann::json& before, const nlohmann::json& after) {
+  auto exact = [](const nlohmann::json& m) -> const nlohmann::json* {
+    if (!m.is_object() || !m.contains("allocations") || !m["allocations"].contains("exact")) {
+      return nullptr;
+    }
+    return &m["allocations"]["exact"];
+  };
+  const nlohmann::json* b = exact(before);
+  const nlohmann::json* a = exact(after);
+  if (b == nullptr || a == nullptr) return "";
+  std::string out = "Allocations (exact): before -> after\n";
+  const std::pair<const char*, const char*> rows[] = {
+      {"allocation_calls", "calls to allocation functions"},
+      {"allocated_bytes", "bytes allocated"},
+      {"temporary_allocations", "temporary allocations"},
+      {"peak_heap_bytes", "peak heap bytes"},
+      {"leaked_bytes", "bytes leaked"},
+      {"leaked_blocks", "blocks leaked"},
+  };
+  for (const auto& [key, label] : rows) {
+    const uint64_t x = b->value(key, uint64_t{0});
+    const uint64_t y = a->value(key, uint64_t{0});
+    const std::string change =
+        x == 0 ? (y == 0 ? "" : "new")
+               : absl::StrFormat("%+.1f %%", 100.0 * (static_cast<double>(y) - static_cast<double>(x)) /
+                                                 static_cast<double>(x));
+    absl::StrAppendFormat(&out, "  %-30s %15s -> %-15s %s\n", label, WithThousands(x),
+                          WithThousands(y), change);
+  }
+  return out;
+}
+
 std::vector<AllocCallSite> TopAllocCallSites(const symbolize::Profile& profile, size_t top_n) {
   absl::flat_hash_map<std::string, uint64_t> by_site;
   for (const symbolize::ProfileStack& s : profile.stacks) {

@@ -18,6 +18,10 @@ namespace nativeprof::output {
 // heap, peak RSS, leaked, and how the sites were sampled; "" without an allocations section.
 std::string RenderAllocSummary(const nlohmann::json& metadata);
 
+// "Allocations: before -> after": the exact totals of two recordings side by side (calls,
+// bytes, temporary, peak heap, leaked), with each change; "" unless both have them.
+std::string RenderAllocTotalsDiff(const nlohmann::json& before, const nlohmann::json& after);
+
 struct AllocCallSite {
   std::string name;    // "caller (via allocator entry)", or the caller alone
   uint64_t value = 0;  // in the profile's count unit (bytes or allocations)

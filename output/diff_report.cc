@@ -63,10 +63,11 @@ std::string RenderDiffTable(const DiffResult& diff, size_t top_n) {
                     WithThousands(diff.before_samples), WithThousands(diff.after_samples),
                     100 * diff.level, diff.critical_z)
               : absl::StrFormat(
-                    "Function share changes, BEFORE %s %s -> AFTER %s %s (measured time: no "
-                    "sampling test applies; compare repeated runs)\n",
+                    "Function share changes, BEFORE %s %s -> AFTER %s %s (%s: no sampling test "
+                    "applies; compare repeated runs)\n",
                     WithThousands(diff.before_samples), diff.count_unit,
-                    WithThousands(diff.after_samples), diff.count_unit);
+                    WithThousands(diff.after_samples), diff.count_unit,
+                    diff.count_unit == "us" ? "measured time" : "weighted counts");
   absl::StrAppendFormat(&out, "%-31s %-31s  %s\n", "        self: before -> after",
                         "       total: before -> after", "function");
   size_t shown = 0, significant = 0;
@@ -89,7 +90,7 @@ std::string RenderDiffTable(const DiffResult& diff, size_t top_n) {
   }
   if (!sampled) {
     absl::StrAppend(&out, "\nChanges are in percentage points of all ", diff.count_unit,
-                    " of time.\n");
+                    diff.count_unit == "us" ? " of time.\n" : ".\n");
     return out;
   }
   absl::StrAppendFormat(

@@ -120,7 +120,8 @@ std::string RenderSpeedscope(const Profile& profile, const std::string& name) {
     if (t->pid != 0 || t->tid != 0) absl::StrAppend(&title, " (", t->pid, "/", t->tid, ")");
     out.append("\n{\"type\":\"sampled\",\"name\":");
     AppendJsonString(&out, title);
-    absl::StrAppend(&out, ",\"unit\":\"", nanoseconds ? "nanoseconds" : "none",
+    absl::StrAppend(&out, ",\"unit\":\"",
+                    nanoseconds ? "nanoseconds" : profile.count_unit == "bytes" ? "bytes" : "none",
                     "\",\"startValue\":0,\"endValue\":", t->total, ",\"samples\":[");
     for (size_t k = 0; k < t->samples.size(); ++k) {
       out.append(k == 0 ? "[" : ",[");

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
+#include "output/alloc_tables.h"
 #include "output/diff_report.h"
 #include "tools/cli_error.h"
 #include "tools/commands.h"
@@ -107,8 +108,8 @@ int RunDiffCommand(int argc, char** argv) {
       ReadInputProfile(argv[optind + 1], "give two folded files");
   if (!after.has_value()) return kExitBadInput;
   std::string before_view, after_view;
-  (void)ReadRecordMetadata(argv[optind], &before_view);
-  (void)ReadRecordMetadata(argv[optind + 1], &after_view);
+  const nlohmann::json before_meta = ReadRecordMetadata(argv[optind], &before_view);
+  const nlohmann::json after_meta = ReadRecordMetadata(argv[optind + 1], &after_view);
   if (before_view != after_view) {
     return PrintCliError(
         CliStep::kReadInput,
@@ -120,7 +121,9 @@ int RunDiffCommand(int argc, char** argv) {
   MarkRecordedView(before_view, &*before);
   MarkRecordedView(after_view, &*after);
   const output::DiffResult diff = output::DiffProfiles(*before, *after, level);
-  const std::string table = output::RenderDiffTable(diff, static_cast<size_t>(top_n));
+  std::string table = output::RenderAllocTotalsDiff(before_meta, after_meta);
+  if (!table.empty()) table.push_back('\n');
+  table += output::RenderDiffTable(diff, static_cast<size_t>(top_n));
   std::fwrite(table.data(), 1, table.size(), stdout);
   if (!svg_path.empty()) {
     absl::Status st =

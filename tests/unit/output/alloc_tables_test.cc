@@ -1,0 +1,69 @@
+#include "output/alloc_tables.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace nativeprof::output {
+namespace {
+
+using ::testing::HasSubstr;
+
+nlohmann::json Meta(uint64_t calls, uint64_t temporary, uint64_t peak) {
+  return {{"allocations",
+           {{"rate_bytes", 524288},
+            {"sampling", {{"sampled_allocations", 12}}},
+            {"exact",
+             {{"allocation_calls", calls},
+              {"allocated_bytes", 1000},
+              {"temporary_allocations", temporary},
+              {"peak_heap_bytes", peak},
+              {"leaked_bytes", 10},
+              {"leaked_blocks", 1},
+              {"calls_per_second", 50.0}}}}}};
+}
+
+TEST(AllocTablesTest, SummaryHasTheExactTotals) {
+  const std::string s = RenderAllocSummary(Meta(200, 50, 4096));
+  EXPECT_THAT(s, HasSubstr("calls to allocation functions  200 (50/s)"));
+  EXPECT_THAT(s, HasSubstr("50 (25.0 % of calls)"));
+  EXPECT_THAT(s, HasSubstr("peak heap                      4,096 B"));
+  EXPECT_THAT(s, HasSubstr("10 B in 1 block"));
+  EXPECT_THAT(s, HasSubstr("12 allocations sampled, one per 524,288 B"));
+  EXPECT_EQ(RenderAllocSummary(nlohmann::json::object()), "");
+}
+
+TEST(AllocTablesTest, TotalsDiffShowsEachChange) {
+  const std::string d = RenderAllocTotalsDiff(Meta(115828, 115828, 2000000000), Meta(10, 0, 14000));
+  EXPECT_THAT(d, HasSubstr("temporary allocations"));
+  EXPECT_THAT(d, HasSubstr("115,828 -> 0"));
+  EXPECT_THAT(d, HasSubstr("-100.0 %"));
+  EXPECT_THAT(d, HasSubstr("2,000,000,000 -> 14,000"));
+  EXPECT_EQ(RenderAllocTotalsDiff(Meta(1, 1, 1), nlohmann::json()), "");
+}
+
+TEST(AllocTablesTest, SitesSkipAllocatorPlumbing) {
+  symbolize::Profile p;
+  for (const char* f : {"main", "build_index", "std::vector<int>::_M_realloc_insert",
+                        "operator new", "parse", "alloc::raw_vec::finish_grow"}) {
+    symbolize::ProfileFrame frame;
+    frame.function = f;
+    p.frames.push_back(frame);
+  }
+  symbolize::ProfileStack a;
+  a.frames = {0, 1, 2, 3};
+  a.samples = 300;
+  symbolize::ProfileStack b;
+  b.frames = {0, 4, 5};
+  b.samples = 100;
+  p.stacks = {a, b};
+  const std::vector<AllocCallSite> sites = TopAllocCallSites(p, 10);
+  ASSERT_EQ(sites.size(), 2u);
+  EXPECT_EQ(sites[0].name, "build_index (via std::vector<int>::_M_realloc_insert)");
+  EXPECT_EQ(sites[0].value, 300u);
+  EXPECT_EQ(sites[1].name, "parse (via alloc::raw_vec::finish_grow)");
+  EXPECT_THAT(RenderAllocCallSites("bytes allocated", sites, 400, "bytes"),
+              HasSubstr("75.00%                 300 B  build_index"));
+}
+
+}  // namespace
+}  // namespace nativeprof::output
