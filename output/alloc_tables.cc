@@ -24,8 +24,10 @@ bool IsAllocatorPlumbing(const std::string& f) {
   static const char* const kPrefixes[] = {
       "alloc::",       "<alloc::",      "core::alloc::", "std::alloc::",  "<std::alloc::",
       "__gnu_cxx::new_allocator", "std::__new_allocator", "std::allocator",
-      "std::allocator_traits", "std::_Vector_base", "std::vector<", "std::__cxx11::basic_string",
+      "std::allocator_traits", "std::_Vector_base", "std::vector<", "std::__cxx11::",
       "std::basic_string", "std::_Hashtable", "std::__detail::", "std::_Rb_tree",
+      "std::unordered_map<", "std::unordered_set<", "std::map<", "std::set<", "std::deque<",
+      "std::__shared_count", "std::make_shared", "std::make_unique",
       "hashbrown::", "<hashbrown::", "std::collections::", "<std::collections::"};
   for (const char* p : kPrefixes) {
     if (absl::StartsWith(f, p)) return true;
