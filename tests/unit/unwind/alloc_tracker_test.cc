@@ -58,7 +58,8 @@ TEST(AllocTrackerTest, EstimatesOfSimulatedSamplingAreUnbiased) {
       until -= static_cast<double>(sizes[site]);
       if (until > 0) continue;
       until = next(rng);
-      t.OnAlloc(static_cast<uint32_t>(site), addr++, sizes[site], addr);
+      t.OnAlloc(static_cast<uint32_t>(site), addr, sizes[site], /*time_ns=*/addr);
+      ++addr;
     }
   }
   for (int site = 0; site < 3; ++site) {
