@@ -35,39 +35,35 @@ absl::StatusOr<AllocChannel> AllocChannel::Create(const std::string& dir, uint64
   AllocChannel ch;
   const std::string stem = absl::StrCat(dir, "/nativeprof-alloc-", ::getpid(), "-",
                                         counter.fetch_add(1, std::memory_order_relaxed));
-  ch.path_ = stem;
-  ch.fifo_path_ = absl::StrCat(stem, ".wake");
-  if (ch.fifo_path_.size() >= sizeof(Control::wake_path)) {
+  const std::string path = stem;
+  const std::string fifo_path = absl::StrCat(stem, ".wake");
+  if (fifo_path.size() >= sizeof(Control::wake_path)) {
     return absl::InvalidArgumentError(absl::StrCat("path too long for the allocation channel: ",
-                                                   ch.fifo_path_));
+                                                   fifo_path));
   }
-  ScopedFd fd(::open(ch.path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (!fd.valid()) return ErrnoError(absl::StrCat("cannot create ", ch.path_));
+  // Each path is owned (and removed by the destructor, on every error below too) only once this
+  // call created it: a name that already existed is someone else's file.
+  ScopedFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd.valid()) return ErrnoError(absl::StrCat("cannot create ", path));
+  ch.path_ = path;
   const size_t bytes = FileBytes(ring_data_bytes);
   if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) {
-    absl::Status st = ErrnoError(absl::StrCat("cannot size ", ch.path_));
-    ::unlink(ch.path_.c_str());
-    return st;
+    return ErrnoError(absl::StrCat("cannot size ", path));
   }
   void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
-  if (base == MAP_FAILED) {
-    absl::Status st = ErrnoError(absl::StrCat("cannot map ", ch.path_));
-    ::unlink(ch.path_.c_str());
-    return st;
-  }
+  if (base == MAP_FAILED) return ErrnoError(absl::StrCat("cannot map ", path));
   ch.map_ = ScopedMmap(base, bytes);
-  if (::mkfifo(ch.fifo_path_.c_str(), 0600) != 0) {
-    absl::Status st = ErrnoError(absl::StrCat("cannot create ", ch.fifo_path_));
-    ::unlink(ch.path_.c_str());
-    return st;
+  if (::mkfifo(fifo_path.c_str(), 0600) != 0) {
+    return ErrnoError(absl::StrCat("cannot create ", fifo_path));
   }
+  ch.fifo_path_ = fifo_path;
   // Read end, non-blocking, so opening needs no writer; the preload opens the write end.
-  ch.fifo_ = ScopedFd(::open(ch.fifo_path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (!ch.fifo_.valid()) return ErrnoError(absl::StrCat("cannot open ", ch.fifo_path_));
+  ch.fifo_ = ScopedFd(::open(fifo_path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!ch.fifo_.valid()) return ErrnoError(absl::StrCat("cannot open ", fifo_path));
   // A FIFO whose last writer closed polls POLLHUP for good; holding a write end ourselves keeps
   // it quiet between the preload's processes.
-  ch.fifo_writer_ = ScopedFd(::open(ch.fifo_path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
-  if (!ch.fifo_writer_.valid()) return ErrnoError(absl::StrCat("cannot open ", ch.fifo_path_));
+  ch.fifo_writer_ = ScopedFd(::open(fifo_path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!ch.fifo_writer_.valid()) return ErrnoError(absl::StrCat("cannot open ", fifo_path));
 
   // The file is zero-filled: only the fixed fields need values. The magic is written last (by
   // Configure), so a preload that maps the file early sees no channel rather than half of one.
@@ -75,7 +71,7 @@ absl::StatusOr<AllocChannel> AllocChannel::Create(const std::string& dir, uint64
   c->rate_bytes = rate_bytes == 0 ? 1 : rate_bytes;
   c->ring_offset = alloc_channel::RingOffset(PageSize());
   c->ring_data_bytes = ring_data_bytes;
-  std::memcpy(c->wake_path, ch.fifo_path_.c_str(), ch.fifo_path_.size() + 1);
+  std::memcpy(c->wake_path, fifo_path.c_str(), fifo_path.size() + 1);
   auto* meta = reinterpret_cast<perf_event_mmap_page*>(static_cast<char*>(base) + c->ring_offset);
   meta->data_offset = PageSize();
   meta->data_size = ring_data_bytes;

@@ -3,6 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <string>
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "tests/testing/test_support.h"
 
@@ -41,6 +45,23 @@ TEST(AllocChannelTest, CreatesConfiguresAndRemovesItsFiles) {
   }
   EXPECT_FALSE(Exists(path));
   EXPECT_FALSE(Exists(path + ".wake"));
+}
+
+// A name that is taken is refused, and the file there, not this call's, is left alone.
+TEST(AllocChannelTest, ExistingFileIsNeitherReusedNorRemoved) {
+  const std::string dir = testing::MakeTempDir();
+  std::vector<std::string> taken;
+  for (int i = 0; i < 64; ++i) {
+    taken.push_back(dir + "/nativeprof-alloc-" + std::to_string(::getpid()) + "-" +
+                    std::to_string(i));
+    FILE* f = std::fopen(taken.back().c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fclose(f);
+  }
+  absl::StatusOr<AllocChannel> ch = AllocChannel::Create(dir, 1, 1 << 16);
+  ASSERT_FALSE(ch.ok());
+  EXPECT_NE(ch.status().message().find("cannot create"), absl::string_view::npos);
+  for (const std::string& path : taken) EXPECT_TRUE(Exists(path)) << path;
 }
 
 TEST(AllocChannelTest, RefusesARingThatIsNotAPowerOfTwo) {
