@@ -167,26 +167,29 @@ uint32_t PseudoFrame(Profile* profile, absl::flat_hash_map<std::string, uint32_t
 // The figure an allocation view shows for a site, and its units.
 struct AllocMetric {
   const char* event;
-  const char* unit;
   double (*value)(const unwind::AllocSite&);
 };
 AllocMetric AllocMetricOf(ProfileView view) {
   switch (view) {
     case ProfileView::kAllocCount:
-      return {"alloc_objects", "allocations", [](const unwind::AllocSite& s) { return s.count; }};
+      return {"alloc_objects", [](const unwind::AllocSite& s) { return s.count; }};
     case ProfileView::kTemporary:
-      return {"temporary_objects", "allocations",
-              [](const unwind::AllocSite& s) { return s.temporary; }};
+      return {"temporary_objects", [](const unwind::AllocSite& s) { return s.temporary; }};
     case ProfileView::kPeakBytes:
-      return {"peak_space", "bytes", [](const unwind::AllocSite& s) { return s.peak_bytes; }};
+      return {"peak_space", [](const unwind::AllocSite& s) { return s.peak_bytes; }};
     case ProfileView::kLeakedBytes:
-      return {"leaked_space", "bytes", [](const unwind::AllocSite& s) { return s.live_bytes; }};
+      return {"leaked_space", [](const unwind::AllocSite& s) { return s.live_bytes; }};
     default:
-      return {"alloc_space", "bytes", [](const unwind::AllocSite& s) { return s.bytes; }};
+      return {"alloc_space", [](const unwind::AllocSite& s) { return s.bytes; }};
   }
 }
 
 }  // namespace
+
+const char* AllocViewUnit(ProfileView view) {
+  return view == ProfileView::kAllocCount || view == ProfileView::kTemporary ? "allocations"
+                                                                             : "bytes";
+}
 
 bool IsAllocView(ProfileView view) {
   return view == ProfileView::kAllocBytes || view == ProfileView::kAllocCount ||
@@ -241,8 +244,8 @@ Profile BuildProfile(const unwind::StackCollector& collector, Symbolizer& symbol
   if (alloc) {
     const AllocMetric metric = AllocMetricOf(options.view);
     profile.event = metric.event;
-    profile.weight_unit = metric.unit;
-    profile.count_unit = metric.unit;
+    profile.weight_unit = AllocViewUnit(options.view);
+    profile.count_unit = AllocViewUnit(options.view);
     profile.sample_frequency_hz = 0;
     const bool heap = options.view == ProfileView::kHeap;
     if (heap) {

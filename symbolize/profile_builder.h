@@ -35,6 +35,9 @@ enum class ProfileView {
 
 // True for the allocation views.
 bool IsAllocView(ProfileView view);
+// The unit an allocation view counts in: "bytes" or "allocations" (kHeap: "bytes", its default
+// sample type's).
+const char* AllocViewUnit(ProfileView view);
 
 struct ProfileBuildOptions {
   ProfileView view = ProfileView::kCpu;

@@ -10,11 +10,11 @@ namespace nativeprof::tools {
 namespace {
 
 constexpr AllocView kViews[] = {
-    {kAllocBytesView, symbolize::ProfileView::kAllocBytes, "bytes allocated", "bytes"},
-    {kAllocCountView, symbolize::ProfileView::kAllocCount, "allocations", "allocations"},
-    {kTemporaryView, symbolize::ProfileView::kTemporary, "temporary allocations", "allocations"},
-    {kPeakView, symbolize::ProfileView::kPeakBytes, "bytes live at the peak", "bytes"},
-    {kLeakedView, symbolize::ProfileView::kLeakedBytes, "bytes leaked", "bytes"},
+    {kAllocBytesView, symbolize::ProfileView::kAllocBytes, "bytes allocated"},
+    {kAllocCountView, symbolize::ProfileView::kAllocCount, "allocations"},
+    {kTemporaryView, symbolize::ProfileView::kTemporary, "temporary allocations"},
+    {kPeakView, symbolize::ProfileView::kPeakBytes, "bytes live at the peak"},
+    {kLeakedView, symbolize::ProfileView::kLeakedBytes, "bytes leaked"},
 };
 
 double Share(uint64_t part, uint64_t whole) {

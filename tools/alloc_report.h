@@ -26,12 +26,12 @@ struct AllocRun {
   std::vector<std::pair<uint64_t, uint64_t>> live_over_time;  // AllocChannel::live_over_time
 };
 
-// One allocation view's file name (record_options.h), what it shows and in which unit.
+// One allocation view's file name (record_options.h) and what it shows; its unit is
+// symbolize::AllocViewUnit(view).
 struct AllocView {
   const char* name;
   symbolize::ProfileView view;
   const char* metric;  // "bytes allocated"
-  const char* unit;    // "bytes" or "allocations"
 };
 std::span<const AllocView> AllocViews();
 // The view named `name`, or null.

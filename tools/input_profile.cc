@@ -4,6 +4,7 @@
 
 #include "base/file_util.h"
 #include "output/folded_reader.h"
+#include "symbolize/profile_builder.h"
 #include "tools/alloc_report.h"
 #include "tools/cli_error.h"
 #include "tools/record_options.h"
@@ -55,8 +56,8 @@ nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view) {
 void MarkRecordedView(const std::string& view, symbolize::Profile* profile) {
   if (view.empty()) return;
   if (const AllocView* a = FindAllocView(view); a != nullptr) {
-    profile->count_unit = a->unit;
-    profile->weight_unit = a->unit;
+    profile->count_unit = symbolize::AllocViewUnit(a->view);
+    profile->weight_unit = profile->count_unit;
     profile->event = a->metric;
     for (symbolize::ProfileStack& s : profile->stacks) s.weight = s.samples;
     return;

@@ -19,6 +19,7 @@
 #include "output/report_markdown.h"
 #include "output/report_model.h"
 #include "output/text_report.h"
+#include "symbolize/profile_builder.h"
 #include "tools/alloc_report.h"
 #include "tools/cli_error.h"
 #include "tools/commands.h"
@@ -54,7 +55,8 @@ std::string RenderText(const ReportOptions& o, const output::ReportModel& model,
       uint64_t total = 0;
       for (const symbolize::ProfileStack& s : p->stacks) total += s.samples;
       const std::string sites = output::RenderAllocCallSites(
-          v.metric, output::TopAllocCallSites(*p, o.top_n), total, v.unit);
+          v.metric, output::TopAllocCallSites(*p, o.top_n), total,
+          symbolize::AllocViewUnit(v.view));
       if (!sites.empty()) absl::StrAppend(&text, "\n", sites);
     }
   }
