@@ -12,22 +12,19 @@
 #include <ctime>
 
 namespace nativeprof::preload {
+
+namespace internal {
+std::atomic<int> g_attach_state{0};
+alloc_channel::Control* g_control = nullptr;
+__thread ThreadState t_state __attribute__((tls_model("initial-exec")));
+}  // namespace internal
+
 namespace {
 
 using alloc_channel::Control;
 using alloc_channel::ThreadSlot;
+using internal::Add;
 
-// A thread's live-heap change is published once it passes this, so the peak of a multi-threaded
-// program is never off by more than this per other thread (a thread that freed blocks another
-// allocated has not published that yet). Below it, the peak check in CountAllocation keeps a
-// single thread's peak exact. An atomic add per 4 KiB allocated or freed costs little.
-constexpr int64_t kFlushBytes = 4096;
-
-__thread ThreadState t_state __attribute__((tls_model("initial-exec")));
-
-// 0: not attached yet, 1: attached (g_control set), 2: not profiling.
-std::atomic<int> g_attach_state{0};
-Control* g_control = nullptr;
 pthread_key_t g_thread_key;
 bool g_thread_key_ok = false;
 
@@ -65,16 +62,9 @@ Control* Attach() {
   return c;
 }
 
-void Add(std::atomic<uint64_t>& field, uint64_t n, bool shared) {
-  if (shared) {
-    field.fetch_add(n, std::memory_order_relaxed);
-  } else {
-    // The slot has one writer: a plain load and store (no locked instruction) is enough.
-    field.store(field.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  }
-}
+}  // namespace
 
-void ClaimSlot(ThreadState& t, Control& c) {
+void internal::ClaimSlot(ThreadState& t, Control& c) {
   const uint32_t i = c.slots_claimed.fetch_add(1, std::memory_order_relaxed);
   if (i < alloc_channel::kThreadSlots) {
     t.slot = &c.slots[i];
@@ -90,6 +80,8 @@ void ClaimSlot(ThreadState& t, Control& c) {
     --t.busy;
   }
 }
+
+namespace {
 
 uint64_t NextRandom(ThreadState& t) {
   if (t.rng == 0) {
@@ -132,6 +124,7 @@ void InChildAfterFork() {
   t.slot = nullptr;
   t.shared_slot = false;
   t.pending_live = 0;
+  t.pending_high = 0;
   t.pid = 0;
   t.tid = 0;
   if (Control* c = Channel(); c != nullptr) RegisterProcess(*c);
@@ -142,6 +135,8 @@ void InChildAfterFork() {
 // this late in the exit.
 __attribute__((destructor)) void FiniPreload() {
   ThreadState& t = CurrentThread();
+  // The exiting thread's unpublished change (and the highest it reached) goes in first.
+  if (Control* c = Channel(); c != nullptr && t.slot != nullptr) FlushLive(t, *c);
   ++t.busy;
   using Fn = void (*)();
   Fn freeres = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv"));
@@ -160,71 +155,43 @@ __attribute__((constructor)) void InitPreload() {
 
 }  // namespace
 
-ThreadState& CurrentThread() { return t_state; }
-
-Control* Channel() {
-  int state = g_attach_state.load(std::memory_order_acquire);
-  if (state == 0) {
-    // The first allocation of the process happens before it can start a thread, so there is no
-    // race to attach; the compare-exchange only keeps a second attach from happening.
-    int expected = 0;
-    if (g_attach_state.compare_exchange_strong(expected, 3, std::memory_order_acq_rel)) {
-      g_control = Attach();
-      g_attach_state.store(g_control != nullptr ? 1 : 2, std::memory_order_release);
-    }
-    state = g_attach_state.load(std::memory_order_acquire);
+Control* internal::AttachOnce() {
+  // The first allocation of the process happens before it can start a thread, so there is no
+  // race to attach; the compare-exchange only keeps a second attach from happening.
+  int expected = 0;
+  if (g_attach_state.compare_exchange_strong(expected, 3, std::memory_order_acq_rel)) {
+    g_control = Attach();
+    g_attach_state.store(g_control != nullptr ? 1 : 2, std::memory_order_release);
   }
-  return state == 1 ? g_control : nullptr;
+  return g_attach_state.load(std::memory_order_acquire) == 1 ? g_control : nullptr;
 }
 
-bool CountAllocation(ThreadState& t, Control& c, const void* user, size_t size) {
-  if (t.slot == nullptr) ClaimSlot(t, c);
-  ThreadSlot& s = *t.slot;
-  Add(s.alloc_calls, 1, t.shared_slot);
-  Add(s.alloc_bytes, size, t.shared_slot);
-  t.last_alloc = user;
-  t.pending_live += static_cast<int64_t>(size);
-  if (t.pending_live > kFlushBytes ||
-      c.live_bytes.load(std::memory_order_relaxed) + t.pending_live >
-          c.peak_bytes.load(std::memory_order_relaxed)) {
-    FlushLive(t, c);
-  }
+bool internal::SampleDue(ThreadState& t, const Control& c) {
   const uint64_t rate = c.rate_bytes;
   if (rate <= 1) return true;
-  if (t.until_sample == 0) t.until_sample = NextSampleDistance(t, rate);
-  t.until_sample -= static_cast<int64_t>(size);
-  if (t.until_sample > 0) return false;
+  if (!t.sampling_started) {
+    // The thread's first allocation: its distance to the first sample is drawn now.
+    t.sampling_started = true;
+    t.until_sample += NextSampleDistance(t, rate);
+    if (t.until_sample > 0) return false;
+  }
   // One allocation is sampled at most once however many sample points it spans; its weight
   // (size / probability, in the profiler) accounts for the rest.
   t.until_sample = NextSampleDistance(t, rate);
   return true;
 }
 
-bool CountFree(ThreadState& t, Control& c, const void* user, size_t size) {
-  if (t.slot == nullptr) ClaimSlot(t, c);
-  ThreadSlot& s = *t.slot;
-  Add(s.free_calls, 1, t.shared_slot);
-  Add(s.freed_bytes, size, t.shared_slot);
-  // heaptrack's rule: temporary when nothing else happened in the thread between the allocation
-  // and its free, not even another free.
-  const bool temporary = user == t.last_alloc;
-  if (temporary) Add(s.temporary, 1, t.shared_slot);
-  t.last_alloc = nullptr;
-  t.pending_live -= static_cast<int64_t>(size);
-  if (t.pending_live < -kFlushBytes) FlushLive(t, c);
-  return temporary;
-}
-
-void CountSampled(ThreadState& t) { Add(t.slot->sampled, 1, t.shared_slot); }
-
 void FlushLive(ThreadState& t, Control& c) {
-  if (t.pending_live == 0) return;
-  const int64_t live =
-      c.live_bytes.fetch_add(t.pending_live, std::memory_order_relaxed) + t.pending_live;
+  if (t.pending_live == 0 && t.pending_high == 0) return;
+  const int64_t before = c.live_bytes.fetch_add(t.pending_live, std::memory_order_relaxed);
+  // The most the live heap reached through this thread's changes since its last flush (exact
+  // when no other thread changed it in between).
+  const int64_t high = before + t.pending_high;
   t.pending_live = 0;
+  t.pending_high = 0;
   int64_t peak = c.peak_bytes.load(std::memory_order_relaxed);
-  while (live > peak &&
-         !c.peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  while (high > peak &&
+         !c.peak_bytes.compare_exchange_weak(peak, high, std::memory_order_relaxed)) {
   }
 }
 

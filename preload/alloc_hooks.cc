@@ -61,68 +61,81 @@ bool SamplingOn(const Control& c) {
   return v == 1;
 }
 
+// Out of line: one allocation in RATE bytes' worth comes here.
+__attribute__((noinline)) bool SampleAllocation(ThreadState& t, Control& c, const void* user,
+                                                size_t size, const void* hook_frame) {
+  if (!SamplingOn(c)) return false;
+  ++t.busy;
+  const bool written = WriteAllocSample(t, c, CallSite{hook_frame}, user, size);
+  --t.busy;
+  if (written) CountSampled(t);
+  return written;
+}
+
 // Writes the header of a new block and counts it. `base` is what glibc returned.
-void* Track(void* base, size_t size, size_t offset, const void* hook_frame) {
-  if (base == nullptr) return nullptr;
+NP_ALWAYS_INLINE void* Track(Control* c, void* base, size_t size, size_t offset,
+                             const void* hook_frame) {
+  if (NP_UNLIKELY(base == nullptr)) return nullptr;
   char* user = static_cast<char*>(base) + offset;
   BlockHeader* h = HeaderOf(user);
   h->size = size;
   h->offset = static_cast<uint32_t>(offset);
   uint32_t flags = 0;
   ThreadState& t = CurrentThread();
-  Control* c = Channel();
-  if (t.busy != 0 || c == nullptr) {
+  if (NP_UNLIKELY(t.busy != 0 || c == nullptr)) {
     flags = kUncounted;
-  } else {
-    ++t.busy;
-    if (CountAllocation(t, *c, user, size) && SamplingOn(*c) &&
-        WriteAllocSample(t, *c, CallSite{hook_frame}, user, size)) {
-      CountSampled(t);
-      flags = kSampled;
-    }
-    --t.busy;
+  } else if (NP_UNLIKELY(CountAllocation(t, *c, user, size)) &&
+             SampleAllocation(t, *c, user, size, hook_frame)) {
+    flags = kSampled;
   }
   h->tag = kTag | flags;
   return user;
 }
 
-// Counts the release of a block of ours before glibc may hand its address out again (so its free
-// record precedes any new allocation at the same address in the ring).
-void CountRelease(void* user, const BlockHeader& h) {
-  if ((h.tag & kUncounted) != 0) return;
-  Control* c = Channel();
-  if (c == nullptr) return;
-  ThreadState& t = CurrentThread();
+__attribute__((noinline)) void SampleFree(ThreadState& t, Control& c, void* user,
+                                          bool temporary) {
   ++t.busy;
-  const bool temporary = CountFree(t, *c, user, h.size);
-  if ((h.tag & kSampled) != 0) WriteFreeSample(t, *c, user, temporary);
+  WriteFreeSample(t, c, user, temporary);
   --t.busy;
 }
 
-void* Allocate(size_t size, const void* frame) {
-  if (Channel() == nullptr) return __libc_malloc(size);
-  if (size > SIZE_MAX - kHeaderBytes) {
+// Counts the release of a block of ours before glibc may hand its address out again (so its free
+// record precedes any new allocation at the same address in the ring).
+NP_ALWAYS_INLINE void CountRelease(void* user, const BlockHeader& h) {
+  if (NP_UNLIKELY((h.tag & kUncounted) != 0)) return;
+  Control* c = Channel();
+  if (NP_UNLIKELY(c == nullptr)) return;
+  ThreadState& t = CurrentThread();
+  const bool temporary = CountFree(t, *c, user, h.size);
+  if (NP_UNLIKELY((h.tag & kSampled) != 0)) SampleFree(t, *c, user, temporary);
+}
+
+NP_ALWAYS_INLINE void* Allocate(size_t size, const void* frame) {
+  Control* c = Channel();
+  if (NP_UNLIKELY(c == nullptr)) return __libc_malloc(size);
+  if (NP_UNLIKELY(size > SIZE_MAX - kHeaderBytes)) {
     errno = ENOMEM;
     return nullptr;
   }
-  return Track(__libc_malloc(size + kHeaderBytes), size, kHeaderBytes, frame);
+  return Track(c, __libc_malloc(size + kHeaderBytes), size, kHeaderBytes, frame);
 }
 
 void* AllocateAligned(size_t alignment, size_t size, const void* frame) {
   if (alignment <= kHeaderBytes) return Allocate(size, frame);
-  if (Channel() == nullptr || alignment > kMaxAlignment) return __libc_memalign(alignment, size);
+  Control* c = Channel();
+  if (c == nullptr || alignment > kMaxAlignment) return __libc_memalign(alignment, size);
   if (size > SIZE_MAX - alignment) {
     errno = ENOMEM;
     return nullptr;
   }
   // The header sits in the alignment padding in front of the caller's pointer.
-  return Track(__libc_memalign(alignment, size + alignment), size, alignment, frame);
+  return Track(c, __libc_memalign(alignment, size + alignment), size, alignment, frame);
 }
 
-void Release(void* user) {
-  if (user == nullptr) return;
+NP_ALWAYS_INLINE void Release(void* user) {
+  if (NP_UNLIKELY(user == nullptr)) return;
   BlockHeader* h = HeaderOf(user);
-  if (!Ours(h)) {
+  if (NP_UNLIKELY(!Ours(h))) {
     __libc_free(user);
     return;
   }
@@ -192,7 +205,7 @@ void* Reallocate(void* user, size_t size, const void* frame) {
   void* base = __libc_realloc(static_cast<char*>(user) - kHeaderBytes, size + kHeaderBytes);
   if (base == nullptr) return nullptr;  // the old block is untouched and still counted
   CountRelease(user, old);
-  return Track(base, size, kHeaderBytes, frame);
+  return Track(Channel(), base, size, kHeaderBytes, frame);
 }
 
 bool IsPowerOfTwo(size_t n) { return n != 0 && (n & (n - 1)) == 0; }
@@ -224,12 +237,13 @@ NP_EXPORT void* calloc(size_t n, size_t size) {
     return nullptr;
   }
   using namespace nativeprof::preload;
-  if (Channel() == nullptr) return __libc_calloc(n, size);
+  Control* c = Channel();
+  if (c == nullptr) return __libc_calloc(n, size);
   if (total > SIZE_MAX - kHeaderBytes) {
     errno = ENOMEM;
     return nullptr;
   }
-  return Track(__libc_calloc(1, total + kHeaderBytes), total, kHeaderBytes,
+  return Track(c, __libc_calloc(1, total + kHeaderBytes), total, kHeaderBytes,
                __builtin_frame_address(0));
 }
 
