@@ -88,6 +88,18 @@ uintptr_t StackTop(ThreadState& t, uintptr_t sp) {
   return t.stack_top;
 }
 
+// The profiler's hint of where this thread's stack copies may end (alloc_channel::StackHint);
+// 0 when it has none.
+uintptr_t StackHigh(const Control& c, uint32_t tid) {
+  for (size_t probe = 0; probe < alloc_channel::kHintProbes; ++probe) {
+    const alloc_channel::StackHint& h = c.hints[alloc_channel::HintSlot(tid, probe)];
+    const uint32_t owner = h.tid.load(std::memory_order_acquire);
+    if (owner == tid) return h.stack_high.load(std::memory_order_relaxed);
+    if (owner == 0) return 0;
+  }
+  return 0;
+}
+
 void Lock(Control& c) {
   for (int spins = 0; c.ring_lock.exchange(1, std::memory_order_acquire) != 0; ++spins) {
     if (spins > 64) sched_yield();
@@ -275,7 +287,10 @@ bool WriteAllocSample(ThreadState& t, Control& c, CallSite site, const void* use
   regs[kRegIp] = return_address - 1;
   SampleFields f;
   FillIdentity(t, f);  // first: StackTop tells the main thread by its tid
-  const uintptr_t top = StackTop(t, caller_sp);
+  uintptr_t top = StackTop(t, caller_sp);
+  // Nothing the unwinder reads lies above the hint; the stack's own end still bounds it (a hint
+  // left by an earlier image of this tid, after an exec, may be anywhere).
+  if (const uintptr_t high = StackHigh(c, t.tid); high > caller_sp && high < top) top = high;
   size_t stack_bytes = 0;
   if (top > caller_sp) {
     stack_bytes = static_cast<size_t>(std::min<uintptr_t>(top - caller_sp, c.stack_user_bytes));

@@ -129,6 +129,28 @@ void AllocChannel::AfterDrain() {
   series_.emplace_back(now, Totals().live_bytes());
 }
 
+void AllocChannel::SetStackHint(uint32_t tid, uint64_t stack_high) {
+  if (tid == 0) return;
+  Control* c = control();
+  for (size_t probe = 0; probe < alloc_channel::kHintProbes; ++probe) {
+    alloc_channel::StackHint& h = c->hints[alloc_channel::HintSlot(tid, probe)];
+    const uint32_t owner = h.tid.load(std::memory_order_relaxed);
+    if (owner == tid) {
+      if (h.stack_high.load(std::memory_order_relaxed) != stack_high) {
+        h.stack_high.store(stack_high, std::memory_order_relaxed);
+      }
+      return;
+    }
+    if (owner == 0) {
+      if (stack_high == 0) return;  // nothing to forget
+      h.stack_high.store(stack_high, std::memory_order_relaxed);
+      h.tid.store(tid, std::memory_order_release);
+      return;
+    }
+  }
+  // Every probed slot belongs to another thread: this one's samples keep full copies.
+}
+
 void AllocChannel::StopReading() {
   control()->reader_gone.store(1, std::memory_order_relaxed);
 }

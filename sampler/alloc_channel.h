@@ -57,6 +57,9 @@ class AllocChannel {
   int wake_fd() const { return fifo_.get(); }
   // After each drain: empties the FIFO, re-arms the preload's wakeup and notes the live heap.
   void AfterDrain();
+  // Tells the preload that thread `tid`'s sampled stacks need no bytes at or above
+  // `stack_high` (an avma; 0 forgets the hint: copy the whole stack_user_bytes again).
+  void SetStackHint(uint32_t tid, uint64_t stack_high);
   // Writers stop waiting for room and drop samples from now on (the profiler is going away).
   void StopReading();
 

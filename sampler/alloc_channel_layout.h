@@ -25,7 +25,7 @@ namespace nativeprof::alloc_channel {
 // The environment variable that names the channel file for the preload.
 inline constexpr char kEnvChannel[] = "NATIVEPROF_ALLOC_CHANNEL";
 inline constexpr uint64_t kMagic = 0x6e70616c6c6f6331ull;  // "npalloc1"
-inline constexpr uint32_t kVersion = 2;  // bumped with every change to Control
+inline constexpr uint32_t kVersion = 3;  // bumped with every change to Control
 
 // Identifiers (PERF_SAMPLE_IDENTIFIER) of the preload's records. The kernel numbers its events
 // from 1 up; these cannot collide.
@@ -48,6 +48,24 @@ struct alignas(64) ThreadSlot {
 
 inline constexpr size_t kThreadSlots = 8192;
 inline constexpr size_t kPidSlots = 4096;
+
+// The profiler's feedback on how much stack a thread's samples need. Once a thread's sampled
+// stack has been unwound to its outermost frame (_start, or the thread's start routine, whose
+// place on the stack never changes), everything above `stack_high` is of no use to the
+// unwinder: the preload then copies [sp, stack_high) instead of the whole stack_user_bytes.
+// For the main thread that leaves out the environment, auxv and the random gap above _start,
+// nearly 8 KiB. Written by the profiler (`stack_high` first, then `tid` with release), read by
+// the preload (tid with acquire, then stack_high); open addressing by tid, kHintProbes probes.
+// A truncated unwind resets the hint to 0 (copy everything) until the next complete one.
+struct StackHint {
+  std::atomic<uint32_t> tid;         // 0 = free
+  std::atomic<uint64_t> stack_high;  // 0 = no hint
+};
+inline constexpr size_t kHintSlots = 8192;
+inline constexpr size_t kHintProbes = 16;
+inline constexpr size_t HintSlot(uint32_t tid, size_t probe) {
+  return (tid * size_t{2654435761u} + probe) % kHintSlots;
+}
 
 struct alignas(64) Control {
   // Written by the profiler before the target starts; read-only afterwards.
@@ -73,6 +91,7 @@ struct alignas(64) Control {
   // The pids counted in `processes` (open addressing; 0 = empty), so a forked child that then
   // execs, and attaches again, counts once.
   std::atomic<uint32_t> pids[kPidSlots];
+  alignas(64) StackHint hints[kHintSlots];
   alignas(64) ThreadSlot overflow;     // shared by threads past kThreadSlots (atomic adds)
   ThreadSlot slots[kThreadSlots];
 };

@@ -88,6 +88,12 @@ nlohmann::json AllocJson(const RecordOptions& o, const AllocRun& run,
       {"sampled_allocations", t.sampled},
       {"lost_samples", t.lost_samples},
       {"unmatched_frees", tracker.unmatched_frees()},
+      // How much stack the preload copied per sample (it stops at the stack hint once the
+      // thread's unwinds have reached its outermost frame).
+      {"mean_stack_copy_bytes",
+       collector.stats().alloc_samples != 0
+           ? collector.stats().alloc_stack_bytes / collector.stats().alloc_samples
+           : 0},
       {"weights", run.rate_bytes <= 1 ? "exact: every allocation is sampled"
                                       : "each sample of size s stands for s / (1 - exp(-s / "
                                         "rate_bytes)) bytes and 1 / (1 - exp(-s / rate_bytes)) "

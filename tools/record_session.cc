@@ -306,7 +306,12 @@ int RunRecording(const RecordOptions& o) {
   unwind::StackCollector collector(unwinder->get(), /*keep_timeline=*/true);
   std::unique_ptr<symbolize::Symbolizer> symbolizer = symbolize::MakeMappingAwareSymbolizer(collector, o.symbolizer);
   if ((*session)->off_cpu()) collector.track_off_cpu();
-  if (alloc_channel.has_value()) collector.mutable_allocations().set_rate(alloc_channel->rate_bytes());
+  if (alloc_channel.has_value()) {
+    collector.mutable_allocations().set_rate(alloc_channel->rate_bytes());
+    sampler::AllocChannel* channel = &*alloc_channel;
+    collector.set_alloc_stack_observer(
+        [channel](uint32_t tid, uint64_t stack_high) { channel->SetStackHint(tid, stack_high); });
+  }
   const auto start = std::chrono::steady_clock::now();
   const std::optional<SchedStat> start_sched = SchedNow();
   // Like perf: the command decides how to end on a signal; nativeprof drains until it exits.

@@ -2,6 +2,7 @@
 
 #include <linux/perf_event.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "module/module_path.h"
@@ -108,6 +109,7 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
       // No CFI and rbp = 0: the psABI's mark of the outermost frame (the kernel starts a process
       // with rbp = 0 and the loader's entry code, which has no CFI, keeps it).
       out->end = StackEnd::kComplete;
+      out->stack_high = regs.sp();  // every read so far was below this frame's sp
       return;
     } else if (options_.frame_pointer_fallback) {
       err = FramePointerStep(regs, stack, &next);
@@ -127,6 +129,8 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
     // An undefined return address marks the outermost frame (_start, clone's child).
     if (!next.Has(kDwarfRa) || next.pc() == 0) {
       out->end = StackEnd::kComplete;
+      // CFI saves registers below the CFA: no read of any frame reached the outermost CFA.
+      if (next.Has(kDwarfRsp)) out->stack_high = std::max(next.sp(), regs.sp());
       return;
     }
     // The stack grows down, so a caller's frame lies above; a signal frame may switch stacks.

@@ -89,8 +89,13 @@ void StackCollector::OnSample(const sampler::SampleView& sample) {
   }
   if (sample.event == sampler::SampleEvent::kAlloc) {
     ++stats_.alloc_samples;
+    stats_.alloc_stack_bytes += sample.stack_user.size();
     const uint32_t index = InternSample(sample, StackKind::kAlloc);
     ++stacks_[index].samples;
+    if (alloc_stack_observer_) {
+      const bool complete = scratch_stack_.end == StackEnd::kComplete;
+      alloc_stack_observer_(sample.tid, complete ? scratch_stack_.stack_high : 0);
+    }
     alloc_.OnAlloc(index, sample.addr, sample.period, sample.time_ns);
     return;
   }

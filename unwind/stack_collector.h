@@ -92,6 +92,7 @@ struct CollectorStats {
   uint64_t switch_samples = 0;  // context-switch samples (--off-cpu)
   uint64_t alloc_samples = 0;   // sampled allocations (--alloc)
   uint64_t free_samples = 0;    // frees of sampled blocks (--alloc)
+  uint64_t alloc_stack_bytes = 0;  // user-stack bytes the sampled allocations carried, summed
   uint64_t lost_records = 0;    // PERF_RECORD_LOST: samples and records the ring overwrote
   uint64_t lost_samples = 0;    // PERF_RECORD_LOST_SAMPLES
   uint64_t throttled = 0;       // PERF_RECORD_THROTTLE events
@@ -114,6 +115,14 @@ class StackCollector final : public sampler::RecordSink {
   // /proc/PID/map_files, read the vdso). Runs on the drain thread; must not block.
   using MappingObserver = std::function<void(const sampler::MmapView&, sampler::ModuleId)>;
   void set_mapping_observer(MappingObserver observer) { mapping_observer_ = std::move(observer); }
+
+  // Called after each sampled allocation's unwind with its thread and UnwoundStack::stack_high
+  // (0 when the unwind did not complete), so the preload can copy no more stack than the
+  // thread's unwinds need (sampler::AllocChannel::SetStackHint). Drain thread; must not block.
+  using AllocStackObserver = std::function<void(uint32_t tid, uint64_t stack_high)>;
+  void set_alloc_stack_observer(AllocStackObserver observer) {
+    alloc_stack_observer_ = std::move(observer);
+  }
 
   void OnSample(const sampler::SampleView& sample) override;
   void OnMmap(const sampler::MmapView& mmap) override;
@@ -201,6 +210,7 @@ class StackCollector final : public sampler::RecordSink {
   std::vector<std::pair<uint64_t, uint32_t>> timeline_;
   CollectorStats stats_;
   MappingObserver mapping_observer_;
+  AllocStackObserver alloc_stack_observer_;
   OffCpuTracker off_cpu_;
   AllocTracker alloc_;
   bool track_off_cpu_ = false;

@@ -49,11 +49,15 @@ struct UnwoundStack {
   std::vector<Frame> frames;  // leaf first; kernel frames (if any) before user frames
   StackEnd end = StackEnd::kComplete;
   bool spliced = false;       // DWARF unwind completed with the kernel's frame-pointer chain
+  // For a complete DWARF unwind: an avma above every byte of the stack copy it read (the
+  // outermost frame's CFA); 0 when not known.
+  uint64_t stack_high = 0;
 
   void Clear() {
     frames.clear();
     end = StackEnd::kComplete;
     spliced = false;
+    stack_high = 0;
   }
 };
 

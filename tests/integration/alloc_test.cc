@@ -28,6 +28,7 @@ struct AllocRecording {
   std::string folded;
   nlohmann::json exact;  // metadata "allocations"."exact"
   nlohmann::json allocations;
+  nlohmann::json unwind;  // metadata "unwind"
 
   FoldedProfile View(const std::string& view) const {
     return FoldedProfile::Parse(
@@ -51,6 +52,7 @@ AllocRecording RecordAlloc(const std::string& rate_option, const std::vector<std
     rec.allocations = meta["allocations"];
     rec.exact = rec.allocations["exact"];
   }
+  if (meta.is_object() && meta.contains("unwind")) rec.unwind = meta["unwind"];
   return rec;
 }
 
@@ -101,6 +103,11 @@ TEST(AllocTest, EveryAllocationSampledGivesExactSiteCounts) {
   ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
   ExpectSitesTotals(rec, 1);
   EXPECT_EQ(rec.allocations["sampling"]["sampled_allocations"].get<uint64_t>(), 1'326'210u);
+  // The stack hint: once the thread's unwinds reach _start, the preload copies the frames below
+  // it (a few hundred bytes) instead of 8 KiB, and no unwind is cut short by that.
+  EXPECT_LT(rec.allocations["sampling"]["mean_stack_copy_bytes"].get<uint64_t>(), 2048u);
+  EXPECT_EQ(rec.unwind["ends"]["truncated-stack-copy"].get<uint64_t>(), 0u);
+  EXPECT_GE(rec.unwind["ends"]["complete"].get<uint64_t>(), 1'326'210u);  // + CPU samples
   FoldedProfile count = rec.View("allocs");
   EXPECT_EQ(count.Self("small_temporaries"), 1'310'720u);
   EXPECT_EQ(count.Self("medium_live_set"), 15'360u);
@@ -139,17 +146,22 @@ TEST(AllocTest, ReallocAlignedAndOverflowBehaveAsGlibc) {
 
 TEST(AllocTest, ThreadsAndCrossThreadFreesAreCounted) {
   NP_SKIP_IF_NO_PERF();
-  AllocRecording rec = RecordAlloc("--alloc", {TargetPath("alloc_workload"), "threads", "4"});
-  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
-  // Plus one DTV calloc per thread that glibc keeps with the cached stack.
-  EXPECT_EQ(Exact(rec, "allocation_calls"), 804'004u);
-  EXPECT_EQ(Exact(rec, "free_calls"), 804'000u);
-  EXPECT_EQ(Exact(rec, "temporary_allocations"), 800'000u);
-  EXPECT_EQ(Exact(rec, "leaked_blocks"), 4u);
-  // Four threads each hold 256,000 B at their peak (and their DTVs); the peak is exact within the
-  // preload's 4 KiB per-thread flush granularity.
-  EXPECT_GE(Exact(rec, "peak_heap_bytes"), 256'000u);
-  EXPECT_LE(Exact(rec, "peak_heap_bytes"), 1'024'000u + 4u * 1024u + 5u * 4096u);
+  for (const char* rate : {"--alloc", "--alloc=1"}) {
+    SCOPED_TRACE(rate);
+    AllocRecording rec = RecordAlloc(rate, {TargetPath("alloc_workload"), "threads", "4"});
+    ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+    // Plus one DTV calloc per thread that glibc keeps with the cached stack.
+    EXPECT_EQ(Exact(rec, "allocation_calls"), 804'004u);
+    EXPECT_EQ(Exact(rec, "free_calls"), 804'000u);
+    EXPECT_EQ(Exact(rec, "temporary_allocations"), 800'000u);
+    EXPECT_EQ(Exact(rec, "leaked_blocks"), 4u);
+    // Four threads each hold 256,000 B at their peak (and their DTVs); the peak is exact within
+    // the preload's 4 KiB per-thread flush granularity.
+    EXPECT_GE(Exact(rec, "peak_heap_bytes"), 256'000u);
+    EXPECT_LE(Exact(rec, "peak_heap_bytes"), 1'024'000u + 4u * 1024u + 5u * 4096u);
+    // Each thread's stack hint ends at its own outermost frame (clone3), not the main thread's.
+    EXPECT_EQ(rec.unwind["ends"]["truncated-stack-copy"].get<uint64_t>(), 0u);
+  }
 }
 
 TEST(AllocTest, ForkedAndExecedChildrenAreCounted) {

@@ -1,5 +1,7 @@
 #include "sampler/alloc_channel.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,6 +64,42 @@ TEST(AllocChannelTest, ExistingFileIsNeitherReusedNorRemoved) {
   ASSERT_FALSE(ch.ok());
   EXPECT_NE(ch.status().message().find("cannot create"), absl::string_view::npos);
   for (const std::string& path : taken) EXPECT_TRUE(Exists(path)) << path;
+}
+
+// What the preload sees of a thread's stack hint: it maps the file and probes as the layout says.
+uint64_t HintSeenByPreload(const std::string& path, uint32_t tid) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return ~uint64_t{0};
+  void* base = ::mmap(nullptr, sizeof(alloc_channel::Control), PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (base == MAP_FAILED) return ~uint64_t{0};
+  const auto* c = static_cast<const alloc_channel::Control*>(base);
+  uint64_t high = 0;
+  for (size_t probe = 0; probe < alloc_channel::kHintProbes; ++probe) {
+    const alloc_channel::StackHint& h = c->hints[alloc_channel::HintSlot(tid, probe)];
+    const uint32_t owner = h.tid.load(std::memory_order_acquire);
+    if (owner == tid) high = h.stack_high.load(std::memory_order_relaxed);
+    if (owner == tid || owner == 0) break;
+  }
+  ::munmap(base, sizeof(alloc_channel::Control));
+  return high;
+}
+
+TEST(AllocChannelTest, StackHintsAreSetUpdatedAndForgotten) {
+  absl::StatusOr<AllocChannel> ch = AllocChannel::Create(testing::MakeTempDir(), 1, 1 << 16);
+  ASSERT_TRUE(ch.ok()) << ch.status();
+  EXPECT_EQ(HintSeenByPreload(ch->path(), 4242), 0u);
+  ch->SetStackHint(4242, 0x7ffc0000f000);
+  ch->SetStackHint(77, 0x7ffc00010000);
+  EXPECT_EQ(HintSeenByPreload(ch->path(), 4242), 0x7ffc0000f000u);
+  EXPECT_EQ(HintSeenByPreload(ch->path(), 77), 0x7ffc00010000u);
+  ch->SetStackHint(4242, 0x7ffc0000e000);  // a new image of the tid: the latest unwind wins
+  EXPECT_EQ(HintSeenByPreload(ch->path(), 4242), 0x7ffc0000e000u);
+  ch->SetStackHint(4242, 0);  // a truncated unwind: copy everything again
+  EXPECT_EQ(HintSeenByPreload(ch->path(), 4242), 0u);
+  EXPECT_EQ(HintSeenByPreload(ch->path(), 77), 0x7ffc00010000u);
+  ch->SetStackHint(0, 0x1000);  // no thread has tid 0: ignored, the free mark stays free
+  EXPECT_EQ(HintSeenByPreload(ch->path(), 0), 0u);
 }
 
 TEST(AllocChannelTest, RefusesARingThatIsNotAPowerOfTwo) {
