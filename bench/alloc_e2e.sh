@@ -17,6 +17,7 @@ heavy="$build/bench/alloc_heavy"
 pair="$build/bench/alloc_pair_benchmark"
 for f in "$np" "$heavy" "$pair"; do [[ -x "$f" ]] || { echo "missing $f (build it first)" >&2; exit 1; }; done
 command -v heaptrack >/dev/null || { echo "heaptrack is not installed (tools/setup.sh)" >&2; exit 1; }
+[[ -x /usr/bin/time ]] || { echo "/usr/bin/time is missing (apt-get install time)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -27,30 +28,36 @@ np, heavy, pair, rounds, work = sys.argv[1:6]
 rounds = int(rounds)
 
 def run(argv):
-    """Wall seconds and the peak RSS (KiB) of the process tree's largest process."""
+    """Wall seconds."""
     t = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - t
-    if os.waitstatus_to_exitcode(status) != 0:
+    if subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode != 0:
         sys.exit(f"failed: {' '.join(argv)}")
-    return wall, ru.ru_maxrss
+    return time.monotonic() - t
+
+def peak_rss_kib(argv, name):
+    """argv prefixed with /usr/bin/time, whose %M is its child's own peak RSS. A child forked
+    from this Python process would carry Python's RSS into its high-water mark across exec."""
+    out = f"{work}/{name}.rss"
+    return ["/usr/bin/time", "-f", "%M", "-o", out] + argv, lambda: int(open(out).read().split()[-1])
 
 def record(rate, out):
     return [np, "record", "--no-counters", f"--alloc={rate}" if rate else "--alloc", "-o", out, "--"]
 
 results = {"bare": [], "default": [], "every": [], "heaptrack": []}
-rss = {}
 for r in range(rounds):
-    results["bare"].append(run([heavy])[0])
-    wall, maxrss = run(record(None, f"{work}/d.folded") + [heavy])
-    results["default"].append(wall)
+    results["bare"].append(run([heavy]))
+    results["default"].append(run(record(None, f"{work}/d.folded") + [heavy]))
     meta = json.load(open(f"{work}/d.folded.json"))
-    rss.setdefault("default_tree_kib", []).append(maxrss)
-    rss.setdefault("target_kib", []).append(meta["allocations"].get("peak_rss_bytes", 0) // 1024)
-    results["every"].append(run(record("1", f"{work}/e.folded") + [heavy])[0])
-    results["heaptrack"].append(run(["heaptrack", "-o", f"{work}/ht{r}", heavy])[0])
-bare_rss = run([heavy])[1]
+    results["every"].append(run(record("1", f"{work}/e.folded") + [heavy]))
+    results["heaptrack"].append(run(["heaptrack", "-o", f"{work}/ht{r}", heavy]))
+# Memory, in one more untimed run: the bare target, nativeprof's own process and the target
+# under the preload (each /usr/bin/time reports the process it started).
+argv, bare_rss = peak_rss_kib([heavy], "bare")
+run(argv)
+target_argv, target_rss = peak_rss_kib([heavy], "target")
+argv, np_rss = peak_rss_kib(record(None, f"{work}/m.folded") + target_argv, "np")
+run(argv)
+bare_rss, target, tree = bare_rss(), target_rss(), np_rss()
 
 med = {k: statistics.median(v) for k, v in results.items()}
 slow = {k: med[k] / med["bare"] for k in ("default", "every", "heaptrack")}
@@ -61,14 +68,10 @@ print(f"alloc_heavy: {calls:,} allocation calls, bare {med['bare']:.3f} s "
 for k, label in (("default", "nativeprof --alloc (512 KiB)"), ("every", "nativeprof --alloc=1"),
                  ("heaptrack", "heaptrack")):
     print(f"  {label:30s} {med[k]:7.3f} s  {slow[k]:6.2f}x")
-# wait4 gives the largest process of nativeprof's tree: nativeprof itself when larger than the
-# target (whose own peak the metadata has). Extra = nativeprof's own + what the target grew by.
-tree = statistics.median(rss["default_tree_kib"])
-target = statistics.median(rss["target_kib"])
-extra = ((tree if tree > target else 0) + max(0, target - bare_rss)) / 1024
+# Extra = nativeprof's own peak + what the target grew by under the preload.
+extra = (tree + max(0, target - bare_rss)) / 1024
 print(f"  memory: bare target {bare_rss / 1024:.1f} MiB, target under the preload "
-      f"{target / 1024:.1f} MiB, largest process of the nativeprof run {tree / 1024:.1f} MiB; "
-      f"extra {extra:.1f} MiB")
+      f"{target / 1024:.1f} MiB, nativeprof itself {tree / 1024:.1f} MiB; extra {extra:.1f} MiB")
 
 def pair_ns(argv):
     out = f"{work}/pair.json"
