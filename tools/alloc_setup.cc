@@ -84,7 +84,7 @@ absl::Status CheckInterposable(const std::string& program) {
 }
 
 absl::StatusOr<sampler::AllocChannel> CreateAllocChannel(uint64_t rate_bytes) {
-  constexpr size_t kRingBytes = size_t{16} << 20;
+  constexpr size_t kRingBytes = size_t{1} << 20;
   std::string dir = "/dev/shm";
   if (::access(dir.c_str(), W_OK) != 0) {
     const char* tmp = std::getenv("TMPDIR");
