@@ -279,6 +279,75 @@ TEST(AllocTest, TotalsAgreeWithHeaptrack) {
   }
 }
 
+// Allocations (or temporaries) per function, from folded text (ours or heaptrack_print -F: "a;b;c
+// COUNT", root first): the stacks with a frame containing `function`, each counted once. Our
+// frames are "alloc_rust::work::vec_growth", heaptrack's "alloc_rust::work::vec_growth::h12..
+// (alloc_rust.rs)", so a substring names the same function in both.
+uint64_t CountThrough(const std::string& folded, const std::string& function) {
+  uint64_t n = 0;
+  std::istringstream in(folded);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t space = line.rfind(' ');
+    if (space == std::string::npos) continue;
+    if (line.substr(0, space).find(function) != std::string::npos) {
+      n += std::strtoull(line.c_str() + space + 1, nullptr, 10);
+    }
+  }
+  return n;
+}
+
+// The top call sites against heaptrack's, per site. heaptrack_print exports per-stack costs only
+// as allocation, temporary, peak and leaked counts (no bytes allocated per site; those are
+// checked against the construction above), so the sites are compared by calls and temporaries:
+// every allocating function of the C++ and Rust targets, within 1 %, which also gives the same
+// ranking.
+TEST(AllocTest, TopSitesAgreeWithHeaptrack) {
+  NP_SKIP_IF_NO_PERF();
+  if (RunCommand({"heaptrack", "--version"}).exit_code != 0) {
+    GTEST_SKIP() << "heaptrack is not installed (tools/setup.sh installs it)";
+  }
+  struct Case {
+    const char* target;
+    std::vector<std::string> functions;
+  };
+  const Case cases[] = {
+      {"alloc_cxx",
+       {"new_delete_nodes", "build_strings", "vector_growth", "thread_allocates_nodes"}},
+      {"alloc_rust", {"work::vec_growth", "work::string_building", "work::hashmap_insertion"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.target);
+    const std::string dir = MakeTempDir();
+    ASSERT_EQ(RunCommand({"heaptrack", "-o", dir + "/ht", TargetPath(c.target)}).exit_code, 0);
+    std::string theirs[2];
+    const char* cost_types[2] = {"allocations", "temporary"};
+    for (int i = 0; i < 2; ++i) {
+      const std::string stacks = absl::StrCat(dir, "/", cost_types[i], ".txt");
+      CommandResult print = RunCommand({"heaptrack_print", dir + "/ht.zst", "-F", stacks,
+                                        "--flamegraph-cost-type", cost_types[i]});
+      ASSERT_EQ(print.exit_code, 0) << print.err;
+      theirs[i] = ReadFileOrEmpty(stacks);
+    }
+    AllocRecording rec = RecordAlloc("--alloc=1", {TargetPath(c.target)});
+    ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+    const std::string stem = rec.folded.substr(0, rec.folded.size() - 7);
+    const std::string ours[2] = {ReadFileOrEmpty(stem + ".allocs.folded"),
+                                 ReadFileOrEmpty(stem + ".temporary.folded")};
+    for (int i = 0; i < 2; ++i) {
+      SCOPED_TRACE(cost_types[i]);
+      uint64_t sites_seen = 0;
+      for (const std::string& f : c.functions) {
+        const double h = static_cast<double>(CountThrough(theirs[i], f));
+        const double o = static_cast<double>(CountThrough(ours[i], f));
+        EXPECT_NEAR(o, h, 0.01 * h + 1) << f << ": ours " << o << ", heaptrack " << h;
+        sites_seen += h > 0;
+      }
+      if (i == 0) EXPECT_EQ(sites_seen, c.functions.size()) << theirs[i].substr(0, 2000);
+    }
+  }
+}
+
 TEST(AllocTest, BadUsesAreRefusedWithOneLine) {
   // A static binary: its malloc cannot be interposed.
   CommandResult st = RunCommand({NativeprofBinary(), "record", "--alloc", "-o",
