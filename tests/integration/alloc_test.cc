@@ -348,6 +348,20 @@ TEST(AllocTest, TopSitesAgreeWithHeaptrack) {
   }
 }
 
+// A program with an allocator of its own (here: mmap) grows its RSS while malloc sees nothing: one
+// line names the likely cause and the fix. A program whose heap explains its RSS gets no such
+// line.
+TEST(AllocTest, AnAllocatorOfItsOwnIsNamed) {
+  NP_SKIP_IF_NO_PERF();
+  AllocRecording own = RecordAlloc("--alloc", {TargetPath("alloc_workload"), "mmap"});
+  ASSERT_EQ(own.result.exit_code, 0) << own.result.err;
+  EXPECT_THAT(own.result.err, HasSubstr("the program likely uses its own allocator"));
+  EXPECT_THAT(own.result.err, HasSubstr("build it without that allocator"));
+  AllocRecording plain = RecordAlloc("--alloc", {TargetPath("alloc_workload"), "sites"});
+  ASSERT_EQ(plain.result.exit_code, 0) << plain.result.err;
+  EXPECT_THAT(plain.result.err, ::testing::Not(HasSubstr("its own allocator")));
+}
+
 TEST(AllocTest, BadUsesAreRefusedWithOneLine) {
   // A static binary: its malloc cannot be interposed.
   CommandResult st = RunCommand({NativeprofBinary(), "record", "--alloc", "-o",
