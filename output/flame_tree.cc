@@ -40,10 +40,11 @@ uint32_t FlameTree::InternName(absl::string_view name, Palette palette) {
   return it->second;
 }
 
-void FlameTree::AddPath(const std::vector<uint32_t>& path, uint64_t count, int series) {
+void FlameTree::AddPath(const std::vector<uint32_t>& path, uint64_t count, int series,
+                        bool off_cpu) {
   if (count == 0) return;
   paths_.push_back({static_cast<uint32_t>(path_names_.size()),
-                    static_cast<uint32_t>(path.size()), count, series});
+                    static_cast<uint32_t>(path.size()), count, series, off_cpu});
   path_names_.insert(path_names_.end(), path.begin(), path.end());
 }
 
@@ -60,7 +61,7 @@ void FlameTree::AddProfile(const Profile& profile, int series) {
     path.clear();
     path.push_back(InternName(SanitizeFoldedName(s.thread_name), Palette::kThread));
     for (uint32_t f : s.frames) path.push_back(f < frame_names.size() ? frame_names[f] : unknown);
-    AddPath(path, s.samples, series);
+    AddPath(path, s.samples, series, s.off_cpu);
   }
 }
 
@@ -109,6 +110,9 @@ void FlameTree::Finish() {
       open.push_back(id);
     }
     for (uint32_t d = 0; d <= p.length; ++d) nodes_[open[d]].value[p.series] += p.count;
+    if (p.off_cpu && p.series == 0) {
+      for (uint32_t d = 0; d <= p.length; ++d) nodes_[open[d]].off_cpu += p.count;
+    }
     nodes_[open[p.length]].self[p.series] += p.count;
   }
   paths_.clear();

@@ -26,6 +26,7 @@ struct FlameNode {
   uint32_t next_sibling = 0;   // 0 = none; siblings are in name order
   uint64_t value[2] = {0, 0};  // samples under this node, per series
   uint64_t self[2] = {0, 0};   // samples ending here, per series
+  uint64_t off_cpu = 0;        // of value[0], what came from off-CPU stacks (wall profiles)
 };
 
 class FlameTree {
@@ -37,7 +38,9 @@ class FlameTree {
 
   // Queues `count` samples along `path` (name ids, root-first, the thread name first) for
   // `series` (0 or 1). Nodes exist only after Finish().
-  void AddPath(const std::vector<uint32_t>& path, uint64_t count, int series = 0);
+  // `off_cpu`: the samples are time off-CPU (a wall profile's switched-out stacks).
+  void AddPath(const std::vector<uint32_t>& path, uint64_t count, int series = 0,
+               bool off_cpu = false);
 
   // Queues every stack of `profile` (sample counts) for `series`.
   void AddProfile(const symbolize::Profile& profile, int series = 0);
@@ -58,6 +61,7 @@ class FlameTree {
     uint32_t length;
     uint64_t count;
     int series;
+    bool off_cpu;
   };
 
   std::vector<FlameNode> nodes_;

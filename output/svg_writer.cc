@@ -106,6 +106,7 @@ struct FlameRect {
   uint32_t depth;
   uint64_t start;
   uint64_t value[2];  // per series; the drawn series decides the width
+  uint64_t off_cpu;   // of value[0], the off-CPU part (wall profiles)
 };
 
 // Emits the SVG for laid-out frames; `rects` must start with the root.
@@ -197,8 +198,9 @@ std::string EmitSvg(const std::vector<std::string>& names, const std::vector<Pal
     }
     const std::string fill =
         options.differential      ? DiffColor(delta[i], max_abs)
-        : options.off_cpu_palette ? OffCpuColor(name, palettes[r.name])
-                                  : FlameColor(name, palettes[r.name]);
+        : options.off_cpu_palette || (options.wall_palette && 2 * r.off_cpu > r.value[0])
+            ? OffCpuColor(name, palettes[r.name])
+            : FlameColor(name, palettes[r.name]);
     absl::StrAppendFormat(&out,
                           ")</title><rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" "
                           "fill=\"%s\" rx=\"2\"/><text x=\"%.2f\" y=\"%.0f\">",
@@ -244,7 +246,7 @@ std::string RenderFlameChart(const symbolize::Profile& profile, const FlameSvgOp
   const uint64_t min_samples =
       scale > 0 ? static_cast<uint64_t>(std::ceil(options.min_width_px / scale)) : 0;
 
-  std::vector<FlameRect> rects = {{names.root().name, 0, 0, {total, 0}}};
+  std::vector<FlameRect> rects = {{names.root().name, 0, 0, {total, 0}, 0}};
   size_t pruned = 0;
   std::vector<FlameRect> open;  // open[d] = frame at depth d + 1
   auto close_to = [&](size_t depth) {
@@ -271,10 +273,13 @@ std::string RenderFlameChart(const symbolize::Profile& profile, const FlameSvgOp
     }
     close_to(common);
     for (size_t d = common; d < path.size(); ++d) {
-      open.push_back({path[d], static_cast<uint32_t>(d + 1), x, {0, 0}});
+      open.push_back({path[d], static_cast<uint32_t>(d + 1), x, {0, 0}, 0});
     }
     const uint64_t w = width_of(ts);
-    for (FlameRect& r : open) r.value[0] += w;
+    for (FlameRect& r : open) {
+      r.value[0] += w;
+      if (s.off_cpu) r.off_cpu += w;
+    }
     x += w;
   }
   close_to(0);
@@ -317,7 +322,7 @@ std::string RenderFlameSvg(const FlameTree& tree, const FlameSvgOptions& options
         pruned += subtree[id];
         continue;
       }
-      rects.push_back({n.name, n.depth, x, {n.value[0], n.value[1]}});
+      rects.push_back({n.name, n.depth, x, {n.value[0], n.value[1]}, n.off_cpu});
       kids.clear();
       uint64_t cx = x;
       for (uint32_t c = n.first_child; c != 0; c = nodes[c].next_sibling) {
@@ -350,6 +355,7 @@ absl::StatusOr<std::string> RenderProfileSvg(const symbolize::Profile& profile,
                                             : "Flame Graph";
   options.count_name = profile.count_unit;
   options.off_cpu_palette = off_cpu;
+  options.wall_palette = profile.event == "wall";
   if (!profile.event.empty()) options.subtitle = absl::StrCat("event ", profile.event);
   if (flamechart) {
     if (profile.timeline.empty()) {

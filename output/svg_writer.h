@@ -26,6 +26,9 @@ struct FlameSvgOptions {
   // Off-CPU time: every frame in FlameGraph's cool (blue) palette, as its off-CPU graphs use,
   // so the graph is not mistaken for a CPU profile.
   bool off_cpu_palette = false;
+  // Wall-clock time: frames whose time is mostly off-CPU in the cool palette, the others in the
+  // warm one, so where threads waited stands apart from where they ran.
+  bool wall_palette = false;
 };
 
 struct FlameSvgStats {

@@ -182,5 +182,29 @@ TEST(SvgWriterTest, OffCpuGraphIsTitledCountedInMicrosecondsAndCool) {
   EXPECT_EQ(svg.find(hot), std::string::npos) << "user frames in the hot palette";
 }
 
+// A wall graph draws where threads ran in the warm palette and where they waited in the cool
+// one; a frame above both halves takes the colour of the larger.
+TEST(SvgWriterTest, WallGraphColoursOnAndOffCpuFramesApart) {
+  Profile p;
+  p.event = "wall";
+  p.count_unit = "us";
+  p.frames = {{"main", ProfileFrameKind::kUser, "", "", 0, "", 0},
+              {"compute", ProfileFrameKind::kUser, "", "", 0, "", 0},
+              {"read_input", ProfileFrameKind::kUser, "", "", 0, "", 0}};
+  p.stacks.push_back({"app", 1, 1, {0, 1}, 300, 300000});      // on-CPU
+  p.stacks.push_back({"app", 1, 1, {0, 2}, 1000, 1000000});    // blocked
+  p.stacks.back().off_cpu = true;
+  for (bool flamechart : {false, true}) {
+    SCOPED_TRACE(flamechart);
+    if (flamechart) p.timeline = {{1, 0, 0}, {2, 1, 0}};
+    NP_ASSERT_OK_AND_ASSIGN(std::string svg,
+                            RenderProfileSvg(p, "", flamechart, 1200, 0.1, nullptr));
+    EXPECT_THAT(svg, HasSubstr(FlameColor("compute", Palette::kUser)));
+    EXPECT_THAT(svg, Not(HasSubstr(FlameColor("read_input", Palette::kUser))));
+    // main: 1,000 of its 1,300 us were off-CPU.
+    EXPECT_THAT(svg, Not(HasSubstr(FlameColor("main", Palette::kUser))));
+  }
+}
+
 }  // namespace
 }  // namespace nativeprof::output
