@@ -15,16 +15,16 @@ rounds=${2:-3}
 np="$build/tools/nativeprof"
 heavy="$build/bench/alloc_heavy"
 pair="$build/bench/alloc_pair_benchmark"
-for f in "$np" "$heavy" "$pair"; do [[ -x "$f" ]] || { echo "missing $f (build it first)" >&2; exit 1; }; done
+for f in "$np" "$heavy" "$pair" "$build/bench/alloc_pair_loop"; do [[ -x "$f" ]] || { echo "missing $f (build it first)" >&2; exit 1; }; done
 command -v heaptrack >/dev/null || { echo "heaptrack is not installed (tools/setup.sh)" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || { echo "/usr/bin/time is missing (apt-get install time)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-python3 - "$np" "$heavy" "$pair" "$rounds" "$work" <<'PY'
+python3 - "$np" "$heavy" "$pair" "$rounds" "$work" "$build/bench/alloc_pair_loop" <<'PY'
 import json, os, statistics, subprocess, sys, time
 
-np, heavy, pair, rounds, work = sys.argv[1:6]
+np, heavy, pair, rounds, work, pair_loop = sys.argv[1:7]
 rounds = int(rounds)
 
 def run(argv):
@@ -38,7 +38,9 @@ def peak_rss_kib(argv, name):
     """argv prefixed with /usr/bin/time, whose %M is its child's own peak RSS. A child forked
     from this Python process would carry Python's RSS into its high-water mark across exec."""
     out = f"{work}/{name}.rss"
-    return ["/usr/bin/time", "-f", "%M", "-o", out] + argv, lambda: int(open(out).read().split()[-1])
+    def read():
+        return int(open(out).read().split()[-1])
+    return ["/usr/bin/time", "-f", "%M", "-o", out] + argv, read
 
 def record(rate, out):
     return [np, "record", "--no-counters", f"--alloc={rate}" if rate else "--alloc", "-o", out, "--"]
@@ -93,6 +95,25 @@ for name, ns in sorted(bare_pair.items()):
     added = prof_pair[name] - ns
     worst = max(worst, added)
     print(f"  {name}: {ns:.1f} ns bare, {prof_pair[name]:.1f} ns profiled, +{added:.1f} ns")
+
+def pair_instructions(prefix):
+    """Instructions per malloc + free pair under callgrind: the count for 2 M pairs minus the
+    count for 1 M, so start-up and the preload's attach cancel out."""
+    counts = []
+    for n in (1_000_000, 2_000_000):
+        argv = prefix + ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                         pair_loop, str(n)]
+        out = subprocess.run(argv, capture_output=True, text=True).stderr
+        counts.append(int(next(l for l in out.splitlines() if "Collected :" in l).split()[-1]))
+    return (counts[1] - counts[0]) / 1_000_000
+
+if subprocess.run(["valgrind", "--version"], capture_output=True).returncode == 0:
+    bare_ir = pair_instructions([])
+    prof_ir = pair_instructions(record(None, f"{work}/v.folded"))
+    print(f"  instructions per malloc(64) + free pair (callgrind): {bare_ir:.0f} bare, "
+          f"{prof_ir:.0f} profiled, +{prof_ir - bare_ir:.0f}")
+else:
+    print("  (valgrind not installed: no instruction counts)")
 
 missed = []
 if worst > 10: missed.append(f"unsampled pair +{worst:.1f} ns > 10 ns")

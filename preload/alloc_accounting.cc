@@ -14,8 +14,7 @@
 namespace nativeprof::preload {
 
 namespace internal {
-std::atomic<int> g_attach_state{0};
-alloc_channel::Control* g_control = nullptr;
+std::atomic<alloc_channel::Control*> g_channel{nullptr};
 __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
 }  // namespace internal
 
@@ -23,8 +22,8 @@ namespace {
 
 using alloc_channel::Control;
 using alloc_channel::ThreadSlot;
-using internal::Add;
-
+// 0: not attached yet, 3: attaching, 1: attached (g_channel set), 2: not profiling.
+std::atomic<int> g_attach_state{0};
 pthread_key_t g_thread_key;
 bool g_thread_key_ok = false;
 
@@ -66,13 +65,7 @@ Control* Attach() {
 
 void internal::ClaimSlot(ThreadState& t, Control& c) {
   const uint32_t i = c.slots_claimed.fetch_add(1, std::memory_order_relaxed);
-  if (i < alloc_channel::kThreadSlots) {
-    t.slot = &c.slots[i];
-    t.shared_slot = false;
-  } else {
-    t.slot = &c.overflow;
-    t.shared_slot = true;
-  }
+  t.slot = i < alloc_channel::kThreadSlots ? &c.slots[i] : &t.spill;
   // The key's destructor publishes the thread's pending live-heap change when it exits.
   if (g_thread_key_ok) {
     ++t.busy;  // pthread_setspecific may allocate its second-level array
@@ -122,7 +115,12 @@ void BeforeFork() {
 void InChildAfterFork() {
   ThreadState& t = CurrentThread();
   t.slot = nullptr;
-  t.shared_slot = false;
+  for (alloc_channel::ThreadSlot* s : {&t.spill, &t.spilled}) {
+    for (std::atomic<uint64_t>* f : {&s->alloc_calls, &s->alloc_bytes, &s->free_calls,
+                                     &s->freed_bytes, &s->temporary, &s->sampled}) {
+      f->store(0, std::memory_order_relaxed);
+    }
+  }
   t.pending_live = 0;
   t.pending_high = 0;
   t.pid = 0;
@@ -160,10 +158,11 @@ Control* internal::AttachOnce() {
   // race to attach; the compare-exchange only keeps a second attach from happening.
   int expected = 0;
   if (g_attach_state.compare_exchange_strong(expected, 3, std::memory_order_acq_rel)) {
-    g_control = Attach();
-    g_attach_state.store(g_control != nullptr ? 1 : 2, std::memory_order_release);
+    Control* c = Attach();
+    if (c != nullptr) g_channel.store(c, std::memory_order_release);
+    g_attach_state.store(c != nullptr ? 1 : 2, std::memory_order_release);
   }
-  return g_attach_state.load(std::memory_order_acquire) == 1 ? g_control : nullptr;
+  return g_channel.load(std::memory_order_acquire);
 }
 
 bool internal::SampleDue(ThreadState& t, const Control& c) {
@@ -181,7 +180,27 @@ bool internal::SampleDue(ThreadState& t, const Control& c) {
   return true;
 }
 
+namespace {
+// Adds what a thread past kThreadSlots counted since the last time to the shared overflow slot.
+void MergeSpill(ThreadState& t, Control& c) {
+  auto merge = [](std::atomic<uint64_t>& shared, const std::atomic<uint64_t>& now,
+                  std::atomic<uint64_t>& done) {
+    const uint64_t n = now.load(std::memory_order_relaxed);
+    const uint64_t d = done.load(std::memory_order_relaxed);
+    if (n != d) shared.fetch_add(n - d, std::memory_order_relaxed);
+    done.store(n, std::memory_order_relaxed);
+  };
+  merge(c.overflow.alloc_calls, t.spill.alloc_calls, t.spilled.alloc_calls);
+  merge(c.overflow.alloc_bytes, t.spill.alloc_bytes, t.spilled.alloc_bytes);
+  merge(c.overflow.free_calls, t.spill.free_calls, t.spilled.free_calls);
+  merge(c.overflow.freed_bytes, t.spill.freed_bytes, t.spilled.freed_bytes);
+  merge(c.overflow.temporary, t.spill.temporary, t.spilled.temporary);
+  merge(c.overflow.sampled, t.spill.sampled, t.spilled.sampled);
+}
+}  // namespace
+
 void FlushLive(ThreadState& t, Control& c) {
+  if (t.slot == &t.spill) MergeSpill(t, c);
   if (t.pending_live == 0 && t.pending_high == 0) return;
   const int64_t before = c.live_bytes.fetch_add(t.pending_live, std::memory_order_relaxed);
   // The most the live heap reached through this thread's changes since its last flush (exact

@@ -37,8 +37,9 @@ inline constexpr int64_t kFlushBytes = 4096;
 
 // Per-thread state, in static TLS (the hooks run before and after anything else in a thread).
 struct ThreadState {
-  alloc_channel::ThreadSlot* slot = nullptr;  // claimed on first use
-  bool shared_slot = false;                   // slot is the shared overflow slot (atomic adds)
+  // Claimed on first use: the thread's own slot in the channel, or `spill` for a thread past
+  // kThreadSlots. Either way one writer, so counting is plain loads and stores.
+  alloc_channel::ThreadSlot* slot = nullptr;
   bool sampling_started = false;              // until_sample holds a drawn distance
   uint32_t busy = 0;          // >0 while inside the preload: nested allocations are not counted
   const void* last_alloc = nullptr;  // this thread's most recent allocation (for temporaries)
@@ -49,12 +50,15 @@ struct ThreadState {
   uintptr_t stack_top = 0;    // highest address of this thread's stack; 0 = not known yet
   uint32_t pid = 0;           // cached for the records (0 = not yet; reset by fork)
   uint32_t tid = 0;
+  // A thread past kThreadSlots counts here; FlushLive adds what is new since `spilled` to the
+  // channel's shared overflow slot.
+  alloc_channel::ThreadSlot spill{};
+  alloc_channel::ThreadSlot spilled{};
 };
 
 namespace internal {
-// 0: not attached yet, 1: attached (g_control set), 2: not profiling, 3: attaching.
-extern std::atomic<int> g_attach_state;
-extern alloc_channel::Control* g_control;
+// The channel once attached; null before, and when the process is not being profiled.
+extern std::atomic<alloc_channel::Control*> g_channel;
 extern __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
 
 alloc_channel::Control* AttachOnce();
@@ -62,67 +66,82 @@ void ClaimSlot(ThreadState& t, alloc_channel::Control& c);
 // The sampling decision once until_sample has run out (or was never drawn).
 bool SampleDue(ThreadState& t, const alloc_channel::Control& c);
 
-NP_ALWAYS_INLINE void Add(std::atomic<uint64_t>& field, uint64_t n, bool shared) {
-  if (NP_UNLIKELY(shared)) {
-    field.fetch_add(n, std::memory_order_relaxed);
-  } else {
-    // The slot has one writer: a plain load and store (no locked instruction) is enough.
-    field.store(field.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  }
+// A slot has one writer: a plain load and store (no locked instruction) is enough.
+NP_ALWAYS_INLINE void Add(std::atomic<uint64_t>& field, uint64_t n) {
+  field.store(field.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 }  // namespace internal
 
 // The channel this process reports to; null when the process is not being profiled (no
 // NATIVEPROF_ALLOC_CHANNEL, or it could not be mapped), in which case the hooks only forward.
 NP_ALWAYS_INLINE alloc_channel::Control* Channel() {
-  const int state = internal::g_attach_state.load(std::memory_order_acquire);
-  if (__builtin_expect(state == 1, 1)) return internal::g_control;
-  return state == 0 ? internal::AttachOnce() : nullptr;
+  alloc_channel::Control* c = internal::g_channel.load(std::memory_order_acquire);
+  if (__builtin_expect(c != nullptr, 1)) return c;
+  return internal::AttachOnce();
 }
 
 NP_ALWAYS_INLINE ThreadState& CurrentThread() { return internal::t_state; }
 
-// Adds the thread's pending live-heap change to the channel (and raises the peak).
+// Adds the thread's pending live-heap change to the channel (and raises the peak), and a thread
+// past kThreadSlots its new counts.
 void FlushLive(ThreadState& t, alloc_channel::Control& c);
 
-// Counts an allocation of `size` requested bytes at `user`; returns true when it is to be sampled.
-NP_ALWAYS_INLINE bool CountAllocation(ThreadState& t, alloc_channel::Control& c, const void* user,
-                                      size_t size) {
-  if (NP_UNLIKELY(t.slot == nullptr)) internal::ClaimSlot(t, c);
+// What every counted allocation does to the thread's counts. CountAllocation is this plus the
+// rare steps (claiming a slot, publishing the live heap, sampling); a hook may call it alone when
+// AllocationNeedsNoMore says none of those is due.
+NP_ALWAYS_INLINE void CountAllocationBody(ThreadState& t, const void* user, size_t size) {
   alloc_channel::ThreadSlot& s = *t.slot;
-  internal::Add(s.alloc_calls, 1, t.shared_slot);
-  internal::Add(s.alloc_bytes, size, t.shared_slot);
+  internal::Add(s.alloc_calls, 1);
+  internal::Add(s.alloc_bytes, size);
   t.last_alloc = user;
   t.pending_live += static_cast<int64_t>(size);
-  if (t.pending_live > t.pending_high) {
-    t.pending_high = t.pending_live;
-    if (NP_UNLIKELY(t.pending_live > kFlushBytes)) FlushLive(t, c);
-  }
+  if (t.pending_live > t.pending_high) t.pending_high = t.pending_live;
   t.until_sample -= static_cast<int64_t>(size);
-  if (__builtin_expect(t.until_sample > 0, 1)) return false;
+}
+NP_ALWAYS_INLINE bool AllocationNeedsNoMore(const ThreadState& t, size_t size) {
+  return t.slot != nullptr && t.pending_live + static_cast<int64_t>(size) <= kFlushBytes &&
+         t.until_sample > static_cast<int64_t>(size);
+}
+
+// Counts an allocation of `size` requested bytes at `user`; returns true when it is to be sampled.
+inline bool CountAllocation(ThreadState& t, alloc_channel::Control& c, const void* user,
+                            size_t size) {
+  if (t.slot == nullptr) internal::ClaimSlot(t, c);
+  CountAllocationBody(t, user, size);
+  if (t.pending_live > kFlushBytes) FlushLive(t, c);
+  if (t.until_sample > 0) return false;
   return internal::SampleDue(t, c);
 }
 
-// Counts the free of a counted block; returns whether it was a temporary allocation (freed with
-// nothing else allocated or freed by its thread in between, as heaptrack counts them).
-NP_ALWAYS_INLINE bool CountFree(ThreadState& t, alloc_channel::Control& c, const void* user,
-                                size_t size) {
-  if (NP_UNLIKELY(t.slot == nullptr)) internal::ClaimSlot(t, c);
+// What every counted free does (see CountAllocationBody); returns whether it was a temporary
+// allocation (freed with nothing else allocated or freed by its thread in between, as heaptrack
+// counts them).
+NP_ALWAYS_INLINE bool CountFreeBody(ThreadState& t, const void* user, size_t size) {
   alloc_channel::ThreadSlot& s = *t.slot;
-  internal::Add(s.free_calls, 1, t.shared_slot);
-  internal::Add(s.freed_bytes, size, t.shared_slot);
+  internal::Add(s.free_calls, 1);
+  internal::Add(s.freed_bytes, size);
   // heaptrack's rule: temporary when nothing else happened in the thread between the allocation
   // and its free, not even another free.
   const bool temporary = user == t.last_alloc;
-  if (temporary) internal::Add(s.temporary, 1, t.shared_slot);
+  if (temporary) internal::Add(s.temporary, 1);
   t.last_alloc = nullptr;
   t.pending_live -= static_cast<int64_t>(size);
-  if (NP_UNLIKELY(t.pending_live < -kFlushBytes)) FlushLive(t, c);
+  return temporary;
+}
+NP_ALWAYS_INLINE bool FreeNeedsNoMore(const ThreadState& t, size_t size) {
+  return t.slot != nullptr && t.pending_live - static_cast<int64_t>(size) >= -kFlushBytes;
+}
+
+// Counts the free of a counted block; returns whether it was a temporary allocation.
+inline bool CountFree(ThreadState& t, alloc_channel::Control& c, const void* user, size_t size) {
+  if (t.slot == nullptr) internal::ClaimSlot(t, c);
+  const bool temporary = CountFreeBody(t, user, size);
+  if (t.pending_live < -kFlushBytes) FlushLive(t, c);
   return temporary;
 }
 
 // Counts an allocation written to the ring.
-inline void CountSampled(ThreadState& t) { internal::Add(t.slot->sampled, 1, t.shared_slot); }
+inline void CountSampled(ThreadState& t) { internal::Add(t.slot->sampled, 1); }
 
 }  // namespace nativeprof::preload
 

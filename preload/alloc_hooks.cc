@@ -73,22 +73,39 @@ __attribute__((noinline)) bool SampleAllocation(ThreadState& t, Control& c, cons
 }
 
 // Writes the header of a new block and counts it. `base` is what glibc returned.
-NP_ALWAYS_INLINE void* Track(Control* c, void* base, size_t size, size_t offset,
-                             const void* hook_frame) {
-  if (NP_UNLIKELY(base == nullptr)) return nullptr;
+__attribute__((noinline)) void* TrackSlow(Control* c, void* base, size_t size, size_t offset,
+                                          const void* hook_frame) {
   char* user = static_cast<char*>(base) + offset;
   BlockHeader* h = HeaderOf(user);
   h->size = size;
   h->offset = static_cast<uint32_t>(offset);
   uint32_t flags = 0;
   ThreadState& t = CurrentThread();
-  if (NP_UNLIKELY(t.busy != 0 || c == nullptr)) {
+  if (t.busy != 0 || c == nullptr) {
     flags = kUncounted;
-  } else if (NP_UNLIKELY(CountAllocation(t, *c, user, size)) &&
+  } else if (CountAllocation(t, *c, user, size) &&
              SampleAllocation(t, *c, user, size, hook_frame)) {
     flags = kSampled;
   }
   h->tag = kTag | flags;
+  return user;
+}
+
+// Track's common case inline, with no call: the hook then needs no registers saved around the
+// rare steps, which cost more than the counting itself.
+NP_ALWAYS_INLINE void* Track(Control* c, void* base, size_t size, size_t offset,
+                             const void* hook_frame) {
+  if (NP_UNLIKELY(base == nullptr)) return nullptr;
+  ThreadState& t = CurrentThread();
+  if (NP_UNLIKELY(c == nullptr || t.busy != 0 || !AllocationNeedsNoMore(t, size))) {
+    return TrackSlow(c, base, size, offset, hook_frame);
+  }
+  char* user = static_cast<char*>(base) + offset;
+  BlockHeader* h = HeaderOf(user);
+  h->size = size;
+  h->offset = static_cast<uint32_t>(offset);
+  CountAllocationBody(t, user, size);
+  h->tag = kTag;
   return user;
 }
 
@@ -132,6 +149,14 @@ void* AllocateAligned(size_t alignment, size_t size, const void* frame) {
   return Track(c, __libc_memalign(alignment, size + alignment), size, alignment, frame);
 }
 
+__attribute__((noinline)) void ReleaseSlow(void* user) {
+  BlockHeader* h = HeaderOf(user);
+  const BlockHeader copy = *h;
+  h->tag = 0;  // a second free of this pointer is glibc's to diagnose, not ours to count again
+  CountRelease(user, copy);
+  __libc_free(static_cast<char*>(user) - copy.offset);
+}
+
 NP_ALWAYS_INLINE void Release(void* user) {
   if (NP_UNLIKELY(user == nullptr)) return;
   BlockHeader* h = HeaderOf(user);
@@ -139,9 +164,17 @@ NP_ALWAYS_INLINE void Release(void* user) {
     __libc_free(user);
     return;
   }
+  // The common case inline, with no call but glibc's (see Track).
   const BlockHeader copy = *h;
-  h->tag = 0;  // a second free of this pointer is glibc's to diagnose, not ours to count again
-  CountRelease(user, copy);
+  Control* c = internal::g_channel.load(std::memory_order_acquire);
+  ThreadState& t = CurrentThread();
+  if (NP_UNLIKELY((copy.tag & (kUncounted | kSampled)) != 0 || c == nullptr ||
+                  !FreeNeedsNoMore(t, copy.size))) {
+    ReleaseSlow(user);
+    return;
+  }
+  h->tag = 0;
+  (void)CountFreeBody(t, user, copy.size);
   __libc_free(static_cast<char*>(user) - copy.offset);
 }
 
