@@ -164,6 +164,21 @@ TEST(AllocTest, ThreadsAndCrossThreadFreesAreCounted) {
   }
 }
 
+// Threads past the 8,192 slots of the channel count in their own memory and add it to a shared
+// slot when they exit: nothing of theirs is lost.
+TEST(AllocTest, ThreadsPastTheSlotsAreCounted) {
+  NP_SKIP_IF_NO_PERF();
+  AllocRecording rec =
+      RecordAlloc("--alloc", {TargetPath("alloc_workload"), "serial-threads", "8500"});
+  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+  EXPECT_EQ(Exact(rec, "temporary_allocations"), 85'000u);
+  // Plus what glibc allocates for threads (their DTVs), kept with its cached stacks.
+  EXPECT_GE(Exact(rec, "allocation_calls"), 85'000u);
+  EXPECT_LE(Exact(rec, "allocation_calls"), 85'000u + 2u * 8'500u);
+  EXPECT_GE(Exact(rec, "free_calls"), 85'000u);
+  EXPECT_EQ(Exact(rec, "allocation_calls") - Exact(rec, "free_calls"), Exact(rec, "leaked_blocks"));
+}
+
 TEST(AllocTest, ForkedAndExecedChildrenAreCounted) {
   NP_SKIP_IF_NO_PERF();
   AllocRecording rec = RecordAlloc("--alloc", {TargetPath("alloc_workload"), "forkexec"});

@@ -42,6 +42,9 @@
 //   succeed 4,216,726 (chains 2 x 2,097,151, aligned 12,324, malloc 100, calloc 10,000); peak
 //   1,048,576 B when a realloc counts as a move; leaked 0.
 //
+// Mode `serial-threads N`: N threads, one after another, each 10 x { malloc(32); free }: 10 N
+// temporary allocations; past the profiler's 8,192 thread slots they are counted all the same.
+//
 // Mode `mmap`: an allocator of its own, as jemalloc or mimalloc would be: 96 MiB from mmap,
 // every page touched, and nothing from malloc. The preload sees no heap while the RSS grows.
 #define _GNU_SOURCE
@@ -146,6 +149,26 @@ static int RunThreads(int n) {
     if (pthread_create(&threads[i], NULL, ThreadMain, g_kept[i]) != 0) return 2;
   for (int i = 0; i < n; ++i) pthread_join(threads[i], NULL);
   for (int i = 0; i < n; ++i) main_frees_thread_blocks(g_kept[i]);
+  return 0;
+}
+
+// One after another, so the profiler's 8,192 thread slots run out: each does 10 x { malloc(32);
+// free }.
+static void* SerialThreadMain(void* arg) {
+  (void)arg;
+  for (int i = 0; i < 10; ++i) {
+    void* volatile p = malloc(32);
+    free(p);
+  }
+  return NULL;
+}
+
+static int RunSerialThreads(int n) {
+  for (int i = 0; i < n; ++i) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, SerialThreadMain, NULL) != 0) return 2;
+    if (pthread_join(t, NULL) != 0) return 2;
+  }
   return 0;
 }
 
@@ -288,6 +311,8 @@ int main(int argc, char** argv) {
   }
   if (strcmp(mode, "realloc") == 0) return RunRealloc();
   if (strcmp(mode, "mmap") == 0) return RunOwnAllocator();
-  Say("usage: alloc_workload [sites [N] | realloc | threads [N] | forkexec | exit N | mmap]\n");
+  if (strcmp(mode, "serial-threads") == 0) return RunSerialThreads(argc > 2 ? atoi(argv[2]) : 1);
+  Say("usage: alloc_workload [sites [N] | realloc | threads [N] | serial-threads N | forkexec | "
+      "exit N | mmap]\n");
   return 2;
 }
