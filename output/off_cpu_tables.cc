@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "output/folded_writer.h"
 #include "output/function_stats.h"
+#include "output/report_markdown.h"
 #include "output/text_report.h"
 #include "symbolize/profile_builder.h"
 
@@ -21,26 +22,40 @@ bool IsPseudoFrame(const std::string& name) {
 
 }  // namespace
 
-std::string RenderThreadSplit(const nlohmann::json& metadata) {
+std::string RenderThreadSplit(const nlohmann::json& metadata, TableFormat format) {
   if (!metadata.is_object() || !metadata.contains("off_cpu") ||
       !metadata["off_cpu"].contains("threads") || !metadata["off_cpu"]["threads"].is_array()) {
     return "";
   }
+  const bool md = format == TableFormat::kMarkdown;
   const nlohmann::json& threads = metadata["off_cpu"]["threads"];
-  std::string out = "Threads (time in ms; share of each thread's lifetime while recording)\n";
-  absl::StrAppendFormat(&out, "%-20s %8s %10s %16s %16s %16s\n", "thread", "tid", "lifetime",
-                        "on-CPU", "blocked", "waiting for CPU");
+  std::string out = md ? "**Threads** (time in ms; share of each thread's lifetime while "
+                         "recording)\n\n| thread | tid | lifetime | on-CPU | blocked | waiting for "
+                         "CPU |\n|:---|---:|---:|---:|---:|---:|\n"
+                       : "Threads (time in ms; share of each thread's lifetime while recording)\n";
+  if (!md) {
+    absl::StrAppendFormat(&out, "%-20s %8s %10s %16s %16s %16s\n", "thread", "tid", "lifetime",
+                          "on-CPU", "blocked", "waiting for CPU");
+  }
   for (const nlohmann::json& t : threads) {
     if (!t.is_object()) continue;
     const double life = Ms(t.value("lifetime_ns", nlohmann::json()));
     auto cell = [&](const char* key) {
       const double ms = Ms(t.value(key, nlohmann::json()));
-      return absl::StrFormat("%8.1f %6.1f%%", ms, life > 0 ? 100 * ms / life : 0.0);
+      return absl::StrFormat(md ? "%.1f (%.1f%%)" : "%8.1f %6.1f%%", ms,
+                             life > 0 ? 100 * ms / life : 0.0);
     };
     std::string name = t.value("name", std::string("?"));
-    if (!t.value("ran", true)) name += " (never ran)";
-    absl::StrAppendFormat(&out, "%-20s %8d %10.1f %16s %16s %16s\n", name, t.value("tid", 0), life,
-                          cell("on_cpu_ns"), cell("blocked_ns"), cell("waiting_ns"));
+    const bool never_ran = !t.value("ran", true);
+    if (md) {
+      absl::StrAppendFormat(&out, "| %s%s | %d | %.1f | %s | %s | %s |\n", MarkdownCode(name),
+                            never_ran ? " (never ran)" : "", t.value("tid", 0), life,
+                            cell("on_cpu_ns"), cell("blocked_ns"), cell("waiting_ns"));
+    } else {
+      if (never_ran) name += " (never ran)";
+      absl::StrAppendFormat(&out, "%-20s %8d %10.1f %16s %16s %16s\n", name, t.value("tid", 0),
+                            life, cell("on_cpu_ns"), cell("blocked_ns"), cell("waiting_ns"));
+    }
   }
   return out;
 }
@@ -93,14 +108,26 @@ std::vector<BlockingCallSite> TopBlockingCallSites(const symbolize::Profile& pro
   return out;
 }
 
-std::string RenderBlockingCallSites(const std::vector<BlockingCallSite>& sites, uint64_t total) {
+std::string RenderBlockingCallSites(const std::vector<BlockingCallSite>& sites, uint64_t total,
+                                    TableFormat format) {
   if (sites.empty()) return "";
-  std::string out = absl::StrFormat("Top %d blocking call sites (of %s us off-CPU)\n",
+  const bool md = format == TableFormat::kMarkdown;
+  std::string out = absl::StrFormat(md ? "**Top %d blocking call sites** (of %s us off-CPU)\n\n"
+                                       : "Top %d blocking call sites (of %s us off-CPU)\n",
                                     static_cast<int>(sites.size()), WithThousands(total));
-  absl::StrAppendFormat(&out, "%8s  %12s  %s\n", "share", "us", "caller > call that blocked");
+  if (md) {
+    out.append("| share | us | caller > call that blocked |\n|---:|---:|:---|\n");
+  } else {
+    absl::StrAppendFormat(&out, "%8s  %12s  %s\n", "share", "us", "caller > call that blocked");
+  }
   for (const BlockingCallSite& s : sites) {
-    absl::StrAppendFormat(&out, "%7.2f%%  %12s  %s\n", Percent(s.count, total),
-                          WithThousands(s.count), s.name);
+    if (md) {
+      absl::StrAppendFormat(&out, "| %.2f%% | %s | %s |\n", Percent(s.count, total),
+                            WithThousands(s.count), MarkdownCode(s.name));
+    } else {
+      absl::StrAppendFormat(&out, "%7.2f%%  %12s  %s\n", Percent(s.count, total),
+                            WithThousands(s.count), s.name);
+    }
   }
   return out;
 }

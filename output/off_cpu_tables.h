@@ -14,9 +14,14 @@
 
 namespace nativeprof::output {
 
+// How the tables below are written: aligned text for the terminal, or GitHub-flavoured markdown
+// (`report --format markdown`, names as code spans).
+enum class TableFormat : uint8_t { kText, kMarkdown };
+
 // "Threads (on-CPU / blocked / waiting for a CPU, of each thread's lifetime)" with one row per
 // thread of metadata["off_cpu"]["threads"]; "" when the metadata has none.
-std::string RenderThreadSplit(const nlohmann::json& metadata);
+std::string RenderThreadSplit(const nlohmann::json& metadata,
+                              TableFormat format = TableFormat::kText);
 
 struct BlockingCallSite {
   std::string name;  // "caller > call": the call that entered the kernel and its caller
@@ -31,7 +36,8 @@ struct BlockingCallSite {
 std::vector<BlockingCallSite> TopBlockingCallSites(const symbolize::Profile& profile,
                                                    size_t top_n,
                                                    const FrameModuleMap* frame_modules);
-std::string RenderBlockingCallSites(const std::vector<BlockingCallSite>& sites, uint64_t total);
+std::string RenderBlockingCallSites(const std::vector<BlockingCallSite>& sites, uint64_t total,
+                                    TableFormat format = TableFormat::kText);
 
 }  // namespace nativeprof::output
 

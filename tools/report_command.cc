@@ -102,9 +102,19 @@ int RunReportCommand(int argc, char** argv) {
     case ReportFormat::kJson:
       text = output::RenderReportJson(model, o->path, meta);
       break;
-    case ReportFormat::kMarkdown:
+    case ReportFormat::kMarkdown: {
       text = output::RenderReportMarkdown(model, o->path, meta);
+      using output::TableFormat;
+      if (view == kOffCpuView) {
+        const std::string sites = output::RenderBlockingCallSites(
+            output::TopBlockingCallSites(model.filtered.profile, o->top_n, &frame_modules),
+            model.filtered.samples, TableFormat::kMarkdown);
+        if (!sites.empty()) absl::StrAppend(&text, "\n", sites);
+      }
+      const std::string threads = output::RenderThreadSplit(meta, TableFormat::kMarkdown);
+      if (!threads.empty()) absl::StrAppend(&text, "\n", threads);
       break;
+    }
   }
   std::fwrite(text.data(), 1, text.size(), stdout);
   return kExitOk;

@@ -1,0 +1,51 @@
+#include "output/off_cpu_tables.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace nativeprof::output {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+nlohmann::json TwoThreads() {
+  return nlohmann::json::parse(R"({"off_cpu": {"threads": [
+    {"name": "server", "tid": 41, "lifetime_ns": 2000000000, "on_cpu_ns": 500000000,
+     "blocked_ns": 1400000000, "waiting_ns": 100000000, "ran": true},
+    {"name": "idle|pipe", "tid": 42, "lifetime_ns": 2000000000, "on_cpu_ns": 0,
+     "blocked_ns": 0, "waiting_ns": 2000000000, "ran": false}]}})");
+}
+
+TEST(OffCpuTablesTest, ThreadSplitAsTextAndMarkdown) {
+  const std::string text = RenderThreadSplit(TwoThreads());
+  EXPECT_THAT(text, HasSubstr("Threads (time in ms"));
+  EXPECT_THAT(text, HasSubstr("idle|pipe (never ran)"));
+  EXPECT_THAT(text, HasSubstr("1400.0   70.0%"));
+  const std::string md = RenderThreadSplit(TwoThreads(), TableFormat::kMarkdown);
+  EXPECT_THAT(md, HasSubstr("| thread | tid | lifetime | on-CPU | blocked | waiting for CPU |"));
+  EXPECT_THAT(md, HasSubstr("| `server` | 41 | 2000.0 | 500.0 (25.0%) | 1400.0 (70.0%) | "
+                            "100.0 (5.0%) |"));
+  // A '|' in a thread name must not end the cell.
+  EXPECT_THAT(md, HasSubstr("| `idle\\|pipe` (never ran) | 42 |"));
+  EXPECT_EQ(RenderThreadSplit(nlohmann::json::object(), TableFormat::kMarkdown), "");
+}
+
+TEST(OffCpuTablesTest, BlockingCallSitesAsTextAndMarkdown) {
+  const std::vector<BlockingCallSite> sites = {{"serve > read", 750'000}, {"log > fsync", 250'000}};
+  const std::string text = RenderBlockingCallSites(sites, 1'000'000);
+  EXPECT_THAT(text, HasSubstr("Top 2 blocking call sites (of 1,000,000 us off-CPU)"));
+  EXPECT_THAT(text, HasSubstr("  75.00%       750,000  serve > read"));
+  const std::string md = RenderBlockingCallSites(sites, 1'000'000, TableFormat::kMarkdown);
+  EXPECT_THAT(md, HasSubstr("**Top 2 blocking call sites** (of 1,000,000 us off-CPU)"));
+  EXPECT_THAT(md, HasSubstr("|---:|---:|:---|\n| 75.00% | 750,000 | `serve > read` |\n"));
+  EXPECT_THAT(md, Not(HasSubstr("  75.00%")));
+  EXPECT_EQ(RenderBlockingCallSites({}, 0, TableFormat::kMarkdown), "");
+}
+
+}  // namespace
+}  // namespace nativeprof::output
