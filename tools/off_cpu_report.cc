@@ -27,9 +27,17 @@ std::vector<ThreadSplit> ThreadSplits(const unwind::StackCollector& collector) {
 std::vector<ViewOutput> OffCpuOutputs(const RecordOptions& o) {
   std::vector<ViewOutput> out;
   for (const RecordOutput& r : o.outputs) {
-    if (r.format == output::OutputFormat::kPprof ||
-        r.format == output::OutputFormat::kSpeedscope) {
+    if (r.format == output::OutputFormat::kPprof) {
+      out.push_back({r.path, r.format, symbolize::ProfileView::kWall});  // all three sample types
+      continue;
+    }
+    if (r.format == output::OutputFormat::kSpeedscope) {
+      // The timeline of both halves in the file named, each half alone beside it.
       out.push_back({r.path, r.format, symbolize::ProfileView::kWall});
+      out.push_back(
+          {RecordOptions::ViewPath(r.path, kCpuView), r.format, symbolize::ProfileView::kCpu});
+      out.push_back({RecordOptions::ViewPath(r.path, kOffCpuView), r.format,
+                     symbolize::ProfileView::kOffCpu});
       continue;
     }
     out.push_back({r.path, r.format, symbolize::ProfileView::kCpu});

@@ -144,8 +144,9 @@ Runs COMMAND (or attaches to PIDs) and samples the stacks of every thread and ch
       --off-cpu           also record where threads wait: every context switch is sampled and
                           weighted by the time until the thread runs again (blocked under the
                           call that blocked, runnable under [waiting for CPU]); writes
-                          OUT.offcpu.* beside each folded/SVG output (microseconds); pprof and
-                          speedscope outputs get cpu, off_cpu and wall time in one file.
+                          OUT.offcpu.* beside each folded/SVG output (microseconds); pprof
+                          outputs get cpu, off_cpu and wall time in one file, speedscope ones
+                          the wall timeline with OUT.cpu.* and OUT.offcpu.* beside it.
                           Samples cpu-clock unless -e names another event. Needs kernel-side
                           events (perf_event_paranoid <= 1, CAP_PERFMON or root)
       --wall              --off-cpu, plus OUT.wall.*: on- and off-CPU time in one profile

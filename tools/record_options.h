@@ -20,6 +20,8 @@ namespace nativeprof::tools {
 // The names of the views --off-cpu writes beside each output (RecordOptions::ViewPath).
 inline constexpr char kOffCpuView[] = "offcpu";
 inline constexpr char kWallView[] = "wall";
+// A speedscope output of --off-cpu holds the wall view; its CPU-only sibling is X.cpu.*.
+inline constexpr char kCpuView[] = "cpu";
 // The views --alloc writes beside each output: allocated bytes, allocations, temporary
 // allocations, bytes live at the peak, bytes leaked; pprof gets one heap profile with them all.
 inline constexpr char kAllocBytesView[] = "alloc";

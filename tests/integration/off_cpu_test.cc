@@ -170,5 +170,36 @@ TEST(OffCpuTest, CpuProfileIsTheSameWithAndWithoutOffCpu) {
   }
 }
 
+// A speedscope output holds the wall view (both halves on one timeline per thread), and its CPU
+// and off-CPU halves alone beside it: per thread, wall = CPU + off-CPU.
+TEST(OffCpuTest, SpeedscopeGetsTheWallViewAndEachHalfBesideIt) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string dir = MakeTempDir();
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "--off-cpu", "-o",
+                                dir + "/t.speedscope.json", "--", TargetPath("offcpu_workload"),
+                                "pingpong", "1", "40"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, double> ns[3];  // wall, cpu, off-CPU; by thread
+  const char* files[3] = {"/t.speedscope.json", "/t.cpu.speedscope.json",
+                          "/t.offcpu.speedscope.json"};
+  for (int i = 0; i < 3; ++i) {
+    nlohmann::json j = nlohmann::json::parse(ReadFileOrEmpty(dir + files[i]), nullptr, false);
+    ASSERT_TRUE(j.is_object() && j.contains("profiles")) << files[i];
+    for (const nlohmann::json& p : j["profiles"]) {
+      EXPECT_EQ(p["unit"], "nanoseconds");
+      double sum = 0;
+      for (const nlohmann::json& w : p["weights"]) sum += w.get<double>();
+      ns[i][p["name"].get<std::string>()] = sum;
+    }
+  }
+  ASSERT_EQ(ns[0].size(), 2u);  // the two threads of the ping-pong
+  for (const auto& [thread, wall] : ns[0]) {
+    SCOPED_TRACE(thread);
+    EXPECT_GT(ns[1][thread], 0.1 * wall);  // each thread runs and blocks
+    EXPECT_GT(ns[2][thread], 0.1 * wall);
+    EXPECT_NEAR(ns[1][thread] + ns[2][thread], wall, 0.01 * wall);
+  }
+}
+
 }  // namespace
 }  // namespace nativeprof::testing
