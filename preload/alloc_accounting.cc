@@ -65,7 +65,8 @@ Control* Attach() {
 
 void internal::ClaimSlot(ThreadState& t, Control& c) {
   const uint32_t i = c.slots_claimed.fetch_add(1, std::memory_order_relaxed);
-  t.slot = i < alloc_channel::kThreadSlots ? &c.slots[i] : &t.spill;
+  t.slot = i < alloc_channel::kThreadSlots ? &c.slots[i] : nullptr;
+  t.claimed = true;
   // The key's destructor publishes the thread's pending live-heap change when it exits.
   if (g_thread_key_ok) {
     ++t.busy;  // pthread_setspecific may allocate its second-level array
@@ -107,7 +108,7 @@ void ThreadExit(void* arg) {
 
 void BeforeFork() {
   ThreadState& t = CurrentThread();
-  if (Control* c = Channel(); c != nullptr && t.slot != nullptr) FlushLive(t, *c);
+  if (Control* c = Channel(); c != nullptr && t.claimed) FlushLive(t, *c);
 }
 
 // The child shares the channel with its parent but not its slots: its copy of this thread must
@@ -115,6 +116,7 @@ void BeforeFork() {
 void InChildAfterFork() {
   ThreadState& t = CurrentThread();
   t.slot = nullptr;
+  t.claimed = false;
   for (alloc_channel::ThreadSlot* s : {&t.spill, &t.spilled}) {
     for (std::atomic<uint64_t>* f : {&s->alloc_calls, &s->alloc_bytes, &s->free_calls,
                                      &s->freed_bytes, &s->temporary, &s->sampled}) {
@@ -134,7 +136,7 @@ void InChildAfterFork() {
 __attribute__((destructor)) void FiniPreload() {
   ThreadState& t = CurrentThread();
   // The exiting thread's unpublished change (and the highest it reached) goes in first.
-  if (Control* c = Channel(); c != nullptr && t.slot != nullptr) FlushLive(t, *c);
+  if (Control* c = Channel(); c != nullptr && t.claimed) FlushLive(t, *c);
   ++t.busy;
   using Fn = void (*)();
   Fn freeres = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv"));
@@ -154,6 +156,10 @@ __attribute__((constructor)) void InitPreload() {
 }  // namespace
 
 Control* internal::AttachOnce() {
+  // Not being profiled (or another thread is attaching): no locked instruction on every call.
+  if (g_attach_state.load(std::memory_order_acquire) != 0) {
+    return g_channel.load(std::memory_order_acquire);
+  }
   // The first allocation of the process happens before it can start a thread, so there is no
   // race to attach; the compare-exchange only keeps a second attach from happening.
   int expected = 0;
@@ -180,9 +186,8 @@ bool internal::SampleDue(ThreadState& t, const Control& c) {
   return true;
 }
 
-namespace {
 // Adds what a thread past kThreadSlots counted since the last time to the shared overflow slot.
-void MergeSpill(ThreadState& t, Control& c) {
+void internal::MergeSpill(ThreadState& t, Control& c) {
   auto merge = [](std::atomic<uint64_t>& shared, const std::atomic<uint64_t>& now,
                   std::atomic<uint64_t>& done) {
     const uint64_t n = now.load(std::memory_order_relaxed);
@@ -197,10 +202,8 @@ void MergeSpill(ThreadState& t, Control& c) {
   merge(c.overflow.temporary, t.spill.temporary, t.spilled.temporary);
   merge(c.overflow.sampled, t.spill.sampled, t.spilled.sampled);
 }
-}  // namespace
 
 void FlushLive(ThreadState& t, Control& c) {
-  if (t.slot == &t.spill) MergeSpill(t, c);
   if (t.pending_live == 0 && t.pending_high == 0) return;
   const int64_t before = c.live_bytes.fetch_add(t.pending_live, std::memory_order_relaxed);
   // The most the live heap reached through this thread's changes since its last flush (exact

@@ -37,9 +37,12 @@ inline constexpr int64_t kFlushBytes = 4096;
 
 // Per-thread state, in static TLS (the hooks run before and after anything else in a thread).
 struct ThreadState {
-  // Claimed on first use: the thread's own slot in the channel, or `spill` for a thread past
-  // kThreadSlots. Either way one writer, so counting is plain loads and stores.
+  // The thread's own slot in the channel (one writer: counting is plain loads and stores),
+  // claimed on first use. Null before that, and for a thread past kThreadSlots, which counts in
+  // `spill` and adds each call to the shared overflow slot (so it always takes the hooks'
+  // general path).
   alloc_channel::ThreadSlot* slot = nullptr;
+  bool claimed = false;
   bool sampling_started = false;              // until_sample holds a drawn distance
   uint32_t busy = 0;          // >0 while inside the preload: nested allocations are not counted
   const void* last_alloc = nullptr;  // this thread's most recent allocation (for temporaries)
@@ -47,10 +50,12 @@ struct ThreadState {
   int64_t pending_high = 0;   // the most pending_live has been since it was last published
   int64_t until_sample = 0;   // bytes left before the next sampled allocation
   uint64_t rng = 0;           // xorshift state; 0 = not seeded
-  uintptr_t stack_top = 0;    // highest address of this thread's stack; 0 = not known yet
+  uintptr_t stack_top = 0;    // where stack copies end; 0 = not known yet
+  uintptr_t stack_lo = 0;     // the mapping that held sp when stack_top was found
+  uintptr_t stack_hi = 0;
   uint32_t pid = 0;           // cached for the records (0 = not yet; reset by fork)
   uint32_t tid = 0;
-  // A thread past kThreadSlots counts here; FlushLive adds what is new since `spilled` to the
+  // A thread past kThreadSlots counts here; MergeSpill adds what is new since `spilled` to the
   // channel's shared overflow slot.
   alloc_channel::ThreadSlot spill{};
   alloc_channel::ThreadSlot spilled{};
@@ -65,6 +70,7 @@ alloc_channel::Control* AttachOnce();
 void ClaimSlot(ThreadState& t, alloc_channel::Control& c);
 // The sampling decision once until_sample has run out (or was never drawn).
 bool SampleDue(ThreadState& t, const alloc_channel::Control& c);
+void MergeSpill(ThreadState& t, alloc_channel::Control& c);
 
 // A slot has one writer: a plain load and store (no locked instruction) is enough.
 NP_ALWAYS_INLINE void Add(std::atomic<uint64_t>& field, uint64_t n) {
@@ -82,15 +88,14 @@ NP_ALWAYS_INLINE alloc_channel::Control* Channel() {
 
 NP_ALWAYS_INLINE ThreadState& CurrentThread() { return internal::t_state; }
 
-// Adds the thread's pending live-heap change to the channel (and raises the peak), and a thread
-// past kThreadSlots its new counts.
+// Adds the thread's pending live-heap change to the channel (and raises the peak).
 void FlushLive(ThreadState& t, alloc_channel::Control& c);
 
 // What every counted allocation does to the thread's counts. CountAllocation is this plus the
 // rare steps (claiming a slot, publishing the live heap, sampling); a hook may call it alone when
 // AllocationNeedsNoMore says none of those is due.
-NP_ALWAYS_INLINE void CountAllocationBody(ThreadState& t, const void* user, size_t size) {
-  alloc_channel::ThreadSlot& s = *t.slot;
+NP_ALWAYS_INLINE void CountAllocationBody(ThreadState& t, alloc_channel::ThreadSlot& s,
+                                          const void* user, size_t size) {
   internal::Add(s.alloc_calls, 1);
   internal::Add(s.alloc_bytes, size);
   t.last_alloc = user;
@@ -103,11 +108,17 @@ NP_ALWAYS_INLINE bool AllocationNeedsNoMore(const ThreadState& t, size_t size) {
          t.until_sample > static_cast<int64_t>(size);
 }
 
+// Where the general path counts: the thread's slot, or its spill.
+NP_ALWAYS_INLINE alloc_channel::ThreadSlot& CountingSlot(ThreadState& t) {
+  return t.slot != nullptr ? *t.slot : t.spill;
+}
+
 // Counts an allocation of `size` requested bytes at `user`; returns true when it is to be sampled.
 inline bool CountAllocation(ThreadState& t, alloc_channel::Control& c, const void* user,
                             size_t size) {
-  if (t.slot == nullptr) internal::ClaimSlot(t, c);
-  CountAllocationBody(t, user, size);
+  if (!t.claimed) internal::ClaimSlot(t, c);
+  CountAllocationBody(t, CountingSlot(t), user, size);
+  if (t.slot == nullptr) internal::MergeSpill(t, c);
   if (t.pending_live > kFlushBytes) FlushLive(t, c);
   if (t.until_sample > 0) return false;
   return internal::SampleDue(t, c);
@@ -116,8 +127,8 @@ inline bool CountAllocation(ThreadState& t, alloc_channel::Control& c, const voi
 // What every counted free does (see CountAllocationBody); returns whether it was a temporary
 // allocation (freed with nothing else allocated or freed by its thread in between, as heaptrack
 // counts them).
-NP_ALWAYS_INLINE bool CountFreeBody(ThreadState& t, const void* user, size_t size) {
-  alloc_channel::ThreadSlot& s = *t.slot;
+NP_ALWAYS_INLINE bool CountFreeBody(ThreadState& t, alloc_channel::ThreadSlot& s,
+                                    const void* user, size_t size) {
   internal::Add(s.free_calls, 1);
   internal::Add(s.freed_bytes, size);
   // heaptrack's rule: temporary when nothing else happened in the thread between the allocation
@@ -134,14 +145,18 @@ NP_ALWAYS_INLINE bool FreeNeedsNoMore(const ThreadState& t, size_t size) {
 
 // Counts the free of a counted block; returns whether it was a temporary allocation.
 inline bool CountFree(ThreadState& t, alloc_channel::Control& c, const void* user, size_t size) {
-  if (t.slot == nullptr) internal::ClaimSlot(t, c);
-  const bool temporary = CountFreeBody(t, user, size);
+  if (!t.claimed) internal::ClaimSlot(t, c);
+  const bool temporary = CountFreeBody(t, CountingSlot(t), user, size);
+  if (t.slot == nullptr) internal::MergeSpill(t, c);
   if (t.pending_live < -kFlushBytes) FlushLive(t, c);
   return temporary;
 }
 
 // Counts an allocation written to the ring.
-inline void CountSampled(ThreadState& t) { internal::Add(t.slot->sampled, 1); }
+inline void CountSampled(ThreadState& t, alloc_channel::Control& c) {
+  internal::Add(CountingSlot(t).sampled, 1);
+  if (t.slot == nullptr) internal::MergeSpill(t, c);
+}
 
 }  // namespace nativeprof::preload
 

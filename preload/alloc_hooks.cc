@@ -68,7 +68,7 @@ __attribute__((noinline)) bool SampleAllocation(ThreadState& t, Control& c, cons
   ++t.busy;
   const bool written = WriteAllocSample(t, c, CallSite{hook_frame}, user, size);
   --t.busy;
-  if (written) CountSampled(t);
+  if (written) CountSampled(t, c);
   return written;
 }
 
@@ -104,7 +104,7 @@ NP_ALWAYS_INLINE void* Track(Control* c, void* base, size_t size, size_t offset,
   BlockHeader* h = HeaderOf(user);
   h->size = size;
   h->offset = static_cast<uint32_t>(offset);
-  CountAllocationBody(t, user, size);
+  CountAllocationBody(t, *t.slot, user, size);
   h->tag = kTag;
   return user;
 }
@@ -174,7 +174,7 @@ NP_ALWAYS_INLINE void Release(void* user) {
     return;
   }
   h->tag = 0;
-  (void)CountFreeBody(t, user, copy.size);
+  (void)CountFreeBody(t, *t.slot, user, copy.size);
   __libc_free(static_cast<char*>(user) - copy.offset);
 }
 

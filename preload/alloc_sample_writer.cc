@@ -36,16 +36,16 @@ uintptr_t HexDigit(char c) {
   return static_cast<uintptr_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
 }
 
-// The end of the mapping that holds `sp`, from /proc/self/maps read with plain syscalls (no
-// allocation); 0 when not found.
-uintptr_t MappingEnd(uintptr_t sp) {
+// The mapping [lo, hi) that holds `sp`, from /proc/self/maps read with plain syscalls (no
+// allocation); false when none does.
+bool FindMapping(uintptr_t sp, uintptr_t* lo_out, uintptr_t* hi_out) {
   const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
+  if (fd < 0) return false;
   char buf[4096];
   size_t have = 0;
-  uintptr_t end = 0;
+  bool found = false;
   bool eof = false;
-  while (end == 0 && !eof) {
+  while (!found && !eof) {
     const ssize_t n = ::read(fd, buf + have, sizeof(buf) - have);
     if (n <= 0) {
       eof = true;
@@ -53,14 +53,18 @@ uintptr_t MappingEnd(uintptr_t sp) {
       have += static_cast<size_t>(n);
     }
     size_t line = 0;
-    for (size_t i = 0; i < have && end == 0; ++i) {
+    for (size_t i = 0; i < have && !found; ++i) {
       if (buf[i] != '\n') continue;
       // "lo-hi perms ...": two hex numbers.
       uintptr_t lo = 0, hi = 0;
       size_t k = line;
       for (; k < i && buf[k] != '-'; ++k) lo = lo * 16 + HexDigit(buf[k]);
       for (++k; k < i && buf[k] != ' '; ++k) hi = hi * 16 + HexDigit(buf[k]);
-      if (lo <= sp && sp < hi) end = hi;
+      if (lo <= sp && sp < hi) {
+        *lo_out = lo;
+        *hi_out = hi;
+        found = true;
+      }
       line = i + 1;
     }
     std::memmove(buf, buf + line, have - line);
@@ -68,22 +72,22 @@ uintptr_t MappingEnd(uintptr_t sp) {
     if (have == sizeof(buf)) have = 0;  // a line longer than the buffer: skip it
   }
   ::close(fd);
-  return end;
+  return found;
 }
 
-// The highest address of the calling thread's stack. Not pthread_getattr_np: it takes the
-// thread's lock and allocates under it, so calling it from an allocation it made deadlocks. A
-// glibc thread's descriptor (pthread_self) sits at the top of its stack, right above the
-// frames; the main thread's stack is the mapping around sp.
+// The highest address of the stack `sp` is on, so a copy from sp never runs past its mapping.
+// Not pthread_getattr_np: it takes the thread's lock and allocates under it, so calling it from
+// an allocation it made deadlocks. The mapping is looked up once per thread and again whenever
+// sp leaves it (the main thread's stack grew, or sp is on a signal or coroutine stack). A glibc
+// thread's descriptor (pthread_self) sits at the top of its own stack, right above the frames.
 uintptr_t StackTop(ThreadState& t, uintptr_t sp) {
-  if (t.stack_top == 0) {
+  if (t.stack_top == 0 || sp < t.stack_lo || sp >= t.stack_hi) {
+    uintptr_t lo = 0, hi = 0;
+    if (!FindMapping(sp, &lo, &hi)) return 0;  // copy nothing
+    t.stack_lo = lo;
+    t.stack_hi = hi;
     const uintptr_t self = reinterpret_cast<uintptr_t>(pthread_self());
-    if (t.tid != t.pid && self > sp && self - sp < (uintptr_t{1} << 30)) {
-      t.stack_top = self;
-    } else {
-      t.stack_top = MappingEnd(sp);
-    }
-    if (t.stack_top == 0) t.stack_top = 1;  // unknown: copy nothing rather than fault
+    t.stack_top = t.tid != t.pid && self > sp && self <= hi ? self : hi;
   }
   return t.stack_top;
 }

@@ -83,14 +83,20 @@ absl::Status CheckInterposable(const std::string& program) {
       "allocations; link it dynamically (drop -static, or use a glibc target instead of musl)"));
 }
 
-absl::StatusOr<sampler::AllocChannel> CreateAllocChannel(uint64_t rate_bytes) {
-  constexpr size_t kRingBytes = size_t{1} << 20;
+absl::StatusOr<sampler::AllocChannel> CreateAllocChannel(uint64_t rate_bytes,
+                                                         uint32_t stack_bytes) {
+  // A sample is ~1 KiB once its thread has a stack hint, but a thread's first ones copy the whole
+  // stack_bytes: the ring holds at least 64 of those, and no less than 1 MiB.
+  size_t ring_bytes = size_t{1} << 20;
+  while (ring_bytes < 64 * (size_t{stack_bytes} + 512) && ring_bytes < (size_t{64} << 20)) {
+    ring_bytes *= 2;
+  }
   std::string dir = "/dev/shm";
   if (::access(dir.c_str(), W_OK) != 0) {
     const char* tmp = std::getenv("TMPDIR");
     dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
   }
-  return sampler::AllocChannel::Create(dir, rate_bytes, kRingBytes);
+  return sampler::AllocChannel::Create(dir, rate_bytes, ring_bytes);
 }
 
 std::vector<std::pair<std::string, std::string>> AllocEnvironment(

@@ -24,8 +24,10 @@ absl::StatusOr<std::string> FindAllocPreload();
 // `program` is searched in PATH as execvp does; one that is not found is left to exec to report.
 absl::Status CheckInterposable(const std::string& program);
 
-// Creates the channel in /dev/shm (else $TMPDIR or /tmp) with a 1 MiB ring.
-absl::StatusOr<sampler::AllocChannel> CreateAllocChannel(uint64_t rate_bytes);
+// Creates the channel in /dev/shm (else $TMPDIR or /tmp) with a ring of 1 MiB, or more when
+// `stack_bytes` (the dwarf stack copy) is large.
+absl::StatusOr<sampler::AllocChannel> CreateAllocChannel(uint64_t rate_bytes,
+                                                         uint32_t stack_bytes);
 
 // LD_PRELOAD (the preload first, then whatever the user preloads) and NATIVEPROF_ALLOC_CHANNEL.
 std::vector<std::pair<std::string, std::string>> AllocEnvironment(

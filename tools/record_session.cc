@@ -268,7 +268,7 @@ int RunRecording(const RecordOptions& o) {
     if (absl::Status st = CheckInterposable(o.command[0]); !st.ok()) {
       return PrintCliError(CliStep::kParseOptions, st);
     }
-    absl::StatusOr<sampler::AllocChannel> channel = CreateAllocChannel(*o.alloc_rate_bytes);
+    absl::StatusOr<sampler::AllocChannel> channel = CreateAllocChannel(*o.alloc_rate_bytes, o.dwarf_stack_bytes);
     if (!channel.ok()) return PrintCliError(CliStep::kRun, channel.status());
     alloc_channel.emplace(*std::move(channel));
     spawn.set_environment = AllocEnvironment(*preload, *alloc_channel);

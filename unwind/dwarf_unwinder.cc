@@ -127,6 +127,10 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
       return;
     }
     // An undefined return address marks the outermost frame (_start, clone's child).
+    if (!next.Has(kDwarfRa) && ((next.beyond_copy >> kDwarfRa) & 1u) != 0) {
+      out->end = StackEnd::kTruncatedStack;  // saved where the copy does not reach
+      return;
+    }
     if (!next.Has(kDwarfRa) || next.pc() == 0) {
       out->end = StackEnd::kComplete;
       // CFI saves registers below the CFA: no read of any frame reached the outermost CFA.

@@ -185,10 +185,14 @@ void StackCollector::OnMmap(const sampler::MmapView& mmap) {
 void StackCollector::OnComm(const sampler::CommView& comm) {
   processes_.ApplyComm(comm);
   ForgetThreads();
+  // A new image has a new stack: where the old one's copies could end says nothing about it.
+  if (comm.exec && alloc_stack_observer_) alloc_stack_observer_(comm.tid, 0);
 }
 void StackCollector::OnTask(const sampler::TaskView& task) {
   processes_.ApplyTask(task);
   ForgetThreads();
+  // A tid that ends, or starts again, is a thread with a stack of its own.
+  if (alloc_stack_observer_) alloc_stack_observer_(task.tid, 0);
   if (!track_off_cpu_) return;
   if (task.exit) {
     off_cpu_.OnThreadExited(static_cast<int32_t>(task.tid), task.time_ns);

@@ -117,8 +117,9 @@ class StackCollector final : public sampler::RecordSink {
   void set_mapping_observer(MappingObserver observer) { mapping_observer_ = std::move(observer); }
 
   // Called after each sampled allocation's unwind with its thread and UnwoundStack::stack_high
-  // (0 when the unwind did not complete), so the preload can copy no more stack than the
-  // thread's unwinds need (sampler::AllocChannel::SetStackHint). Drain thread; must not block.
+  // (0 when the unwind did not complete), and with 0 when a thread starts, exits or execs, so
+  // the preload can copy no more stack than the thread's unwinds need
+  // (sampler::AllocChannel::SetStackHint). Drain thread; must not block.
   using AllocStackObserver = std::function<void(uint32_t tid, uint64_t stack_high)>;
   void set_alloc_stack_observer(AllocStackObserver observer) {
     alloc_stack_observer_ = std::move(observer);
