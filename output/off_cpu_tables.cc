@@ -42,8 +42,10 @@ std::string RenderThreadSplit(const nlohmann::json& metadata, TableFormat format
     const double life = Ms(t.value("lifetime_ns", nlohmann::json()));
     auto cell = [&](const char* key) {
       const double ms = Ms(t.value(key, nlohmann::json()));
-      return absl::StrFormat(md ? "%.1f (%.1f%%)" : "%8.1f %6.1f%%", ms,
-                             life > 0 ? 100 * ms / life : 0.0);
+      const double share = life > 0 ? 100 * ms / life : 0.0;
+      // absl::StrFormat takes only literal formats.
+      return md ? absl::StrFormat("%.1f (%.1f%%)", ms, share)
+                : absl::StrFormat("%8.1f %6.1f%%", ms, share);
     };
     std::string name = t.value("name", std::string("?"));
     const bool never_ran = !t.value("ran", true);
@@ -112,9 +114,12 @@ std::string RenderBlockingCallSites(const std::vector<BlockingCallSite>& sites, 
                                     TableFormat format) {
   if (sites.empty()) return "";
   const bool md = format == TableFormat::kMarkdown;
-  std::string out = absl::StrFormat(md ? "**Top %d blocking call sites** (of %s us off-CPU)\n\n"
-                                       : "Top %d blocking call sites (of %s us off-CPU)\n",
-                                    static_cast<int>(sites.size()), WithThousands(total));
+  const int n = static_cast<int>(sites.size());
+  std::string out =
+      md ? absl::StrFormat("**Top %d blocking call sites** (of %s us off-CPU)\n\n", n,
+                           WithThousands(total))
+         : absl::StrFormat("Top %d blocking call sites (of %s us off-CPU)\n", n,
+                           WithThousands(total));
   if (md) {
     out.append("| share | us | caller > call that blocked |\n|---:|---:|:---|\n");
   } else {
