@@ -1,0 +1,49 @@
+// What the sampling and context-switch attributes ask the kernel for.
+#include <linux/perf_event.h>
+
+#include "gtest/gtest.h"
+#include "sampler/perf_event.h"
+
+namespace nativeprof::sampler {
+namespace {
+
+SamplingAttrOptions DwarfOffCpu(uint32_t switch_stack_bytes) {
+  SamplingAttrOptions o;
+  o.regs_user_mask = 0xff;
+  o.stack_user_bytes = 8192;
+  o.off_cpu = true;
+  o.switch_stack_user_bytes = switch_stack_bytes;
+  return o;
+}
+
+TEST(PerfEventAttrTest, SwitchSamplesWithAStackCopyLeaveTheUserWalkToDwarf) {
+  const perf_event_attr a = MakeContextSwitchAttr(DwarfOffCpu(4096));
+  EXPECT_EQ(a.config, uint64_t{PERF_COUNT_SW_CONTEXT_SWITCHES});
+  EXPECT_EQ(a.sample_period, 1u);
+  EXPECT_EQ(a.sample_stack_user, 4096u);
+  EXPECT_TRUE(a.sample_type & PERF_SAMPLE_CALLCHAIN);
+  EXPECT_EQ(a.exclude_callchain_kernel, 0u);  // the call that blocked
+  EXPECT_EQ(a.exclude_callchain_user, 1u);
+  EXPECT_EQ(a.context_switch, 1u);
+}
+
+TEST(PerfEventAttrTest, SwitchSamplesWithoutACopyKeepTheKernelsUserWalk) {
+  const perf_event_attr a = MakeContextSwitchAttr(DwarfOffCpu(0));
+  EXPECT_EQ(a.sample_stack_user, 0u);
+  EXPECT_TRUE(a.sample_type & PERF_SAMPLE_STACK_USER);  // the layout both events share
+  EXPECT_EQ(a.exclude_callchain_user, 0u);
+
+  SamplingAttrOptions fp;  // --call-graph fp: no copy at all
+  fp.off_cpu = true;
+  EXPECT_EQ(MakeContextSwitchAttr(fp).exclude_callchain_user, 0u);
+}
+
+TEST(PerfEventAttrTest, CpuSamplesKeepTheUserWalkToFinishDeepStacks) {
+  const perf_event_attr a = MakeSamplingAttr(DwarfOffCpu(4096));
+  EXPECT_EQ(a.exclude_callchain_user, 0u);
+  EXPECT_EQ(a.context_switch, 0u);
+  EXPECT_TRUE(a.sample_type & PERF_SAMPLE_IDENTIFIER);
+}
+
+}  // namespace
+}  // namespace nativeprof::sampler
