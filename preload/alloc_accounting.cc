@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <initializer_list>
+#include <utility>
 
 namespace nativeprof::preload {
 
@@ -117,12 +119,6 @@ void InChildAfterFork() {
   ThreadState& t = CurrentThread();
   t.slot = nullptr;
   t.claimed = false;
-  for (alloc_channel::ThreadSlot* s : {&t.spill, &t.spilled}) {
-    for (std::atomic<uint64_t>* f : {&s->alloc_calls, &s->alloc_bytes, &s->free_calls,
-                                     &s->freed_bytes, &s->temporary, &s->sampled}) {
-      f->store(0, std::memory_order_relaxed);
-    }
-  }
   t.pending_live = 0;
   t.pending_high = 0;
   t.pid = 0;
@@ -186,21 +182,19 @@ bool internal::SampleDue(ThreadState& t, const Control& c) {
   return true;
 }
 
-// Adds what a thread past kThreadSlots counted since the last time to the shared overflow slot.
+// Moves what a thread past kThreadSlots counted in this call into the shared overflow slot.
 void internal::MergeSpill(ThreadState& t, Control& c) {
-  auto merge = [](std::atomic<uint64_t>& shared, const std::atomic<uint64_t>& now,
-                  std::atomic<uint64_t>& done) {
-    const uint64_t n = now.load(std::memory_order_relaxed);
-    const uint64_t d = done.load(std::memory_order_relaxed);
-    if (n != d) shared.fetch_add(n - d, std::memory_order_relaxed);
-    done.store(n, std::memory_order_relaxed);
-  };
-  merge(c.overflow.alloc_calls, t.spill.alloc_calls, t.spilled.alloc_calls);
-  merge(c.overflow.alloc_bytes, t.spill.alloc_bytes, t.spilled.alloc_bytes);
-  merge(c.overflow.free_calls, t.spill.free_calls, t.spilled.free_calls);
-  merge(c.overflow.freed_bytes, t.spill.freed_bytes, t.spilled.freed_bytes);
-  merge(c.overflow.temporary, t.spill.temporary, t.spilled.temporary);
-  merge(c.overflow.sampled, t.spill.sampled, t.spilled.sampled);
+  for (auto [shared, own] : {std::pair{&c.overflow.alloc_calls, &t.spill.alloc_calls},
+                             std::pair{&c.overflow.alloc_bytes, &t.spill.alloc_bytes},
+                             std::pair{&c.overflow.free_calls, &t.spill.free_calls},
+                             std::pair{&c.overflow.freed_bytes, &t.spill.freed_bytes},
+                             std::pair{&c.overflow.temporary, &t.spill.temporary},
+                             std::pair{&c.overflow.sampled, &t.spill.sampled}}) {
+    if (const uint64_t n = own->load(std::memory_order_relaxed); n != 0) {
+      shared->fetch_add(n, std::memory_order_relaxed);
+      own->store(0, std::memory_order_relaxed);
+    }
+  }
 }
 
 void FlushLive(ThreadState& t, Control& c) {

@@ -55,10 +55,9 @@ struct ThreadState {
   uintptr_t stack_hi = 0;
   uint32_t pid = 0;           // cached for the records (0 = not yet; reset by fork)
   uint32_t tid = 0;
-  // A thread past kThreadSlots counts here; MergeSpill adds what is new since `spilled` to the
-  // channel's shared overflow slot.
+  // A thread past kThreadSlots counts a call here; MergeSpill then moves it into the channel's
+  // shared overflow slot, so the spill is empty between calls (and at a fork).
   alloc_channel::ThreadSlot spill{};
-  alloc_channel::ThreadSlot spilled{};
 };
 
 namespace internal {
