@@ -111,6 +111,27 @@ TEST_F(CargoNativeprofTest, IntegrationTestAndExampleTargets) {
   EXPECT_GT(Folded("nativeprof-checksum.folded").TotalShare("hotlib::fnv_checksum"), 0.8);
 }
 
+TEST_F(CargoNativeprofTest, AllocOptionPassesThroughToRecord) {
+  // hotbin's one big allocation: the 64 KiB input that main collects into a Vec.
+  CommandResult r = CargoNativeprof(dir_, {"--alloc=1", "--bin", "hotbin", "--", "0.3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("allocations"));  // the heaptrack-like summary
+  FoldedProfile bytes = Folded("nativeprof-hotbin.alloc.folded");
+  ASSERT_GE(bytes.total(), 65536u) << r.err;
+  uint64_t main_bytes = 0;
+  for (const FoldedLine& line : bytes.lines()) {
+    for (const std::string& frame : line.frames) {
+      if (frame == "hotbin::main") {
+        main_bytes += line.count;
+        break;
+      }
+    }
+  }
+  EXPECT_GE(main_bytes, 65536u) << r.err;
+  // The CPU profile is still written beside the allocation views.
+  EXPECT_GT(Folded("nativeprof-hotbin.folded").TotalShare("hotlib::fnv_checksum"), 0.5);
+}
+
 TEST_F(CargoNativeprofTest, StrippingLtoProfileIsWarnedAboutInOneLine) {
   CommandResult r =
       CargoNativeprof(dir_, {"--profile", "stripped", "--bin", "hotbin", "--", "0.3"});
