@@ -29,15 +29,38 @@ std::atomic<int> g_attach_state{0};
 pthread_key_t g_thread_key;
 bool g_thread_key_ok = false;
 
+// This process's index in the channel's pid table (pid_live, pid_peak); -1 when it has none.
+// Set when the process attaches and again in a forked child, before either allocates.
+int g_pid_slot = -1;
+
 void RegisterProcess(Control& c) {
   const uint32_t pid = static_cast<uint32_t>(::getpid());
+  g_pid_slot = -1;
   for (size_t i = 0; i < alloc_channel::kPidSlots; ++i) {
-    std::atomic<uint32_t>& slot = c.pids[(pid + i) % alloc_channel::kPidSlots];
+    const size_t index = (pid + i) % alloc_channel::kPidSlots;
+    std::atomic<uint32_t>& slot = c.pids[index];
     uint32_t seen = slot.load(std::memory_order_relaxed);
-    if (seen == 0 && slot.compare_exchange_strong(seen, pid, std::memory_order_relaxed)) break;
-    if (seen == pid) return;
+    if (seen == 0 && slot.compare_exchange_strong(seen, pid, std::memory_order_relaxed)) {
+      g_pid_slot = static_cast<int>(index);
+      break;
+    }
+    if (seen == pid) {  // an exec'd image of a process already counted
+      g_pid_slot = static_cast<int>(index);
+      return;
+    }
   }
   c.processes.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Adds `delta` to a live heap whose peak is `peak`; `high` is the most the delta reached on
+// the way (exact when no other thread changed `live` in between).
+void AddLive(std::atomic<int64_t>& live, std::atomic<int64_t>& peak, int64_t delta,
+             int64_t high) {
+  const int64_t reached = live.fetch_add(delta, std::memory_order_relaxed) + high;
+  int64_t seen = peak.load(std::memory_order_relaxed);
+  while (reached > seen &&
+         !peak.compare_exchange_weak(seen, reached, std::memory_order_relaxed)) {
+  }
 }
 
 Control* Attach() {
@@ -199,16 +222,12 @@ void internal::MergeSpill(ThreadState& t, Control& c) {
 
 void FlushLive(ThreadState& t, Control& c) {
   if (t.pending_live == 0 && t.pending_high == 0) return;
-  const int64_t before = c.live_bytes.fetch_add(t.pending_live, std::memory_order_relaxed);
-  // The most the live heap reached through this thread's changes since its last flush (exact
-  // when no other thread changed it in between).
-  const int64_t high = before + t.pending_high;
+  AddLive(c.live_bytes, c.peak_bytes, t.pending_live, t.pending_high);
+  if (g_pid_slot >= 0) {
+    AddLive(c.pid_live[g_pid_slot], c.pid_peak[g_pid_slot], t.pending_live, t.pending_high);
+  }
   t.pending_live = 0;
   t.pending_high = 0;
-  int64_t peak = c.peak_bytes.load(std::memory_order_relaxed);
-  while (high > peak &&
-         !c.peak_bytes.compare_exchange_weak(peak, high, std::memory_order_relaxed)) {
-  }
 }
 
 }  // namespace nativeprof::preload

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <new>
@@ -174,6 +175,22 @@ AllocTotals AllocChannel::Totals() const {
   const int64_t peak = c->peak_bytes.load(std::memory_order_relaxed);
   t.peak_bytes = peak > 0 ? static_cast<uint64_t>(peak) : 0;
   return t;
+}
+
+std::vector<ProcessHeap> AllocChannel::ProcessHeaps() const {
+  const Control* c = control();
+  std::vector<ProcessHeap> out;
+  for (size_t i = 0; i < alloc_channel::kPidSlots; ++i) {
+    const uint32_t pid = c->pids[i].load(std::memory_order_relaxed);
+    if (pid == 0) continue;
+    const int64_t peak = c->pid_peak[i].load(std::memory_order_relaxed);
+    out.push_back({pid, peak > 0 ? static_cast<uint64_t>(peak) : 0,
+                   c->pid_live[i].load(std::memory_order_relaxed)});
+  }
+  std::sort(out.begin(), out.end(), [](const ProcessHeap& a, const ProcessHeap& b) {
+    return a.peak_bytes != b.peak_bytes ? a.peak_bytes > b.peak_bytes : a.pid < b.pid;
+  });
+  return out;
 }
 
 }  // namespace nativeprof::sampler

@@ -20,6 +20,13 @@
 
 namespace nativeprof::sampler {
 
+// One profiled process's own live heap: its peak, and what was live when it was read.
+struct ProcessHeap {
+  uint32_t pid = 0;
+  uint64_t peak_bytes = 0;
+  int64_t live_bytes = 0;  // below 0 when it freed blocks it inherited from its parent
+};
+
 // The exact figures, summed over every thread of every profiled process.
 struct AllocTotals {
   uint64_t alloc_calls = 0;
@@ -64,6 +71,9 @@ class AllocChannel {
   void StopReading();
 
   AllocTotals Totals() const;
+  // Each profiled process's own heap, the largest peak first (AllocTotals::peak_bytes is of all
+  // of them together).
+  std::vector<ProcessHeap> ProcessHeaps() const;
   // (CLOCK_MONOTONIC ns, exact live bytes) as of each drain, at most one point per interval; the
   // interval doubles whenever the series would pass kMaxPoints, so a long run keeps a bounded,
   // evenly spaced series.

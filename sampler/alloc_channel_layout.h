@@ -25,7 +25,7 @@ namespace nativeprof::alloc_channel {
 // The environment variable that names the channel file for the preload.
 inline constexpr char kEnvChannel[] = "NATIVEPROF_ALLOC_CHANNEL";
 inline constexpr uint64_t kMagic = 0x6e70616c6c6f6331ull;  // "npalloc1"
-inline constexpr uint32_t kVersion = 3;  // bumped with every change to Control
+inline constexpr uint32_t kVersion = 4;  // bumped with every change to Control
 
 // Identifiers (PERF_SAMPLE_IDENTIFIER) of the preload's records. The kernel numbers its events
 // from 1 up; these cannot collide.
@@ -91,6 +91,11 @@ struct alignas(64) Control {
   // The pids counted in `processes` (open addressing; 0 = empty), so a forked child that then
   // execs, and attaches again, counts once.
   std::atomic<uint32_t> pids[kPidSlots];
+  // Each of those processes' own live heap and its peak (pid_live[i] is pids[i]'s), published
+  // by its threads as live_bytes is. A pid the table has no room for counts only in the totals;
+  // an exec'd image continues its pid's figures (what the old image left live stays counted).
+  alignas(64) std::atomic<int64_t> pid_live[kPidSlots];
+  std::atomic<int64_t> pid_peak[kPidSlots];
   alignas(64) StackHint hints[kHintSlots];
   alignas(64) ThreadSlot overflow;     // shared by threads past kThreadSlots (atomic adds)
   ThreadSlot slots[kThreadSlots];

@@ -83,6 +83,21 @@ nlohmann::json AllocJson(const RecordOptions& o, const AllocRun& run,
   };
   if (run.peak_rss_bytes != 0) j["peak_rss_bytes"] = run.peak_rss_bytes;
   j["processes"] = t.processes;
+  // peak_heap_bytes is of every process together; each one's own, as heaptrack reports it per
+  // process, the largest first.
+  constexpr size_t kMaxListed = 100;
+  nlohmann::json per_process = nlohmann::json::array();
+  for (size_t i = 0; i < run.process_heaps.size() && i < kMaxListed; ++i) {
+    const NamedProcessHeap& p = run.process_heaps[i];
+    per_process.push_back({{"pid", p.heap.pid},
+                           {"command", p.command},
+                           {"peak_heap_bytes", p.heap.peak_bytes},
+                           {"live_bytes_at_end", p.heap.live_bytes}});
+  }
+  j["per_process"] = std::move(per_process);
+  if (run.process_heaps.size() > kMaxListed) {
+    j["per_process_not_listed"] = run.process_heaps.size() - kMaxListed;
+  }
   const unwind::AllocTracker& tracker = collector.allocations();
   j["sampling"] = {
       {"sampled_allocations", t.sampled},
@@ -132,6 +147,12 @@ std::vector<std::string> AllocSummaryLines(const AllocRun& run) {
       FormatBytes(static_cast<double>(t.alloc_bytes)), output::WithThousands(t.free_calls),
       output::WithThousands(t.temporary), Share(t.temporary, t.alloc_calls)));
   std::string peak = absl::StrCat("peak heap ", FormatBytes(static_cast<double>(t.peak_bytes)));
+  if (run.process_heaps.size() > 1) {
+    const NamedProcessHeap& largest = run.process_heaps.front();
+    absl::StrAppend(&peak, " (", run.process_heaps.size(), " processes together; the largest, ",
+                    largest.command, " [", largest.heap.pid, "], peaked at ",
+                    FormatBytes(static_cast<double>(largest.heap.peak_bytes)), ")");
+  }
   if (run.peak_rss_bytes != 0) {
     absl::StrAppend(&peak, ", peak RSS ", FormatBytes(static_cast<double>(run.peak_rss_bytes)));
   }

@@ -18,8 +18,15 @@
 namespace nativeprof::tools {
 
 // What the run measured beside the preload's totals.
+// One process's own heap, with its command name (its main thread's last comm).
+struct NamedProcessHeap {
+  sampler::ProcessHeap heap;
+  std::string command;
+};
+
 struct AllocRun {
   sampler::AllocTotals totals;
+  std::vector<NamedProcessHeap> process_heaps;  // AllocChannel::ProcessHeaps' order
   uint64_t rate_bytes = 0;
   double duration_seconds = 0;
   uint64_t peak_rss_bytes = 0;  // of the largest profiled process; 0 when unknown

@@ -341,6 +341,10 @@ int RunRecording(const RecordOptions& o) {
     collector.mutable_allocations().Finish();
     AllocRun run;
     run.totals = alloc_channel->Totals();
+    for (const sampler::ProcessHeap& heap : alloc_channel->ProcessHeaps()) {
+      const auto pid = static_cast<int32_t>(heap.pid);
+      run.process_heaps.push_back({heap, collector.processes().ThreadName(pid, pid)});
+    }
     run.rate_bytes = alloc_channel->rate_bytes();
     run.duration_seconds = state.duration_seconds;
     run.live_over_time = alloc_channel->live_over_time();

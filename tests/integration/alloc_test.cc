@@ -79,6 +79,10 @@ TEST(AllocTest, TotalsEqualTheConstructionAndSitesTheirShares) {
   ExpectSitesTotals(rec, 8);
   // The medium live set on top of every round's leak: the last round's is the peak.
   EXPECT_EQ(Exact(rec, "peak_heap_bytes"), 8 * 10'000u + 62'914'560u);
+  ASSERT_EQ(rec.allocations["per_process"].size(), 1u);
+  EXPECT_EQ(rec.allocations["per_process"][0]["peak_heap_bytes"].get<uint64_t>(),
+            8 * 10'000u + 62'914'560u);
+  EXPECT_EQ(rec.allocations["per_process"][0]["command"], "alloc_workload");
   EXPECT_THAT(rec.result.err, HasSubstr("allocations: 10,609,680 calls"));
   EXPECT_THAT(rec.result.err, HasSubstr("peak heap 63.0 MB"));
 
@@ -185,6 +189,19 @@ TEST(AllocTest, ForkedAndExecedChildrenAreCounted) {
   ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
   ExpectSitesTotals(rec, 2);
   EXPECT_EQ(rec.allocations["processes"].get<uint64_t>(), 2u);
+  // The two run at once, so their summed peak lies anywhere between one and two peaks; each
+  // process's own is exact, as heaptrack would report it for each.
+  const nlohmann::json& per_process = rec.allocations["per_process"];
+  ASSERT_EQ(per_process.size(), 2u) << per_process.dump();
+  for (const nlohmann::json& p : per_process) {
+    EXPECT_EQ(p["peak_heap_bytes"].get<uint64_t>(), 62'924'560u) << p.dump();
+    EXPECT_EQ(p["live_bytes_at_end"].get<int64_t>(), 10'000) << p.dump();
+  }
+  EXPECT_NE(per_process[0]["pid"], per_process[1]["pid"]);
+  EXPECT_GE(Exact(rec, "peak_heap_bytes"), 62'924'560u);
+  EXPECT_LE(Exact(rec, "peak_heap_bytes"), 2 * 62'924'560u);
+  EXPECT_THAT(rec.result.err, HasSubstr("(2 processes together; the largest, "));
+  EXPECT_THAT(rec.result.err, HasSubstr("peaked at 62.9 MB)"));
 }
 
 TEST(AllocTest, ExitStatusAndOutputPassThrough) {

@@ -85,6 +85,37 @@ uint64_t HintSeenByPreload(const std::string& path, uint32_t tid) {
   return high;
 }
 
+// Each process's heap, as the preloads of two processes and an exec'd one would leave it.
+TEST(AllocChannelTest, ProcessHeapsAreListedLargestPeakFirst) {
+  absl::StatusOr<AllocChannel> ch = AllocChannel::Create(testing::MakeTempDir(), 1, 1 << 16);
+  ASSERT_TRUE(ch.ok()) << ch.status();
+  EXPECT_TRUE(ch->ProcessHeaps().empty());
+  const int fd = ::open(ch->path().c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  void* base = ::mmap(nullptr, sizeof(alloc_channel::Control), PROT_READ | PROT_WRITE,
+                      MAP_SHARED, fd, 0);
+  ::close(fd);
+  ASSERT_NE(base, MAP_FAILED);
+  auto* c = static_cast<alloc_channel::Control*>(base);
+  c->pids[7].store(300);
+  c->pid_peak[7].store(4096);
+  c->pid_live[7].store(-512);  // freed what it inherited from its parent
+  c->pids[4000].store(200);
+  c->pid_peak[4000].store(1 << 20);
+  c->pid_live[4000].store(100);
+  c->pids[9].store(100);  // attached, never published a change
+  const std::vector<ProcessHeap> heaps = ch->ProcessHeaps();
+  ASSERT_EQ(heaps.size(), 3u);
+  EXPECT_EQ(heaps[0].pid, 200u);
+  EXPECT_EQ(heaps[0].peak_bytes, uint64_t{1} << 20);
+  EXPECT_EQ(heaps[0].live_bytes, 100);
+  EXPECT_EQ(heaps[1].pid, 300u);
+  EXPECT_EQ(heaps[1].live_bytes, -512);
+  EXPECT_EQ(heaps[2].pid, 100u);
+  EXPECT_EQ(heaps[2].peak_bytes, 0u);
+  ::munmap(base, sizeof(alloc_channel::Control));
+}
+
 TEST(AllocChannelTest, StackHintsAreSetUpdatedAndForgotten) {
   absl::StatusOr<AllocChannel> ch = AllocChannel::Create(testing::MakeTempDir(), 1, 1 << 16);
   ASSERT_TRUE(ch.ok()) << ch.status();
