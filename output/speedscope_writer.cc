@@ -19,7 +19,8 @@ using symbolize::ProfileStack;
 namespace {
 
 struct Thread {
-  std::string name;
+  std::string name;  // the name that carries most of its weight (a thread may be renamed)
+  absl::flat_hash_map<std::string, uint64_t> weight_by_name;
   int32_t pid = 0;
   int32_t tid = 0;
   uint64_t total = 0;
@@ -56,21 +57,28 @@ std::string RenderSpeedscope(const Profile& profile, const std::string& name) {
     frame_map[i] = it->second;
   }
 
-  // Threads.
+  // Threads: one profile per tid, whatever names it had (a new thread runs under its creator's
+  // name until it names itself). A profile read from a folded file has no ids: its threads are
+  // told apart by name alone.
   absl::flat_hash_map<std::tuple<int32_t, int32_t, std::string>, size_t> thread_ids;
   std::vector<Thread> threads;
   std::vector<size_t> stack_thread(profile.stacks.size());
   for (size_t i = 0; i < profile.stacks.size(); ++i) {
     const ProfileStack& s = profile.stacks[i];
-    auto [it, inserted] =
-        thread_ids.try_emplace(std::make_tuple(s.pid, s.tid, s.thread_name), threads.size());
+    const bool has_ids = s.pid != 0 || s.tid != 0;
+    auto [it, inserted] = thread_ids.try_emplace(
+        std::make_tuple(s.pid, s.tid, has_ids ? std::string() : s.thread_name), threads.size());
     if (inserted) {
       Thread t;
-      t.name = s.thread_name;
       t.pid = s.pid;
       t.tid = s.tid;
       threads.push_back(std::move(t));
     }
+    Thread& t = threads[it->second];
+    uint64_t& named = t.weight_by_name[s.thread_name];
+    named += weight_of(s);
+    const uint64_t best = t.name == s.thread_name || inserted ? 0 : t.weight_by_name[t.name];
+    if (inserted || named > best) t.name = s.thread_name;
     stack_thread[i] = it->second;
   }
   if (profile.timeline.empty()) {

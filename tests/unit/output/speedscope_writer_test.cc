@@ -47,6 +47,23 @@ TEST(SpeedscopeWriterTest, OneSampledProfilePerThreadHeaviestFirst) {
   EXPECT_EQ(profiles[1]["weights"], nlohmann::json::parse("[2000,1000]"));
 }
 
+// A new thread runs under its creator's name until it names itself: still one profile, named
+// as most of its time is.
+TEST(SpeedscopeWriterTest, ARenamedThreadIsOneProfileUnderItsMainName) {
+  Profile p = ThreadedProfile();
+  p.stacks.push_back({"app", 1, 2, {0}, 1, 100});  // tid 2 before it became "worker"
+  const nlohmann::json j = nlohmann::json::parse(RenderSpeedscope(p, "t"));
+  const auto& profiles = j["profiles"];
+  ASSERT_EQ(profiles.size(), 2u);
+  EXPECT_EQ(profiles[0]["name"], "worker \"w\" (1/2)");
+  EXPECT_EQ(profiles[0]["endValue"], 5100);
+  EXPECT_EQ(profiles[0]["weights"], nlohmann::json::parse("[5000,100]"));
+  // Without ids (a profile read from a folded file), names alone tell threads apart.
+  Profile folded = ThreadedProfile();
+  for (symbolize::ProfileStack& s : folded.stacks) s.pid = s.tid = 0;
+  EXPECT_EQ(nlohmann::json::parse(RenderSpeedscope(folded, "t"))["profiles"].size(), 2u);
+}
+
 TEST(SpeedscopeWriterTest, TimelineKeepsTimeOrderWithMeanPeriods) {
   Profile p = ThreadedProfile();
   p.timeline = {{100, 1}, {200, 0}, {300, 0}, {400, 2}};
