@@ -16,6 +16,7 @@
 #include "base/scheduling.h"
 #include "base/signal_reader.h"
 #include "output/counter_report.h"
+#include "sampler/blocked_thread.h"
 #include "sampler/child_process.h"
 #include "sampler/counter_attach.h"
 #include "sampler/counter_set.h"
@@ -54,6 +55,26 @@ void ApplyCallGraph(const RecordOptions& o, sampler::SessionOptions* so) {
     so->ring_pages =
         std::max(sampler::Session::UnlimitedDwarfRingPages(sampler::OnlineCpus().size()),
                  sampler::Session::DefaultRingPages(1));
+  }
+}
+
+// --off-cpu -p: the stacks of the threads already blocked as recording starts, which no switch
+// sample will give their current interval. Read after the events are enabled, so a thread that
+// wakes after its snapshot has its switch-in recorded (and one that ran during it is skipped).
+void NoteBlockedThreads(const sampler::Session& session, int pid,
+                        const std::vector<sampler::ProcMapsEntry>& maps,
+                        unwind::StackCollector* collector) {
+  const perf_event_attr& attr = session.attr();
+  if (attr.sample_regs_user == 0 || attr.sample_stack_user == 0) return;  // --call-graph fp
+  absl::StatusOr<std::vector<pid_t>> tids = sampler::ListThreads(pid);
+  if (!tids.ok()) return;
+  std::vector<uint64_t> regs;
+  for (pid_t tid : *tids) {
+    absl::StatusOr<std::optional<sampler::BlockedThread>> blocked =
+        sampler::SnapshotBlockedThread(pid, tid, attr.sample_stack_user, maps);
+    if (!blocked.ok() || !blocked->has_value()) continue;
+    collector->OnBlockedAtStart(
+        sampler::BlockedThreadSample(**blocked, attr.sample_regs_user, &regs));
   }
 }
 
@@ -184,7 +205,9 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   // after enabling, so nothing mapped in between is missed (a duplicate just replaces itself).
   for (int pid : o.pids) {
     absl::StatusOr<std::vector<sampler::ProcMapsEntry>> maps = sampler::ReadProcMaps(pid);
-    if (maps.ok()) sampler::SynthesizeProcessState(pid, *maps, collector);
+    if (!maps.ok()) continue;
+    sampler::SynthesizeProcessState(pid, *maps, collector);
+    if ((*session)->off_cpu()) NoteBlockedThreads(**session, pid, *maps, &collector);
   }
 
   sampler::AttachedTarget target(o.pids);

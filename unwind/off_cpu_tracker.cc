@@ -27,6 +27,22 @@ void OffCpuTracker::NoteExistingThread(int32_t pid, int32_t tid) {
   StateOf(pid, tid, recording_start_ns_);
 }
 
+void OffCpuTracker::NoteBlockedAtStart(int32_t pid, int32_t tid, uint64_t since_ns,
+                                       uint32_t stack) {
+  State& s = StateOf(pid, tid, recording_start_ns_);
+  s.start_stack = stack;
+  s.start_stack_ns = since_ns;
+}
+
+void OffCpuTracker::OpenFirstInterval(State& s, uint64_t end_ns) {
+  s.off = true;
+  s.out_ns = s.times.first_ns;
+  s.waiting = false;
+  // The snapshot holds if the thread had not run yet when it was read.
+  s.stack = s.start_stack != kNoSampledStack && end_ns > s.start_stack_ns ? s.start_stack
+                                                                           : kNoSampledStack;
+}
+
 void OffCpuTracker::Close(State& s, uint64_t end_ns) {
   if (!s.off) return;
   s.off = false;
@@ -78,10 +94,7 @@ void OffCpuTracker::OnSwitch(int32_t pid, int32_t tid, uint64_t time_ns, bool ou
   }
   if (!s.off && !s.times.ran && recording_start_ns_ != 0 && s.times.first_ns < time_ns) {
     // Its first record is a switch-in: it was off-CPU since the recording (or its life) began.
-    s.off = true;
-    s.out_ns = s.times.first_ns;
-    s.waiting = false;
-    s.stack = kNoSampledStack;
+    OpenFirstInterval(s, time_ns);
   }
   Close(s, time_ns);
   s.times.ran = true;
@@ -121,10 +134,7 @@ void OffCpuTracker::Finish(uint64_t stop_ns) {
     if (s.times.exited) continue;
     if (!s.off && !s.times.ran && s.times.first_ns < stop_ns) {
       // Never ran while recording: off-CPU all along.
-      s.off = true;
-      s.out_ns = s.times.first_ns;
-      s.waiting = false;
-      s.stack = kNoSampledStack;
+      OpenFirstInterval(s, stop_ns);
     }
     Close(s, stop_ns);
     s.times.last_ns = std::max(s.times.first_ns, stop_ns);

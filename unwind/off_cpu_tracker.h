@@ -48,6 +48,10 @@ class OffCpuTracker {
   // A thread that exists when recording starts (attach mode), so a thread that never runs is
   // still listed.
   void NoteExistingThread(int32_t pid, int32_t tid);
+  // The stack of an existing thread that was blocked from before `since_ns` (a snapshot read
+  // from /proc when recording started: sampler::SnapshotBlockedThread): the interval it is in
+  // gets this stack if the thread is still off-CPU then, that is if it first runs later.
+  void NoteBlockedAtStart(int32_t pid, int32_t tid, uint64_t since_ns, uint32_t stack);
 
   // The context-switch sample taken as `tid` is switched out, with its stack.
   void OnSwitchSample(int32_t pid, int32_t tid, uint64_t time_ns, uint32_t stack);
@@ -74,12 +78,17 @@ class OffCpuTracker {
     bool waiting = false;
     uint64_t out_ns = 0;
     uint32_t stack = kNoSampledStack;
+    // NoteBlockedAtStart's snapshot, for the interval the thread was in when recording began.
+    uint32_t start_stack = kNoSampledStack;
+    uint64_t start_stack_ns = 0;
     // A switch sample not yet claimed by its switch-out record.
     uint32_t sample_stack = kNoSampledStack;
     uint64_t sample_ns = 0;
   };
   State& StateOf(int32_t pid, int32_t tid, uint64_t time_ns);
   void Close(State& s, uint64_t end_ns);
+  // Opens the interval of a thread that was off-CPU from its first record until `end_ns`.
+  void OpenFirstInterval(State& s, uint64_t end_ns);
 
   uint64_t recording_start_ns_ = 0;
   absl::flat_hash_map<int32_t, State> threads_;

@@ -118,6 +118,12 @@ void StackCollector::OnSample(const sampler::SampleView& sample) {
   if (track_off_cpu_) off_cpu_.OnThreadRan(s.pid, s.tid, sample.time_ns);
 }
 
+void StackCollector::OnBlockedAtStart(const sampler::SampleView& sample) {
+  const uint32_t index = InternSample(sample, StackKind::kSwitch);
+  ++stacks_[index].samples;
+  off_cpu_.NoteBlockedAtStart(stacks_[index].pid, stacks_[index].tid, sample.time_ns, index);
+}
+
 uint32_t StackCollector::InternSample(const sampler::SampleView& sample, StackKind kind) {
   const int32_t pid = static_cast<int32_t>(sample.pid);
   const int32_t tid = static_cast<int32_t>(sample.tid);

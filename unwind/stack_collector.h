@@ -132,6 +132,10 @@ class StackCollector final : public sampler::RecordSink {
   void OnLost(const sampler::LostView& lost) override;
   void OnThrottle(const sampler::ThrottleView& throttle) override;
   void OnSwitch(const sampler::SwitchView& sw) override;
+  // A thread already blocked when recording started (attach mode), described by a sample built
+  // from /proc (sampler::BlockedThreadSample): unwound like a switch sample, and given to the
+  // off-CPU tracker for the interval the thread is in.
+  void OnBlockedAtStart(const sampler::SampleView& sample);
 
   // Off-CPU bookkeeping (--off-cpu): thread creation, exit and CPU samples feed the tracker too.
   // The caller sets the recording start and calls Finish on the tracker once the last record is

@@ -47,7 +47,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 3: off_cpu.OnThreadRan(pid, tid, now); break;
       case 4: off_cpu.OnThreadCreated(pid, tid, now); break;
       case 5: off_cpu.OnThreadExited(tid, now); break;
-      case 6: off_cpu.NoteExistingThread(pid, tid); break;
+      case 6:
+        off_cpu.NoteExistingThread(pid, tid);
+        // Attach mode's /proc snapshot of a thread already blocked.
+        if ((payload >> 16) & 1) off_cpu.NoteBlockedAtStart(pid, tid, now, stack);
+        break;
       case 7:
         alloc.OnAlloc(stack, block, 1 + (payload >> 16) * 64, now);
         ++allocs;

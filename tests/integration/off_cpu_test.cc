@@ -113,6 +113,29 @@ TEST(OffCpuTest, AttachingGivesTheSameSplitAsLaunching) {
   ExpectBlockedTimesMatch(folded, out, r.err);
 }
 
+// A thread that is already blocked when recording attaches has no switch-out to sample while
+// recording: its stack is read from /proc instead (the main thread here sleeps in sleep_ms,
+// under main, for the whole recording).
+TEST(OffCpuTest, AttachingSeesTheStacksOfThreadsAlreadyBlocked) {
+  NP_SKIP_IF_NO_PERF();
+  ::setenv("OFFCPU_START_DELAY_MS", "3000", 1);
+  BackgroundProcess target({TargetPath("offcpu_workload"), "block", "1", "10"},
+                           /*capture_stdout=*/true);
+  ::unsetenv("OFFCPU_START_DELAY_MS");
+  ASSERT_EQ(target.ReadLine(), "ready");
+  const std::string folded = MakeTempDir() + "/blocked.folded";
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "--off-cpu", "--duration", "1",
+                                "-p", std::to_string(target.pid()), "-o", folded});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  FoldedProfile off = FoldedProfile::Parse(ReadFileOrEmpty(RecordViewPath(folded, "offcpu")));
+  ASSERT_GT(off.total(), 0u) << r.err;
+  // About 1 s (in microseconds), all of it under main and sleep_ms, as a switch sample shows it.
+  EXPECT_GT(off.WithSequence({"main", "sleep_ms"}), 900'000u)
+      << ReadFileOrEmpty(RecordViewPath(folded, "offcpu"));
+  EXPECT_EQ(off.Total("[off-CPU, stack not sampled]"), 0u);
+  EXPECT_GT(off.TotalShare("sleep_ms"), 0.99);
+}
+
 TEST(OffCpuTest, WaitingForCpuMatchesTheRunQueueWait) {
   NP_SKIP_IF_NO_PERF();
   const std::string folded = MakeTempDir() + "/runqueue.folded";

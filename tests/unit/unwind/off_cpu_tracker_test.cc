@@ -71,6 +71,36 @@ TEST(OffCpuTrackerTest, AThreadThatNeverRanIsOffCpuThroughout) {
   EXPECT_EQ(threads[1].blocked_ns, 300u);
 }
 
+// Attach mode: the stacks read from /proc for threads already blocked describe the interval
+// each is in, unless the thread had already run again by the time its stack was read.
+TEST(OffCpuTrackerTest, ASnapshotAtTheStartIsTheStackOfTheFirstInterval) {
+  OffCpuTracker t;
+  t.set_recording_start(100);
+  for (int32_t tid : {1, 2, 3}) t.NoteExistingThread(1, tid);
+  t.NoteBlockedAtStart(1, 1, 120, 7);  // never runs
+  t.NoteBlockedAtStart(1, 2, 120, 8);  // wakes at 400
+  t.NoteBlockedAtStart(1, 3, 120, 9);  // woke at 110, before its stack was read
+  t.OnSwitch(1, 2, 400, false, false);
+  t.OnSwitch(1, 3, 110, false, false);
+  t.Finish(1100);
+  ASSERT_EQ(t.intervals().size(), 3u);
+  for (const OffCpuInterval& iv : t.intervals()) {
+    SCOPED_TRACE(iv.tid);
+    EXPECT_EQ(iv.start_ns, 100u);
+    EXPECT_FALSE(iv.waiting);
+    if (iv.tid == 1) {
+      EXPECT_EQ(iv.stack, 7u);
+      EXPECT_EQ(iv.duration_ns, 1000u);
+    } else if (iv.tid == 2) {
+      EXPECT_EQ(iv.stack, 8u);
+      EXPECT_EQ(iv.duration_ns, 300u);
+    } else {
+      EXPECT_EQ(iv.stack, kNoSampledStack);
+      EXPECT_EQ(iv.duration_ns, 10u);
+    }
+  }
+}
+
 TEST(OffCpuTrackerTest, ALostSwitchSampleLeavesTheIntervalWithoutAStack) {
   OffCpuTracker t;
   t.OnSwitch(1, 2, 100, true, false);

@@ -1,0 +1,159 @@
+#include "sampler/blocked_thread.h"
+
+#include <linux/perf_event.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "base/file_util.h"
+#include "sampler/record_sorter.h"
+
+namespace nativeprof::sampler {
+namespace {
+
+// perf_regs indexes (arch/x86/include/uapi/asm/perf_regs.h).
+constexpr int kRegBp = 6, kRegSp = 7, kRegIp = 8;
+
+std::string TaskFile(pid_t pid, pid_t tid, const char* name) {
+  return absl::StrCat("/proc/", pid, "/task/", tid, "/", name);
+}
+
+// The thread's time on a CPU so far (schedstat's first field).
+absl::StatusOr<uint64_t> RunTimeNs(pid_t pid, pid_t tid) {
+  absl::StatusOr<std::string> text = ReadSmallFile(TaskFile(pid, tid, "schedstat"));
+  if (!text.ok()) return text.status();
+  uint64_t ns = 0;
+  const absl::string_view first = *absl::StrSplit(*text, ' ').begin();
+  if (!absl::SimpleAtoi(first, &ns)) return absl::DataLossError("unreadable schedstat");
+  return ns;
+}
+
+// 'S' (sleeping) or 'D' (uninterruptible): blocked, not waiting for a CPU.
+absl::StatusOr<bool> IsBlocked(pid_t pid, pid_t tid) {
+  absl::StatusOr<std::string> text = ReadSmallFile(TaskFile(pid, tid, "stat"));
+  if (!text.ok()) return text.status();
+  const size_t paren = text->rfind(')');  // the comm may hold spaces and parentheses
+  if (paren == std::string::npos || paren + 2 >= text->size()) return false;
+  const char state = (*text)[paren + 2];
+  return state == 'S' || state == 'D';
+}
+
+const ProcMapsEntry* MappingOf(const std::vector<ProcMapsEntry>& maps, uint64_t avma) {
+  auto it = std::upper_bound(maps.begin(), maps.end(), avma,
+                             [](uint64_t a, const ProcMapsEntry& m) { return a < m.start_avma; });
+  if (it == maps.begin()) return nullptr;
+  --it;
+  return avma < it->end_avma ? &*it : nullptr;
+}
+
+bool IsCode(const std::vector<ProcMapsEntry>& maps, uint64_t avma) {
+  const ProcMapsEntry* m = MappingOf(maps, avma);
+  return m != nullptr && (m->prot & PROT_EXEC) != 0;
+}
+
+}  // namespace
+
+std::optional<SyscallState> ParseProcSyscall(absl::string_view text) {
+  std::vector<absl::string_view> f =
+      absl::StrSplit(text, absl::ByAnyChar(" \n"), absl::SkipWhitespace());
+  // "NR ARG1 .. ARG6 SP PC"; "-1 SP PC" and "running" are not in a system call.
+  if (f.size() != 9) return std::nullopt;
+  SyscallState s;
+  if (!absl::SimpleAtoi(f[0], &s.number) || s.number < 0) return std::nullopt;
+  auto hex = [](absl::string_view v, uint64_t* out) {
+    if (absl::StartsWith(v, "0x")) v.remove_prefix(2);
+    return absl::SimpleHexAtoi(v, out);
+  };
+  if (!hex(f[7], &s.sp) || !hex(f[8], &s.pc) || s.sp == 0 || s.pc == 0) return std::nullopt;
+  return s;
+}
+
+uint64_t GuessFramePointer(std::span<const uint8_t> stack, uint64_t sp,
+                           const std::vector<ProcMapsEntry>& maps) {
+  const uint64_t end = sp + stack.size();
+  auto word = [&](uint64_t at, uint64_t* out) {
+    if (at < sp || at + 8 > end) return false;
+    std::memcpy(out, stack.data() + (at - sp), 8);
+    return true;
+  };
+  // A frame record is [saved rbp][return address]: the saved rbp is 0 (the outermost frame) or
+  // the next record, further up; the return address is in code.
+  auto record_at = [&](uint64_t at, uint64_t* next) {
+    uint64_t ra;
+    if (!word(at, next) || !word(at + 8, &ra) || !IsCode(maps, ra)) return false;
+    return *next == 0 || (*next > at && (*next & 7) == 0);
+  };
+  for (uint64_t p = (sp + 7) & ~uint64_t{7}; p + 16 <= end; p += 8) {
+    uint64_t next;
+    if (!record_at(p, &next)) continue;
+    // It links to another record (whose own saved rbp may be anything: code without frame
+    // pointers uses rbp freely), or it is the outermost: a chain, not a stray pair of words.
+    uint64_t ra;
+    if (next == 0 || next + 16 > end || (word(next + 8, &ra) && IsCode(maps, ra))) return p;
+  }
+  return 0;
+}
+
+absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
+    pid_t pid, pid_t tid, size_t stack_bytes, const std::vector<ProcMapsEntry>& maps) {
+  BlockedThread t;
+  t.pid = static_cast<uint32_t>(pid);
+  t.tid = static_cast<uint32_t>(tid);
+  t.blocked_since_ns = MonotonicNowNs();
+  absl::StatusOr<uint64_t> ran_before = RunTimeNs(pid, tid);
+  if (!ran_before.ok()) return ran_before.status();
+  absl::StatusOr<bool> blocked = IsBlocked(pid, tid);
+  if (!blocked.ok()) return blocked.status();
+  if (!*blocked) return std::nullopt;
+  absl::StatusOr<std::string> text = ReadSmallFile(TaskFile(pid, tid, "syscall"));
+  if (!text.ok()) return text.status();
+  const std::optional<SyscallState> call = ParseProcSyscall(*text);
+  if (!call.has_value()) return std::nullopt;
+  t.ip = call->pc;
+  t.sp = call->sp;
+  t.stack_requested = stack_bytes;
+  // Never past the end of the mapping sp is on: process_vm_readv would stop there anyway.
+  const ProcMapsEntry* stack_map = MappingOf(maps, t.sp);
+  if (stack_map != nullptr) {
+    t.stack.resize(std::min<uint64_t>(stack_bytes, stack_map->end_avma - t.sp));
+    iovec local{t.stack.data(), t.stack.size()};
+    iovec remote{reinterpret_cast<void*>(t.sp), t.stack.size()};
+    const ssize_t n = t.stack.empty() ? 0 : ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    t.stack.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  }
+  absl::StatusOr<uint64_t> ran_after = RunTimeNs(pid, tid);
+  if (!ran_after.ok()) return ran_after.status();
+  if (*ran_after != *ran_before) return std::nullopt;  // it ran: the copy may be of two states
+  t.bp = GuessFramePointer(t.stack, t.sp, maps);
+  return t;
+}
+
+SampleView BlockedThreadSample(const BlockedThread& t, uint64_t regs_mask,
+                               std::vector<uint64_t>* regs) {
+  regs->clear();
+  for (uint64_t rest = regs_mask; rest != 0; rest &= rest - 1) {
+    const int bit = __builtin_ctzll(rest);
+    regs->push_back(bit == kRegIp ? t.ip : bit == kRegSp ? t.sp : bit == kRegBp ? t.bp : 0);
+  }
+  SampleView s;
+  s.event = SampleEvent::kContextSwitch;
+  s.pid = t.pid;
+  s.tid = t.tid;
+  s.time_ns = t.blocked_since_ns;
+  s.period = 1;
+  s.ip = t.ip;
+  s.regs_abi = PERF_SAMPLE_REGS_ABI_64;
+  s.regs_user = *regs;
+  s.stack_user = t.stack;
+  s.stack_user_requested = t.stack_requested;
+  return s;
+}
+
+}  // namespace nativeprof::sampler

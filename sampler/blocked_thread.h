@@ -1,0 +1,67 @@
+// A thread of an attached process that is blocked in a system call when --off-cpu recording
+// starts. No switch-out happens while recording for the interval it is already in, so no switch
+// sample gives that interval a stack; this reads the thread's stack the way a switch sample
+// would have seen it: the system call's pc and sp from /proc/PID/task/TID/syscall and a copy of
+// the stack above sp (process_vm_readv), checked against the thread's run time before and after
+// (schedstat) so a thread that ran in between is not described by a stale copy. Main thread.
+#ifndef NATIVEPROF_SAMPLER_BLOCKED_THREAD_H_
+#define NATIVEPROF_SAMPLER_BLOCKED_THREAD_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "sampler/proc_maps.h"
+#include "sampler/records.h"
+
+namespace nativeprof::sampler {
+
+struct BlockedThread {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  // CLOCK_MONOTONIC before the snapshot was read: the thread did not run from then until the
+  // snapshot was complete, so an interval it is still in after this time is described by it.
+  uint64_t blocked_since_ns = 0;
+  uint64_t ip = 0;  // in the system call's wrapper
+  uint64_t sp = 0;
+  // /proc does not show rbp. Guessed from the stack: the lowest slot that starts a chain of
+  // saved frame pointers, which is where frame-pointer code keeps it; 0 when none does. A wrong
+  // guess only matters to a frame whose CFA is rbp-based, which then fails to unwind.
+  uint64_t bp = 0;
+  std::vector<uint8_t> stack;  // from sp up, at most the size asked for
+  uint64_t stack_requested = 0;  // the size asked for (a copy this long may be truncated)
+};
+
+// Parses /proc/PID/task/TID/syscall: "NR ARG1..ARG6 SP PC" for a thread blocked in a system call.
+// nullopt for "running", for "-1 SP PC" (blocked, but not in a system call) and for bad text.
+struct SyscallState {
+  int64_t number = 0;
+  uint64_t sp = 0;
+  uint64_t pc = 0;
+};
+std::optional<SyscallState> ParseProcSyscall(absl::string_view text);
+
+// The frame-pointer guess above, for a stack copy that starts at `sp`; `maps` tells code (an
+// executable mapping) from data.
+uint64_t GuessFramePointer(std::span<const uint8_t> stack, uint64_t sp,
+                           const std::vector<ProcMapsEntry>& maps);
+
+// The snapshot of thread `tid`, or nullopt when it is not blocked in a system call (running or
+// runnable, stopped, or it ran while being read). Errors only for a thread that is gone or whose
+// files this process may not read; callers treat them as "no snapshot".
+absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
+    pid_t pid, pid_t tid, size_t stack_bytes, const std::vector<ProcMapsEntry>& maps);
+
+// A context-switch sample of `t` in the session's layout (`regs_mask`: attr.sample_regs_user),
+// for StackCollector::OnBlockedAtStart. Views `t` and `regs`, which must outlive it.
+SampleView BlockedThreadSample(const BlockedThread& t, uint64_t regs_mask,
+                               std::vector<uint64_t>* regs);
+
+}  // namespace nativeprof::sampler
+
+#endif  // NATIVEPROF_SAMPLER_BLOCKED_THREAD_H_

@@ -1,0 +1,122 @@
+#include "sampler/blocked_thread.h"
+
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace nativeprof::sampler {
+namespace {
+
+TEST(BlockedThreadTest, ParsesTheSyscallFileOfABlockedThreadOnly) {
+  const std::optional<SyscallState> s = ParseProcSyscall(
+      "230 0x1 0x0 0x7ffc1000 0x7ffc1010 0x0 0x0 0x7ffc0fd8 0x7f3a1b2c3d4e\n");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->number, 230);
+  EXPECT_EQ(s->sp, 0x7ffc0fd8u);
+  EXPECT_EQ(s->pc, 0x7f3a1b2c3d4eu);
+  EXPECT_FALSE(ParseProcSyscall("running\n").has_value());
+  EXPECT_FALSE(ParseProcSyscall("-1 0x7ffc0fd8 0x7f3a1b2c3d4e\n").has_value());
+  EXPECT_FALSE(ParseProcSyscall("230 0x1 0x0 0x0 0x0 0x0 0x0 zz 0x7f3a\n").has_value());
+  EXPECT_FALSE(ParseProcSyscall("").has_value());
+}
+
+// A stack copy from sp = 0x1000: a few words of a leaf without a frame, then frame records at
+// 0x1020 -> 0x1040 -> 0 whose return addresses are in the code mapping.
+TEST(BlockedThreadTest, FramePointerIsTheFirstChainOfRecordsAboveSp) {
+  std::vector<ProcMapsEntry> maps(2);
+  maps[0] = {.start_avma = 0x1000, .end_avma = 0x2000, .prot = PROT_READ | PROT_WRITE};
+  maps[1] = {.start_avma = 0x400000, .end_avma = 0x500000, .prot = PROT_READ | PROT_EXEC};
+  std::vector<uint64_t> words(16, 0);
+  words[0] = 0x1500;    // a pointer into the stack, but followed by data: not a record
+  words[1] = 0x77;
+  words[2] = 0x400123;  // a return address with no saved rbp before it
+  words[4] = 0x1040;    // 0x1020: [saved rbp = 0x1040][ra]
+  words[5] = 0x400456;
+  words[8] = 0;         // 0x1040: the outermost record
+  words[9] = 0x400789;
+  std::vector<uint8_t> stack(words.size() * 8);
+  std::memcpy(stack.data(), words.data(), stack.size());
+  EXPECT_EQ(GuessFramePointer(stack, 0x1000, maps), 0x1020u);
+  // A record whose saved rbp leads to data is not a chain, and nothing else here is one.
+  words[9] = 0x1234;
+  words[8] = 0x1060;
+  std::memcpy(stack.data(), words.data(), stack.size());
+  EXPECT_EQ(GuessFramePointer(stack, 0x1000, maps), 0u);
+  EXPECT_EQ(GuessFramePointer({}, 0x1000, maps), 0u);
+}
+
+TEST(BlockedThreadTest, SampleCarriesTheRegistersInMaskOrder) {
+  BlockedThread t;
+  t.pid = 10;
+  t.tid = 11;
+  t.blocked_since_ns = 5;
+  t.ip = 0x401000;
+  t.sp = 0x7ff000;
+  t.bp = 0x7ff040;
+  t.stack = {1, 2, 3, 4, 5, 6, 7, 8};
+  t.stack_requested = 8192;
+  std::vector<uint64_t> regs;
+  const uint64_t mask = (1u << 6) | (1u << 7) | (1u << 8) | (1u << 0);  // ax, bp, sp, ip
+  const SampleView s = BlockedThreadSample(t, mask, &regs);
+  EXPECT_EQ(s.event, SampleEvent::kContextSwitch);
+  EXPECT_EQ(s.tid, 11u);
+  EXPECT_EQ(s.time_ns, 5u);
+  EXPECT_EQ(s.regs_abi, uint64_t{PERF_SAMPLE_REGS_ABI_64});
+  ASSERT_EQ(s.regs_user.size(), 4u);
+  EXPECT_EQ(s.regs_user[0], 0u);
+  EXPECT_EQ(s.regs_user[1], 0x7ff040u);
+  EXPECT_EQ(s.regs_user[2], 0x7ff000u);
+  EXPECT_EQ(s.regs_user[3], 0x401000u);
+  EXPECT_EQ(s.stack_user.size(), 8u);
+  EXPECT_EQ(s.stack_user_requested, 8192u);
+}
+
+// A thread of this process blocked in read() of a pipe: seen as blocked, with its stack; a
+// thread spinning is not.
+TEST(BlockedThreadTest, SnapshotOfARealBlockedThread) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::atomic<pid_t> reader_tid{0};
+  std::thread reader([&] {
+    reader_tid = ::gettid();
+    char byte;
+    (void)!::read(fds[0], &byte, 1);
+  });
+  while (reader_tid == 0) std::this_thread::yield();
+  absl::StatusOr<std::vector<ProcMapsEntry>> maps = ReadProcMaps(::getpid());
+  ASSERT_TRUE(maps.ok()) << maps.status();
+  std::optional<BlockedThread> seen;
+  for (int i = 0; i < 200 && !seen.has_value(); ++i) {  // until it is inside read()
+    absl::StatusOr<std::optional<BlockedThread>> t =
+        SnapshotBlockedThread(::getpid(), reader_tid, 4096, *maps);
+    ASSERT_TRUE(t.ok()) << t.status();
+    seen = *t;
+    if (!seen.has_value()) ::usleep(5000);
+  }
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->tid, static_cast<uint32_t>(reader_tid.load()));
+  EXPECT_GT(seen->stack.size(), 64u);
+  EXPECT_LE(seen->stack.size(), 4096u);
+  EXPECT_NE(seen->ip, 0u);
+  EXPECT_NE(seen->sp, 0u);
+  // This thread is running: no snapshot.
+  absl::StatusOr<std::optional<BlockedThread>> self =
+      SnapshotBlockedThread(::getpid(), ::gettid(), 4096, *maps);
+  ASSERT_TRUE(self.ok()) << self.status();
+  EXPECT_FALSE(self->has_value());
+  ASSERT_EQ(::write(fds[1], "x", 1), 1);
+  reader.join();
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+}  // namespace
+}  // namespace nativeprof::sampler
