@@ -1,5 +1,6 @@
 #include "preload/alloc_sample_writer.h"
 
+#include <asm/perf_regs.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -18,8 +19,8 @@ constexpr uint64_t kSupportedSampleType =
     PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
     PERF_SAMPLE_ADDR | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN |
     PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-// perf_regs indexes (arch/x86/include/uapi/asm/perf_regs.h) of what a call site defines.
-constexpr int kRegBp = 6, kRegSp = 7, kRegIp = 8;
+// The perf_regs indexes of what a call site defines.
+constexpr int kRegBp = PERF_REG_X86_BP, kRegSp = PERF_REG_X86_SP, kRegIp = PERF_REG_X86_IP;
 constexpr size_t kMaxRegs = 64;
 
 uint64_t NowNs() {

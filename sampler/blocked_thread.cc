@@ -1,5 +1,6 @@
 #include "sampler/blocked_thread.h"
 
+#include <asm/perf_regs.h>
 #include <linux/perf_event.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -13,26 +14,21 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/file_util.h"
+#include "base/scheduling.h"
 #include "sampler/record_sorter.h"
 
 namespace nativeprof::sampler {
 namespace {
 
-// perf_regs indexes (arch/x86/include/uapi/asm/perf_regs.h).
-constexpr int kRegBp = 6, kRegSp = 7, kRegIp = 8;
-
 std::string TaskFile(pid_t pid, pid_t tid, const char* name) {
   return absl::StrCat("/proc/", pid, "/task/", tid, "/", name);
 }
 
-// The thread's time on a CPU so far (schedstat's first field).
-absl::StatusOr<uint64_t> RunTimeNs(pid_t pid, pid_t tid) {
+// The thread's schedstat: its time on a CPU and the number of times it was given one.
+absl::StatusOr<SchedStat> TaskSchedStat(pid_t pid, pid_t tid) {
   absl::StatusOr<std::string> text = ReadSmallFile(TaskFile(pid, tid, "schedstat"));
   if (!text.ok()) return text.status();
-  uint64_t ns = 0;
-  const absl::string_view first = *absl::StrSplit(*text, ' ').begin();
-  if (!absl::SimpleAtoi(first, &ns)) return absl::DataLossError("unreadable schedstat");
-  return ns;
+  return ParseSchedStat(*text);
 }
 
 // 'S' (sleeping) or 'D' (uninterruptible): blocked, not waiting for a CPU.
@@ -77,9 +73,12 @@ std::optional<SyscallState> ParseProcSyscall(absl::string_view text) {
 
 uint64_t GuessFramePointer(std::span<const uint8_t> stack, uint64_t sp,
                            const std::vector<ProcMapsEntry>& maps) {
+  if (stack.size() > ~uint64_t{0} - sp) return 0;  // no such stack: user space ends far below
   const uint64_t end = sp + stack.size();
+  // Every address here comes from the target's stack: bounds are checked without sums that
+  // could wrap.
   auto word = [&](uint64_t at, uint64_t* out) {
-    if (at < sp || at + 8 > end) return false;
+    if (at < sp || at - sp > stack.size() || stack.size() - (at - sp) < 8) return false;
     std::memcpy(out, stack.data() + (at - sp), 8);
     return true;
   };
@@ -90,13 +89,17 @@ uint64_t GuessFramePointer(std::span<const uint8_t> stack, uint64_t sp,
     if (!word(at, next) || !word(at + 8, &ra) || !IsCode(maps, ra)) return false;
     return *next == 0 || (*next > at && (*next & 7) == 0);
   };
-  for (uint64_t p = (sp + 7) & ~uint64_t{7}; p + 16 <= end; p += 8) {
+  for (uint64_t p = (sp + 7) & ~uint64_t{7}; p >= sp && end - p >= 16; p += 8) {
     uint64_t next;
     if (!record_at(p, &next)) continue;
     // It links to another record (whose own saved rbp may be anything: code without frame
-    // pointers uses rbp freely), or it is the outermost: a chain, not a stray pair of words.
+    // pointers uses rbp freely), or it is the outermost, or it leads past the copy: a chain,
+    // not a stray pair of words.
     uint64_t ra;
-    if (next == 0 || next + 16 > end || (word(next + 8, &ra) && IsCode(maps, ra))) return p;
+    if (next == 0 || next >= end || end - next < 16 ||
+        (next < end - 8 && word(next + 8, &ra) && IsCode(maps, ra))) {
+      return p;
+    }
   }
   return 0;
 }
@@ -106,9 +109,8 @@ absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
   BlockedThread t;
   t.pid = static_cast<uint32_t>(pid);
   t.tid = static_cast<uint32_t>(tid);
-  t.blocked_since_ns = MonotonicNowNs();
-  absl::StatusOr<uint64_t> ran_before = RunTimeNs(pid, tid);
-  if (!ran_before.ok()) return ran_before.status();
+  absl::StatusOr<SchedStat> before = TaskSchedStat(pid, tid);
+  if (!before.ok()) return before.status();
   absl::StatusOr<bool> blocked = IsBlocked(pid, tid);
   if (!blocked.ok()) return blocked.status();
   if (!*blocked) return std::nullopt;
@@ -128,9 +130,15 @@ absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
     const ssize_t n = t.stack.empty() ? 0 : ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
     t.stack.resize(n > 0 ? static_cast<size_t>(n) : 0);
   }
-  absl::StatusOr<uint64_t> ran_after = RunTimeNs(pid, tid);
-  if (!ran_after.ok()) return ran_after.status();
-  if (*ran_after != *ran_before) return std::nullopt;  // it ran: the copy may be of two states
+  if (t.stack.empty()) return std::nullopt;  // nothing to unwind: better no stack than a guess
+  // The run time is only brought up to date at a tick or a switch-out; the count of times the
+  // thread got a CPU goes up at every switch-in.
+  absl::StatusOr<SchedStat> after = TaskSchedStat(pid, tid);
+  if (!after.ok()) return after.status();
+  if (after->timeslices != before->timeslices || after->on_cpu_ns != before->on_cpu_ns) {
+    return std::nullopt;  // it ran: the copy may be of two states
+  }
+  t.read_ns = MonotonicNowNs();
   t.bp = GuessFramePointer(t.stack, t.sp, maps);
   return t;
 }
@@ -140,13 +148,16 @@ SampleView BlockedThreadSample(const BlockedThread& t, uint64_t regs_mask,
   regs->clear();
   for (uint64_t rest = regs_mask; rest != 0; rest &= rest - 1) {
     const int bit = __builtin_ctzll(rest);
-    regs->push_back(bit == kRegIp ? t.ip : bit == kRegSp ? t.sp : bit == kRegBp ? t.bp : 0);
+    regs->push_back(bit == PERF_REG_X86_IP   ? t.ip
+                    : bit == PERF_REG_X86_SP ? t.sp
+                    : bit == PERF_REG_X86_BP ? t.bp
+                                             : 0);
   }
   SampleView s;
   s.event = SampleEvent::kContextSwitch;
   s.pid = t.pid;
   s.tid = t.tid;
-  s.time_ns = t.blocked_since_ns;
+  s.time_ns = t.read_ns;
   s.period = 1;
   s.ip = t.ip;
   s.regs_abi = PERF_SAMPLE_REGS_ABI_64;

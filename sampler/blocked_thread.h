@@ -24,9 +24,9 @@ namespace nativeprof::sampler {
 struct BlockedThread {
   uint32_t pid = 0;
   uint32_t tid = 0;
-  // CLOCK_MONOTONIC before the snapshot was read: the thread did not run from then until the
-  // snapshot was complete, so an interval it is still in after this time is described by it.
-  uint64_t blocked_since_ns = 0;
+  // CLOCK_MONOTONIC once the snapshot was complete. The thread did not run while it was read,
+  // so an interval it is still in after this time is the one the snapshot describes.
+  uint64_t read_ns = 0;
   uint64_t ip = 0;  // in the system call's wrapper
   uint64_t sp = 0;
   // /proc does not show rbp. Guessed from the stack: the lowest slot that starts a chain of
@@ -52,8 +52,10 @@ uint64_t GuessFramePointer(std::span<const uint8_t> stack, uint64_t sp,
                            const std::vector<ProcMapsEntry>& maps);
 
 // The snapshot of thread `tid`, or nullopt when it is not blocked in a system call (running or
-// runnable, stopped, or it ran while being read). Errors only for a thread that is gone or whose
-// files this process may not read; callers treat them as "no snapshot".
+// runnable, stopped, or it ran while being read) or its stack could not be copied. Errors for a
+// thread that is gone or whose files this process may not read (/proc/PID/task/TID/syscall and
+// process_vm_readv need ptrace-attach rights, which perf_event_open does not); callers treat
+// them as "no snapshot".
 absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
     pid_t pid, pid_t tid, size_t stack_bytes, const std::vector<ProcMapsEntry>& maps);
 

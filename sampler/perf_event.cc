@@ -72,10 +72,13 @@ perf_event_attr MakeContextSwitchAttr(const SamplingAttrOptions& o) {
   // ring; a copy of 0 bytes keeps the field (the layout) and copies nothing.
   if (o.stack_user_bytes != 0) attr.sample_stack_user = o.switch_stack_user_bytes;
   attr.exclude_callchain_kernel = o.include_kernel ? 0 : 1;
-  // With a stack copy the user frames come from DWARF, as with perf --call-graph dwarf. The
-  // kernel's frame-pointer walk of the user stack at every switch cost the target ~3 % more at
-  // 20k switches/s (bench/off_cpu_e2e.sh), and would only finish stacks deeper than the copy.
-  if (attr.sample_stack_user != 0) attr.exclude_callchain_user = 1;
+  // With the full stack copy the user frames come from DWARF, as with perf --call-graph dwarf.
+  // The kernel's frame-pointer walk of the user stack at every switch cost the target ~3 % more
+  // at 20k switches/s (bench/off_cpu_e2e.sh), and would only finish stacks deeper than the copy.
+  // A smaller copy (--off-cpu-stack) keeps the walk: it finishes what the copy leaves out.
+  if (attr.sample_stack_user != 0 && attr.sample_stack_user >= o.stack_user_bytes) {
+    attr.exclude_callchain_user = 1;
+  }
   attr.mmap = 0;
   attr.mmap2 = 0;
   attr.comm = 0;

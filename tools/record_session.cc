@@ -66,6 +66,8 @@ void NoteBlockedThreads(const sampler::Session& session, int pid,
                         unwind::StackCollector* collector) {
   const perf_event_attr& attr = session.attr();
   if (attr.sample_regs_user == 0 || attr.sample_stack_user == 0) return;  // --call-graph fp
+  // A snapshot's time is CLOCK_MONOTONIC; without use_clockid the records' is perf's own clock.
+  if (attr.use_clockid == 0) return;
   absl::StatusOr<std::vector<pid_t>> tids = sampler::ListThreads(pid);
   if (!tids.ok()) return;
   std::vector<uint64_t> regs;

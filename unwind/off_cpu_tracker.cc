@@ -27,11 +27,11 @@ void OffCpuTracker::NoteExistingThread(int32_t pid, int32_t tid) {
   StateOf(pid, tid, recording_start_ns_);
 }
 
-void OffCpuTracker::NoteBlockedAtStart(int32_t pid, int32_t tid, uint64_t since_ns,
+void OffCpuTracker::NoteBlockedAtStart(int32_t pid, int32_t tid, uint64_t read_ns,
                                        uint32_t stack) {
   State& s = StateOf(pid, tid, recording_start_ns_);
   s.start_stack = stack;
-  s.start_stack_ns = since_ns;
+  s.start_stack_ns = read_ns;
 }
 
 void OffCpuTracker::OpenFirstInterval(State& s, uint64_t end_ns) {

@@ -48,10 +48,10 @@ class OffCpuTracker {
   // A thread that exists when recording starts (attach mode), so a thread that never runs is
   // still listed.
   void NoteExistingThread(int32_t pid, int32_t tid);
-  // The stack of an existing thread that was blocked from before `since_ns` (a snapshot read
-  // from /proc when recording started: sampler::SnapshotBlockedThread): the interval it is in
-  // gets this stack if the thread is still off-CPU then, that is if it first runs later.
-  void NoteBlockedAtStart(int32_t pid, int32_t tid, uint64_t since_ns, uint32_t stack);
+  // The stack of an existing thread that was blocked when recording started, read from /proc
+  // by `read_ns` (sampler::SnapshotBlockedThread): the interval it is in gets this stack if the
+  // thread was still off-CPU then, that is if it first runs later.
+  void NoteBlockedAtStart(int32_t pid, int32_t tid, uint64_t read_ns, uint32_t stack);
 
   // The context-switch sample taken as `tid` is switched out, with its stack.
   void OnSwitchSample(int32_t pid, int32_t tid, uint64_t time_ns, uint32_t stack);

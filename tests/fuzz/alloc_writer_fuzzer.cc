@@ -11,6 +11,7 @@
 //   [6..7] ring head  [8] hint  [9] operations (2 bits each: alloc, free, temporary free)
 //   [10..17] allocation size  [18..] the caller's stack (its first 16 bytes: saved rbp, return
 //   address)
+#include <asm/perf_regs.h>
 #include <linux/perf_event.h>
 
 #include <algorithm>
@@ -198,10 +199,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (kind == 0 && (sample_type & PERF_SAMPLE_REGS_USER)) {
       CHECK(s.regs_abi == PERF_SAMPLE_REGS_ABI_64);
       CHECK(s.regs_user.size() == static_cast<size_t>(__builtin_popcountll(c.sample_regs_user)));
-      // perf_regs indexes 6, 7, 8: bp, sp, ip (the call instruction, one before the return).
-      if (regs > 6) CHECK(s.regs_user[6] == frame[0]);
-      if (regs > 7) CHECK(s.regs_user[7] == caller_sp);
-      if (regs > 8) CHECK(s.regs_user[8] == frame[1] - 1);
+      // The mask is the low `regs` bits, so a register's value is at its perf_regs index; the
+      // ip is the call instruction, one before the return address.
+      if (regs > PERF_REG_X86_BP) CHECK(s.regs_user[PERF_REG_X86_BP] == frame[0]);
+      if (regs > PERF_REG_X86_SP) CHECK(s.regs_user[PERF_REG_X86_SP] == caller_sp);
+      if (regs > PERF_REG_X86_IP) CHECK(s.regs_user[PERF_REG_X86_IP] == frame[1] - 1);
     }
     if (sample_type & PERF_SAMPLE_STACK_USER) {
       // Only an allocation copies its caller's stack: up to the hint when the hint lies on

@@ -51,13 +51,21 @@ TEST(BlockedThreadTest, FramePointerIsTheFirstChainOfRecordsAboveSp) {
   std::memcpy(stack.data(), words.data(), stack.size());
   EXPECT_EQ(GuessFramePointer(stack, 0x1000, maps), 0u);
   EXPECT_EQ(GuessFramePointer({}, 0x1000, maps), 0u);
+  // Values from the target's stack that would wrap a sum: a "saved rbp" of -16 next to a return
+  // address, and a copy that ends at the top of the address space.
+  words.assign(16, 0);
+  words[2] = 0xfffffffffffffff0u;
+  words[3] = 0x400123;
+  std::memcpy(stack.data(), words.data(), stack.size());
+  EXPECT_EQ(GuessFramePointer(stack, 0x1000, maps), 0x1010u);  // it leads past the copy
+  EXPECT_EQ(GuessFramePointer(stack, ~uint64_t{0} - 127, maps), 0u);
 }
 
 TEST(BlockedThreadTest, SampleCarriesTheRegistersInMaskOrder) {
   BlockedThread t;
   t.pid = 10;
   t.tid = 11;
-  t.blocked_since_ns = 5;
+  t.read_ns = 5;
   t.ip = 0x401000;
   t.sp = 0x7ff000;
   t.bp = 0x7ff040;
