@@ -131,10 +131,7 @@ void ThreadExit(void* arg) {
   if (Control* c = Channel(); c != nullptr && t != nullptr) FlushLive(*t, *c);
 }
 
-void BeforeFork() {
-  ThreadState& t = CurrentThread();
-  if (Control* c = Channel(); c != nullptr && t.claimed) FlushLive(t, *c);
-}
+void BeforeFork() { PublishThisThread(); }
 
 // The child shares the channel with its parent but not its slots: its copy of this thread must
 // count into a slot of its own.
@@ -153,9 +150,9 @@ void InChildAfterFork() {
 // releasing it here, as heaptrack and valgrind do, keeps it out of the leaks. Nothing can throw
 // this late in the exit.
 __attribute__((destructor)) void FiniPreload() {
-  ThreadState& t = CurrentThread();
   // The exiting thread's unpublished change (and the highest it reached) goes in first.
-  if (Control* c = Channel(); c != nullptr && t.claimed) FlushLive(t, *c);
+  PublishThisThread();
+  ThreadState& t = CurrentThread();
   ++t.busy;
   using Fn = void (*)();
   Fn freeres = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv"));
@@ -218,6 +215,11 @@ void internal::MergeSpill(ThreadState& t, Control& c) {
       own->store(0, std::memory_order_relaxed);
     }
   }
+}
+
+void PublishThisThread() {
+  ThreadState& t = CurrentThread();
+  if (Control* c = Channel(); c != nullptr && t.claimed) FlushLive(t, *c);
 }
 
 void FlushLive(ThreadState& t, Control& c) {

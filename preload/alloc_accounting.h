@@ -89,6 +89,9 @@ NP_ALWAYS_INLINE ThreadState& CurrentThread() { return internal::t_state; }
 
 // Adds the thread's pending live-heap change to the channel (and raises the peak).
 void FlushLive(ThreadState& t, alloc_channel::Control& c);
+// FlushLive for the calling thread, if it has counted anything: before a fork, at exit, and at
+// an _exit, which runs no destructor.
+void PublishThisThread();
 
 // What every counted allocation does to the thread's counts. CountAllocation is this plus the
 // rare steps (claiming a slot, publishing the live heap, sampling); a hook may call it alone when

@@ -204,6 +204,18 @@ TEST(AllocTest, ForkedAndExecedChildrenAreCounted) {
   EXPECT_THAT(rec.result.err, HasSubstr("peaked at 62.9 MB)"));
 }
 
+// _exit runs no destructor, and the 3,000 B rise is below the 4 KiB step at which a thread
+// publishes its live heap: the preload's _exit publishes it first.
+TEST(AllocTest, APeakJustBeforeUnderscoreExitIsKept) {
+  NP_SKIP_IF_NO_PERF();
+  AllocRecording rec = RecordAlloc("--alloc=1", {TargetPath("alloc_workload"), "_exit"});
+  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+  EXPECT_EQ(Exact(rec, "allocation_calls"), 3u);
+  EXPECT_EQ(Exact(rec, "leaked_bytes"), 3'000u);
+  EXPECT_EQ(Exact(rec, "peak_heap_bytes"), 3'000u);
+  EXPECT_THAT(rec.result.err, HasSubstr("peak heap 3,000 B"));
+}
+
 TEST(AllocTest, ExitStatusAndOutputPassThrough) {
   NP_SKIP_IF_NO_PERF();
   AllocRecording rec = RecordAlloc("--alloc", {TargetPath("alloc_workload"), "exit", "7"});
