@@ -219,7 +219,10 @@ void internal::MergeSpill(ThreadState& t, Control& c) {
 
 void PublishThisThread() {
   ThreadState& t = CurrentThread();
-  if (Control* c = Channel(); c != nullptr && t.claimed) FlushLive(t, *c);
+  // busy: a signal handler's _exit interrupted this thread inside the preload, halfway through
+  // changing what it would publish.
+  if (t.busy != 0 || !t.claimed) return;
+  if (Control* c = Channel(); c != nullptr) FlushLive(t, *c);
 }
 
 void FlushLive(ThreadState& t, Control& c) {
