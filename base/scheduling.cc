@@ -35,14 +35,17 @@ absl::StatusOr<SchedStat> ReadThreadSchedStat() {
   return ParseSchedStat(*text);
 }
 
+std::vector<absl::string_view> ProcStatFieldsAfterComm(absl::string_view stat) {
+  const size_t paren = stat.rfind(')');
+  if (paren == absl::string_view::npos) return {};
+  return absl::StrSplit(stat.substr(paren + 1), ' ', absl::SkipEmpty());
+}
+
 absl::StatusOr<double> ParseProcessAgeSeconds(absl::string_view stat, double boot_seconds_now,
                                               long ticks_per_second) {
-  // The command name (field 2) may hold spaces and parentheses; the fields after it do not.
-  const size_t paren = stat.rfind(')');
   uint64_t start_ticks = 0;
-  if (paren != absl::string_view::npos && ticks_per_second > 0) {
-    std::vector<absl::string_view> fields =
-        absl::StrSplit(stat.substr(paren + 1), ' ', absl::SkipEmpty());
+  if (ticks_per_second > 0) {
+    std::vector<absl::string_view> fields = ProcStatFieldsAfterComm(stat);
     // fields[0] is field 3 (state), so starttime (field 22) is fields[19].
     if (fields.size() > 19 && absl::SimpleAtoi(fields[19], &start_ticks)) {
       const double start = static_cast<double>(start_ticks) / static_cast<double>(ticks_per_second);

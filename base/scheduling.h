@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -28,6 +29,11 @@ absl::StatusOr<SchedStat> ParseSchedStat(absl::string_view text);
 // The calling thread's figures. Errors: those of ReadSmallFile (kNotFound on a kernel without
 // CONFIG_SCHED_INFO), kDataLoss.
 absl::StatusOr<SchedStat> ReadThreadSchedStat();
+
+// The fields of a /proc/PID/stat (or /proc/PID/task/TID/stat) text after the command name,
+// from field 3 (the state) on; empty when there is no command name. The name (field 2) may hold
+// spaces and parentheses; the fields after it do not.
+std::vector<absl::string_view> ProcStatFieldsAfterComm(absl::string_view stat);
 
 // Parses the age of a process from its /proc/PID/stat text (field 22, starttime, in clock ticks
 // since boot) and the time since boot now. Errors: kDataLoss when malformed.

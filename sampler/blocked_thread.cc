@@ -9,7 +9,6 @@
 #include <cstring>
 #include <string>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -35,10 +34,8 @@ absl::StatusOr<SchedStat> TaskSchedStat(pid_t pid, pid_t tid) {
 absl::StatusOr<bool> IsBlocked(pid_t pid, pid_t tid) {
   absl::StatusOr<std::string> text = ReadSmallFile(TaskFile(pid, tid, "stat"));
   if (!text.ok()) return text.status();
-  const size_t paren = text->rfind(')');  // the comm may hold spaces and parentheses
-  if (paren == std::string::npos || paren + 2 >= text->size()) return false;
-  const char state = (*text)[paren + 2];
-  return state == 'S' || state == 'D';
+  const std::vector<absl::string_view> fields = ProcStatFieldsAfterComm(*text);
+  return !fields.empty() && (fields[0] == "S" || fields[0] == "D");
 }
 
 const ProcMapsEntry* MappingOf(const std::vector<ProcMapsEntry>& maps, uint64_t avma) {
@@ -63,11 +60,11 @@ std::optional<SyscallState> ParseProcSyscall(absl::string_view text) {
   if (f.size() != 9) return std::nullopt;
   SyscallState s;
   if (!absl::SimpleAtoi(f[0], &s.number) || s.number < 0) return std::nullopt;
-  auto hex = [](absl::string_view v, uint64_t* out) {
-    if (absl::StartsWith(v, "0x")) v.remove_prefix(2);
-    return absl::SimpleHexAtoi(v, out);
-  };
-  if (!hex(f[7], &s.sp) || !hex(f[8], &s.pc) || s.sp == 0 || s.pc == 0) return std::nullopt;
+  // SimpleHexAtoi takes the "0x" prefix itself.
+  if (!absl::SimpleHexAtoi(f[7], &s.sp) || !absl::SimpleHexAtoi(f[8], &s.pc) || s.sp == 0 ||
+      s.pc == 0) {
+    return std::nullopt;
+  }
   return s;
 }
 
