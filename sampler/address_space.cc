@@ -1,13 +1,27 @@
 #include "sampler/address_space.h"
 
+#include <atomic>
+
 namespace nativeprof::sampler {
+namespace {
+
+// One counter for every address space, so a generation names one state of one process's
+// mappings: a space made for a reused pid, or a copy that then changes, never repeats a
+// generation another space had (caches keyed on it need not know which space it came from).
+std::atomic<uint64_t> g_last_generation{0};
+
+}  // namespace
+
+uint64_t AddressSpace::NextGeneration() {
+  return g_last_generation.fetch_add(1, std::memory_order_relaxed) + 1;
+}
 
 void AddressSpace::Map(const Mapping& mapping) {
   if (mapping.end_avma <= mapping.start_avma) return;
   Unmap(mapping.start_avma, mapping.end_avma);
   last_ = nullptr;
   by_start_.emplace(mapping.start_avma, mapping);
-  ++generation_;
+  generation_ = NextGeneration();
 }
 
 void AddressSpace::Unmap(uint64_t start, uint64_t end) {
@@ -38,13 +52,13 @@ void AddressSpace::Unmap(uint64_t start, uint64_t end) {
       ++it;
     }
   }
-  if (changed) ++generation_;
+  if (changed) generation_ = NextGeneration();
 }
 
 void AddressSpace::Clear() {
   by_start_.clear();
   last_ = nullptr;
-  ++generation_;
+  generation_ = NextGeneration();
 }
 
 const Mapping* AddressSpace::FindSlow(uint64_t avma) const {

@@ -75,6 +75,7 @@ class AddressSpace {
     return FindSlow(avma);
   }
 
+  // Unique over every AddressSpace of the process (0 for one that never had a mapping).
   uint64_t generation() const { return generation_; }
   size_t size() const { return by_start_.size(); }
   // Iterates mappings in address order.
@@ -82,6 +83,7 @@ class AddressSpace {
 
  private:
   const Mapping* FindSlow(uint64_t avma) const;
+  static uint64_t NextGeneration();
 
   std::map<uint64_t, Mapping> by_start_;  // start_avma -> mapping, non-overlapping
   uint64_t generation_ = 0;
