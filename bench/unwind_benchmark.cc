@@ -37,10 +37,13 @@ const LoadedFixture& Fixture() {
   return *f;
 }
 
+// `fresh_pid`: every sample is unwound as another process, so none is replayed from the memo
+// (what a memoizing unwinder costs when every stack is new).
 template <typename U>
-void RunUnwinder(benchmark::State& state, U& unwinder, const std::vector<size_t>& which) {
+void RunUnwinder(benchmark::State& state, U& unwinder, const std::vector<size_t>& which,
+                 bool fresh_pid = false) {
   const LoadedFixture& f = Fixture();
-  const ProcessView process = f.process();
+  ProcessView process = f.process();
   std::vector<sampler::SampleView> views;
   for (size_t i : which) views.push_back(f.data().samples[i].View());
   UnwoundStack stack;
@@ -48,6 +51,7 @@ void RunUnwinder(benchmark::State& state, U& unwinder, const std::vector<size_t>
   uint64_t frames = 0, samples = 0;
   for (auto _ : state) {
     for (const auto& v : views) {
+      if (fresh_pid) ++process.pid;
       unwinder.Unwind(v, process, &stack);
       frames += stack.frames.size();
     }
@@ -78,17 +82,32 @@ std::vector<size_t> FastPathSamples() {
   return fast;
 }
 
+// The walk itself (no memo), comparable with the figures before the memo existed.
 void BM_NativeAllSamples(benchmark::State& state) {
-  DwarfUnwinder u({.regs_mask = Fixture().data().regs_mask});
+  DwarfUnwinder u({.regs_mask = Fixture().data().regs_mask, .memoize = false});
   RunUnwinder(state, u, AllSamples());
 }
 BENCHMARK(BM_NativeAllSamples);
 
 void BM_NativeFastPathOnly(benchmark::State& state) {
-  DwarfUnwinder u({.regs_mask = Fixture().data().regs_mask});
+  DwarfUnwinder u({.regs_mask = Fixture().data().regs_mask, .memoize = false});
   RunUnwinder(state, u, FastPathSamples());
 }
 BENCHMARK(BM_NativeFastPathOnly);
+
+// With the memo, every stack new: the walk plus looking up and storing each one.
+void BM_NativeMemoMisses(benchmark::State& state) {
+  DwarfUnwinder u({.regs_mask = Fixture().data().regs_mask});
+  RunUnwinder(state, u, AllSamples(), /*fresh_pid=*/true);
+}
+BENCHMARK(BM_NativeMemoMisses);
+
+// With the memo, every stack seen before (an allocation site or a blocking call repeated).
+void BM_NativeMemoReplays(benchmark::State& state) {
+  DwarfUnwinder u({.regs_mask = Fixture().data().regs_mask});
+  RunUnwinder(state, u, AllSamples());
+}
+BENCHMARK(BM_NativeMemoReplays);
 
 void BM_LibunwindAllSamples(benchmark::State& state) {
   LibunwindUnwinder u({.regs_mask = Fixture().data().regs_mask});
@@ -99,7 +118,7 @@ BENCHMARK(BM_LibunwindAllSamples);
 // Every iteration starts with empty CFI caches: the price of first sight of a module.
 void BM_NativeColdCache(benchmark::State& state) {
   const LoadedFixture& f = Fixture();
-  DwarfUnwinder u({.regs_mask = f.data().regs_mask});
+  DwarfUnwinder u({.regs_mask = f.data().regs_mask, .memoize = false});
   UnwoundStack stack;
   uint64_t samples = 0;
   for (auto _ : state) {

@@ -49,6 +49,7 @@ RecordingQuality CollectRecordingQuality(const sampler::SessionStats& session,
   const unwind::UnwinderStats u = collector.unwinder_stats();
   q.fp_fallback_frames = u.fp_fallback_frames;
   q.expr_frames = u.expr_frames;
+  q.replayed_stacks = u.replayed_stacks;
   q.symbols = symbols;
   q.named_frame_share = NamedFrameShare(profile);
   return q;
@@ -74,6 +75,7 @@ void AddRecordingQualityJson(const RecordingQuality& q, nlohmann::json* metadata
                  {"spliced", q.spliced},
                  {"fp_fallback_frames", q.fp_fallback_frames},
                  {"expr_frames", q.expr_frames},
+                 {"replayed_stacks", q.replayed_stacks},
                  {"ends", ends}};
   nlohmann::json worst = nlohmann::json::array();
   for (const auto& m : q.symbols.worst_modules) {

@@ -40,6 +40,7 @@ struct RecordingQuality {
   std::array<uint64_t, unwind::kStackEndCount> ends{};
   uint64_t fp_fallback_frames = 0;
   uint64_t expr_frames = 0;
+  uint64_t replayed_stacks = 0;
   // Symbolization.
   symbolize::SymbolizationStats symbols;
   double named_frame_share = 1.0;  // sampled frames (weighted by samples) that got a name

@@ -24,7 +24,7 @@ shift || true
 declare -A target_runs=(
   [alloc_writer_fuzzer]=200000 [demangle_fuzzer]=100000 [elf_loader_fuzzer]=300000 [folded_reader_fuzzer]=25000
   [kernel_symbol_index_fuzzer]=50000 [perf_map_fuzzer]=300000 [proc_maps_fuzzer]=400000
-  [record_parser_fuzzer]=400000 [tracker_fuzzer]=300000
+  [record_parser_fuzzer]=400000 [tracker_fuzzer]=300000 [unwind_memo_fuzzer]=50000
 )
 build=${NATIVEPROF_FUZZ_BUILD_DIR:-build-fuzz}
 

@@ -95,7 +95,7 @@ StepError EvalCfiExpr(std::span<const CfiOp> ops, const DwarfRegs& regs, const S
       case DW_OP_deref: {
         NP_NEED(1);
         uint64_t v;
-        if (StepError e = stack.Read(st[sp - 1], &v); e != StepError::kNone) return e;
+        if (StepError e = stack.ReadUsed(st[sp - 1], &v); e != StepError::kNone) return e;
         st[sp - 1] = v;
         break;
       }
@@ -188,6 +188,19 @@ void PrepareFastPath(CfiRule* rule) {
 
 namespace {
 
+// The registers an expression reads (it has no branches, so every one it names).
+uint32_t ExprRegsRead(std::span<const CfiOp> ops) {
+  uint32_t mask = 0;
+  for (const CfiOp& op : ops) {
+    uint64_t reg = kDwarfRegCount;
+    if (op.atom >= DW_OP_breg0 && op.atom <= DW_OP_breg31) reg = op.atom - DW_OP_breg0;
+    if (op.atom >= DW_OP_reg0 && op.atom <= DW_OP_reg31) reg = op.atom - DW_OP_reg0;
+    if (op.atom == DW_OP_regx || op.atom == DW_OP_bregx) reg = op.number;
+    if (reg < kDwarfRegCount) mask |= 1u << reg;
+  }
+  return mask;
+}
+
 // ApplyCfiRule for a rule with a ready fast path: the same results as the general loop below,
 // register by register (kept registers in one mask operation, then the moves in register order).
 StepError ApplyFastPath(const CfiRule& rule, const DwarfRegs& in_regs, const StackCopy& stack,
@@ -205,11 +218,22 @@ StepError ApplyFastPath(const CfiRule& rule, const DwarfRegs& in_regs, const Sta
     return ApplyFastPath(rule, copy, stack, out, cfa_out);
   }
   const DwarfRegs* in = &in_regs;
+  // What the memo needs is tracked only for a walk it will store (a logged one).
+  const bool track = stack.log != nullptr;
   // Kept registers: copy every value, then let the masks say which are known.
   std::memcpy(out->value, in->value, sizeof(out->value));
   out->valid = (in->valid & f.same_mask) | (1u << kDwarfRsp);
   out->beyond_copy = in->beyond_copy & f.same_mask;
   out->value[kDwarfRsp] = cfa;
+  if (track) {
+    std::memcpy(out->loaded_from, in->loaded_from, sizeof(out->loaded_from));
+    out->sampled = in->sampled & f.same_mask;
+    // The CFA's base, and this frame's sp (the epilogue test below), are used.
+    out->depends = in->depends;
+    NoteUse(*in, cfa_reg, stack, &out->depends);
+    NoteUse(*in, kDwarfRsp, stack, &out->depends);
+    out->loaded_from[kDwarfRsp] = 0;
+  }
   const bool has_sp = in->Has(kDwarfRsp);
   const uint64_t sp = in->value[kDwarfRsp];
   for (uint8_t i = 0; i < f.move_count; ++i) {
@@ -219,7 +243,7 @@ StepError ApplyFastPath(const CfiRule& rule, const DwarfRegs& in_regs, const Sta
       const uint64_t addr = cfa + static_cast<int64_t>(m.offset);
       if (r != kDwarfRa && has_sp && addr < sp) {
         // Popped by the epilogue already: the register holds the caller's value (see below).
-        if (in->Has(r)) out->Set(r, in->value[r]); else out->Clear(r);
+        if (in->Has(r)) out->Carry(r, *in); else out->Clear(r);
         continue;
       }
       uint64_t v;
@@ -229,10 +253,15 @@ StepError ApplyFastPath(const CfiRule& rule, const DwarfRegs& in_regs, const Sta
         if (e == StepError::kBeyondStack) out->beyond_copy |= 1u << r;
         continue;
       }
-      out->Set(r, v);
+      if (track) out->Load(r, v, addr - stack.base); else out->Set(r, v);
     } else if (m.kind == RegKind::kValOffset) {
       out->Set(r, cfa + static_cast<int64_t>(m.offset));
-    } else {  // kRegister
+      if (track) out->ClearOrigin(r);
+    } else {  // kRegister: counted as a use of the source (rare: hand-written CFI)
+      if (track) {
+        NoteUse(*in, m.src, stack, &out->depends);
+        out->ClearOrigin(r);
+      }
       if (in->Has(m.src)) out->Set(r, in->value[m.src]); else out->Clear(r);
       out->beyond_copy |= ((in->beyond_copy >> m.src) & 1u) << r;
     }
@@ -245,6 +274,26 @@ StepError ApplyFastPath(const CfiRule& rule, const DwarfRegs& in_regs, const Sta
 StepError ApplyCfiRule(const CfiRule& rule, std::span<const CfiOp> ops, const DwarfRegs& in,
                        const StackCopy& stack, DwarfRegs* out, uint64_t* cfa_out) {
   if (rule.fast_path.ready) return ApplyFastPath(rule, in, stack, out, cfa_out);
+  // What this step read, also when it fails: where it ended depends on it too.
+  uint32_t reads = 1u << kDwarfRsp;
+  for (int r = 0; r < kDwarfRegCount; ++r) {
+    const RegRule& rr = rule.regs[r];
+    if (rr.kind == RegKind::kRegister && rr.reg < kDwarfRegCount) reads |= 1u << rr.reg;
+    if (rr.kind == RegKind::kExpr || rr.kind == RegKind::kValExpr) {
+      reads |= ExprRegsRead(ops.subspan(rr.expr_begin, rr.expr_len));
+    }
+  }
+  if (rule.cfa.kind == CfaKind::kRegOffset) reads |= 1u << rule.cfa.reg;
+  if (rule.cfa.kind == CfaKind::kExpr) {
+    reads |= ExprRegsRead(ops.subspan(rule.cfa.expr_begin, rule.cfa.expr_len));
+  }
+  uint32_t depends = in.depends;
+  for (uint32_t rest = reads; rest != 0; rest &= rest - 1) {
+    NoteUse(in, __builtin_ctz(rest), stack, &depends);
+  }
+  // Where the step fails, what it used decided that: `out->depends` is set first. (`out` may
+  // alias `in`, whose depends is not read after this.)
+  out->depends = depends;
   uint64_t cfa = 0;
   switch (rule.cfa.kind) {
     case CfaKind::kRegOffset: {
@@ -267,6 +316,7 @@ StepError ApplyCfiRule(const CfiRule& rule, std::span<const CfiOp> ops, const Dw
   }
   *cfa_out = cfa;
   DwarfRegs next;
+  next.depends = depends;
   next.Set(kDwarfRsp, cfa);  // the psABI: the caller's rsp is the CFA unless CFI says otherwise
   for (int r = 0; r < kDwarfRegCount; ++r) {
     const RegRule& rr = rule.regs[r];
@@ -276,7 +326,7 @@ StepError ApplyCfiRule(const CfiRule& rule, std::span<const CfiOp> ops, const Dw
         break;
       case RegKind::kSame:
         if (r == kDwarfRsp) break;
-        if (in.Has(r)) next.Set(r, in.value[r]); else next.Clear(r);
+        if (in.Has(r)) next.Carry(r, in); else next.Clear(r);
         next.beyond_copy |= in.beyond_copy & (1u << r);
         break;
       case RegKind::kOffset: {
@@ -284,7 +334,7 @@ StepError ApplyCfiRule(const CfiRule& rule, std::span<const CfiOp> ops, const Dw
         if (r != kDwarfRa && in.Has(kDwarfRsp) && addr < in.sp()) {
           // Below this frame's sp: the epilogue already popped the slot (GCC keeps the "saved
           // at CFA-16" rule for rbp after `leave`), so the register holds the caller's value.
-          if (in.Has(r)) next.Set(r, in.value[r]); else next.Clear(r);
+          if (in.Has(r)) next.Carry(r, in); else next.Clear(r);
           break;
         }
         uint64_t v;
@@ -297,7 +347,7 @@ StepError ApplyCfiRule(const CfiRule& rule, std::span<const CfiOp> ops, const Dw
           if (e == StepError::kBeyondStack) next.beyond_copy |= 1u << r;
           break;
         }
-        next.Set(r, v);
+        next.Load(r, v, addr - stack.base);
         break;
       }
       case RegKind::kValOffset:
@@ -313,16 +363,16 @@ StepError ApplyCfiRule(const CfiRule& rule, std::span<const CfiOp> ops, const Dw
         bool is_value = false;
         StepError e = EvalCfiExpr(ops.subspan(rr.expr_begin, rr.expr_len), in, stack, cfa, &v,
                                   &is_value);
-        if (e == StepError::kNone && !is_value && rr.kind == RegKind::kExpr) {
-          e = stack.Read(v, &v);
-        }
+        const bool load = e == StepError::kNone && !is_value && rr.kind == RegKind::kExpr;
+        const uint64_t addr = v;
+        if (load) e = stack.Read(addr, &v);
         if (e != StepError::kNone) {
           if (r == kDwarfRa) return e;
           next.Clear(r);
           if (e == StepError::kBeyondStack) next.beyond_copy |= 1u << r;
           break;
         }
-        next.Set(r, v);
+        if (load) next.Load(r, v, addr - stack.base); else next.Set(r, v);
         break;
       }
     }

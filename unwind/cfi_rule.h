@@ -85,10 +85,35 @@ void PrepareFastPath(CfiRule* rule);
 // kBadAddress: a read below the sampled sp or otherwise impossible.
 enum class StepError : uint8_t { kNone, kBeyondStack, kBadAddress, kUnknownReg, kBadExpr };
 
-// The copied user stack: `bytes` start at address `base` (the sampled sp).
+// Where in the copy an unwind read the words it used (offsets from the base), for UnwindMemo,
+// which replays an unwind only while those words are unchanged. Reads that failed need no entry:
+// they depend on the copy's size and on addresses computed from registers and earlier reads.
+struct StackReadLog {
+  static constexpr uint32_t kMaxReads = 512;
+  uint32_t offsets[kMaxReads];
+  uint32_t count = 0;
+  bool overflow = false;  // more reads than fit: the unwind cannot be memoized
+
+  void Reset() {
+    count = 0;
+    overflow = false;
+  }
+  void Add(uint64_t offset) {
+    if (count < kMaxReads) {
+      offsets[count++] = static_cast<uint32_t>(offset);
+    } else {
+      overflow = true;
+    }
+  }
+};
+
+// The copied user stack: `bytes` start at address `base` (the sampled sp). With a `log`, the
+// words the unwind uses are noted in it: at once by ReadUsed, and for a word loaded into a
+// register (DwarfRegs::Load) when that register is used (NoteUse).
 struct StackCopy {
   uint64_t base = 0;
   std::span<const uint8_t> bytes;
+  StackReadLog* log = nullptr;
 
   uint64_t end() const { return base + bytes.size(); }
   StepError Read(uint64_t addr, uint64_t* out) const {
@@ -97,11 +122,26 @@ struct StackCopy {
     std::memcpy(out, bytes.data() + (addr - base), 8);
     return StepError::kNone;
   }
+  StepError ReadUsed(uint64_t addr, uint64_t* out) const {
+    const StepError e = Read(addr, out);
+    if (e == StepError::kNone && log != nullptr) log->Add(addr - base);
+    return e;
+  }
 };
+
+// Notes that the unwind used `regs`' value of `reg`: the sampled register it still is goes into
+// `*depends`, the stack word it was loaded from into the copy's log. Only for a logged walk (one
+// the memo will store): otherwise neither is kept.
+inline void NoteUse(const DwarfRegs& regs, int reg, const StackCopy& stack, uint32_t* depends) {
+  if (stack.log == nullptr) return;
+  *depends |= regs.sampled & (1u << reg);
+  if (regs.loaded_from[reg] != 0) stack.log->Add(regs.loaded_from[reg] - 1);
+}
 
 // Evaluates `rule` for the frame with registers `in`, writing the caller's registers (the new PC
 // in kDwarfRa, the new SP = CFA in kDwarfRsp) to `out` and the CFA to `*cfa`. `out` may alias
-// `in`. Values of registers `out` does not have (Has() false) are unspecified. On error `*out` is
+// `in`. Values of registers `out` does not have (Has() false) are unspecified. `out->depends` is
+// set also when the step fails (but not when the CFA's register is unknown); the rest of `*out` is
 // unspecified too.
 StepError ApplyCfiRule(const CfiRule& rule, std::span<const CfiOp> ops, const DwarfRegs& in,
                        const StackCopy& stack, DwarfRegs* out, uint64_t* cfa);

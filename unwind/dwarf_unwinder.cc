@@ -27,14 +27,19 @@ StepError FramePointerStep(const DwarfRegs& in, const StackCopy& stack, DwarfReg
     return (in.beyond_copy >> kDwarfRbp) & 1 ? StepError::kBeyondStack : StepError::kUnknownReg;
   }
   const uint64_t rbp = in.value[kDwarfRbp];
+  uint32_t depends = in.depends;
+  NoteUse(in, kDwarfRbp, stack, &depends);
+  NoteUse(in, kDwarfRsp, stack, &depends);
+  out->depends = depends;
   if (rbp < in.sp() || (rbp & 7) != 0) return StepError::kBadAddress;
   uint64_t saved_rbp, ra;
   if (StepError e = stack.Read(rbp + 8, &ra); e != StepError::kNone) return e;
   if (StepError e = stack.Read(rbp, &saved_rbp); e != StepError::kNone) return e;
   *out = DwarfRegs();
-  out->Set(kDwarfRbp, saved_rbp);
+  out->depends = depends;
+  out->Load(kDwarfRbp, saved_rbp, rbp - stack.base);
   out->Set(kDwarfRsp, rbp + 16);
-  out->Set(kDwarfRa, ra);
+  out->Load(kDwarfRa, ra, rbp + 8 - stack.base);
   return StepError::kNone;
 }
 
@@ -59,16 +64,49 @@ void DwarfUnwinder::Unwind(const sampler::SampleView& sample, const ProcessView&
 
 void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessView& process,
                                UnwoundStack* out) {
-  // Two register sets used in turn (this frame, its caller), so a step copies no registers.
-  DwarfRegs sets[2];
-  DwarfRegs* cur = &sets[0];
-  DwarfRegs* next_regs = &sets[1];
-  if (!RegsFromSample(sample.regs_user, options_.regs_mask, cur) || !cur->Has(kDwarfRa) ||
-      !cur->Has(kDwarfRsp)) {
+  UnwindMemo::Key key;
+  key.pid = process.pid;
+  key.stack_bytes = static_cast<uint32_t>(sample.stack_user.size());
+  key.generation = process.address_space != nullptr ? process.address_space->generation() : 0;
+  if (!RegsFromSample(sample.regs_user, options_.regs_mask, &key.regs) ||
+      !key.regs.Has(kDwarfRa) || !key.regs.Has(kDwarfRsp)) {
     out->end = StackEnd::kNoUnwindInfo;
     return;
   }
-  const StackCopy stack{cur->sp(), sample.stack_user};
+  StackCopy stack{key.regs.sp(), sample.stack_user};
+  uint32_t regs_read = 0;
+  if (!options_.memoize) {
+    Walk(key.regs, stack, process, out, &regs_read);
+    return;
+  }
+  if (const UnwindMemo::Outcome* memo = memo_.Replay(key, stack, out); memo != nullptr) {
+    out->end = memo->end;
+    out->stack_high = memo->stack_high;
+    stats_.fp_fallback_frames += memo->stats.fp_fallback_frames;
+    stats_.expr_frames += memo->stats.expr_frames;
+    ++stats_.replayed_stacks;
+    return;
+  }
+  const size_t first_user = out->frames.size();
+  const UnwinderStats before = stats_;
+  stack.log = memo_.StartLog();
+  Walk(key.regs, stack, process, out, &regs_read);
+  memo_.Store(key, regs_read, stack, *out, first_user,
+              {.end = out->end,
+               .stack_high = out->stack_high,
+               .stats = {.fp_fallback_frames = stats_.fp_fallback_frames - before.fp_fallback_frames,
+                         .expr_frames = stats_.expr_frames - before.expr_frames}});
+}
+
+void DwarfUnwinder::Walk(const DwarfRegs& sampled, const StackCopy& stack,
+                         const ProcessView& process, UnwoundStack* out, uint32_t* regs_read) {
+  // The pc finds the first rule and the sp is where the copy starts.
+  *regs_read = (1u << kDwarfRa) | (1u << kDwarfRsp);
+  // Two register sets used in turn (this frame, its caller), so a step copies no registers.
+  DwarfRegs sets[2];
+  sets[0] = sampled;
+  DwarfRegs* cur = &sets[0];
+  DwarfRegs* next_regs = &sets[1];
   out->frames.push_back({cur->pc(), FrameAddressKind::kInstructionPointer, false});
   bool exact_pc = true;  // the leaf, and a frame interrupted by a signal, hold an exact PC
   while (true) {
@@ -99,13 +137,15 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
     if (rule != nullptr) {
       uint64_t cfa;
       err = ApplyCfiRule(*rule, elf->ops(), regs, stack, &next, &cfa);
+      *regs_read |= next.depends;
       signal_frame = rule->signal_frame;
       // A handler "returns" to the first instruction of the signal trampoline (__restore_rt):
       // pc - 1 finds its CFI (glibc covers that byte on purpose) but lies before its symbol, so
       // the trampoline is named from its exact pc (perf shows it as [unknown]).
       if (signal_frame) out->frames.back().kind = FrameAddressKind::kInstructionPointer;
       stats_.expr_frames += !rule->fast;
-    } else if (regs.Has(kDwarfRbp) && regs.value[kDwarfRbp] == 0) {
+    } else if (NoteUse(regs, kDwarfRbp, stack, regs_read);
+               regs.Has(kDwarfRbp) && regs.value[kDwarfRbp] == 0) {
       // No CFI and rbp = 0: the psABI's mark of the outermost frame (the kernel starts a process
       // with rbp = 0 and the loader's entry code, which has no CFI, keeps it).
       out->end = StackEnd::kComplete;
@@ -113,6 +153,7 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
       return;
     } else if (options_.frame_pointer_fallback) {
       err = FramePointerStep(regs, stack, &next);
+      *regs_read |= next.depends;
       ++stats_.fp_fallback_frames;
       if (err != StepError::kNone && err != StepError::kBeyondStack) {
         out->end = StackEnd::kNoUnwindInfo;
@@ -126,6 +167,9 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
       out->end = EndFor(err);
       return;
     }
+    // What follows decides on the caller's pc and sp.
+    NoteUse(next, kDwarfRa, stack, regs_read);
+    NoteUse(next, kDwarfRsp, stack, regs_read);
     // An undefined return address marks the outermost frame (_start, clone's child).
     if (!next.Has(kDwarfRa) && ((next.beyond_copy >> kDwarfRa) & 1u) != 0) {
       out->end = StackEnd::kTruncatedStack;  // saved where the copy does not reach

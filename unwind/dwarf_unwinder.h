@@ -2,7 +2,8 @@
 // user registers and walks the copied user stack with each module's CFI (ElfCfi, cached per PC),
 // falling back to frame pointers for a frame whose module has no CFI. Kernel frames go in front;
 // a walk cut short by the end of the copy is finished with the kernel's frame-pointer chain when
-// that is consistent. Drain thread only; not thread-safe; no allocation in steady state.
+// that is consistent. A stack seen before is replayed from an exact memo (UnwindMemo). Drain
+// thread only; not thread-safe; no allocation in steady state.
 #ifndef NATIVEPROF_UNWIND_DWARF_UNWINDER_H_
 #define NATIVEPROF_UNWIND_DWARF_UNWINDER_H_
 
@@ -10,6 +11,7 @@
 
 #include "unwind/chain_splice.h"
 #include "unwind/module_files.h"
+#include "unwind/unwind_memo.h"
 #include "unwind/unwinder.h"
 #include "unwind/x86_64_regs.h"
 
@@ -20,6 +22,8 @@ struct DwarfUnwinderOptions {
   uint64_t regs_mask = DwarfSampleRegsMask();
   bool frame_pointer_fallback = true;
   bool splice_kernel_chain = true;
+  // Replays the unwind of a stack seen before (UnwindMemo) instead of walking it again.
+  bool memoize = true;
   // Where separate debug files are searched for .debug_frame (the symbolizer's list).
   std::vector<std::string> debug_dirs = module::DefaultDebugDirs();
 };
@@ -34,14 +38,20 @@ class DwarfUnwinder : public Unwinder {
 
   UnwinderStats stats() const override { return stats_; }
   CfiCacheStats cfi_stats() const { return files_.TotalStats(); }
+  const UnwindMemoStats& memo_stats() const { return memo_.stats(); }
   ModuleFiles& files() { return files_; }
 
  private:
   void UnwindUser(const sampler::SampleView& sample, const ProcessView& process,
                   UnwoundStack* out);
+  // The walk itself, from the sampled registers, with no memo. `regs_read`: the sampled
+  // registers whose values the walk depended on (DwarfRegs::depends).
+  void Walk(const DwarfRegs& sampled, const StackCopy& stack, const ProcessView& process,
+            UnwoundStack* out, uint32_t* regs_read);
 
   DwarfUnwinderOptions options_;
   ModuleFiles files_;
+  UnwindMemo memo_;
   UnwinderStats stats_;
 };
 

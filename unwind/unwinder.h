@@ -73,6 +73,7 @@ struct ProcessView {
 struct UnwinderStats {
   uint64_t fp_fallback_frames = 0;  // DWARF mode: frames found with frame pointers for lack of CFI
   uint64_t expr_frames = 0;         // frames whose CFI rule needed the expression interpreter
+  uint64_t replayed_stacks = 0;     // DWARF mode: stacks replayed from the memo, not walked
 };
 
 class Unwinder {

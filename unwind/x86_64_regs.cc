@@ -35,6 +35,7 @@ bool RegsFromSample(std::span<const uint64_t> values, uint64_t mask, DwarfRegs* 
     const uint64_t v = values[next++];
     if (bit < PERF_REG_X86_64_MAX && kPerfToDwarf[bit] >= 0) out->Set(kPerfToDwarf[bit], v);
   }
+  out->sampled = out->valid;
   return true;
 }
 

@@ -26,11 +26,40 @@ struct DwarfRegs {
   // bit n set: value[n] is unknown because it was saved beyond the end of the stack copy, so a
   // later need for it means "truncated", not "bad frame".
   uint32_t beyond_copy = 0;
+  // For UnwindMemo, which must know what an unwind depended on, as opposed to values it only
+  // carried from frame to frame (a caller's loop counter saved on the stack). bit n of
+  // `sampled`: value[n] is still register n as sampled. `depends`: the sampled registers whose
+  // values the unwind up to this frame used (as a CFA base, in an expression, as a frame
+  // pointer). loaded_from[n]: 1 + the offset in the stack copy value[n] was loaded from (0: not
+  // loaded; a copy holds at most 65,528 bytes); a use of it logs that offset (NoteUse). Kept only
+  // while a walk is logged for the memo (StackCopy::log); unspecified otherwise.
+  uint32_t sampled = 0;
+  uint32_t depends = 0;
+  uint16_t loaded_from[kDwarfRegCount] = {};
 
   bool Has(int reg) const { return (valid >> reg) & 1u; }
+  // Leaves `sampled` and `loaded_from` as they were (a walk's hot path): a value computed into a
+  // register of a set that was copied from another frame's needs ClearOrigin as well.
   void Set(int reg, uint64_t v) {
     value[reg] = v;
     valid |= 1u << reg;
+  }
+  void ClearOrigin(int reg) {
+    sampled &= ~(1u << reg);
+    loaded_from[reg] = 0;
+  }
+  // value[reg] = v, read from the stack copy at `offset`.
+  void Load(int reg, uint64_t v, uint64_t offset) {
+    Set(reg, v);
+    sampled &= ~(1u << reg);
+    loaded_from[reg] = static_cast<uint16_t>(offset + 1);
+  }
+  // Register `reg` of `from` (another frame's) carried over unchanged.
+  void Carry(int reg, const DwarfRegs& from) {
+    value[reg] = from.value[reg];
+    valid |= 1u << reg;
+    sampled = (sampled & ~(1u << reg)) | (from.sampled & (1u << reg));
+    loaded_from[reg] = from.loaded_from[reg];
   }
   void Clear(int reg) { valid &= ~(1u << reg); }
   uint64_t pc() const { return value[kDwarfRa]; }
