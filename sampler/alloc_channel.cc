@@ -109,8 +109,10 @@ void AllocChannel::Configure(const perf_event_attr& attr) {
 RingBuffer AllocChannel::Ring() const {
   Control* c = control();
   auto* meta = reinterpret_cast<perf_event_mmap_page*>(reinterpret_cast<char*>(c) + c->ring_offset);
-  return RingBuffer(meta, reinterpret_cast<uint8_t*>(meta) + meta->data_offset,
-                    c->ring_data_bytes);
+  RingBuffer ring(meta, reinterpret_cast<uint8_t*>(meta) + meta->data_offset,
+                  c->ring_data_bytes);
+  ring.set_writers_wait(true);  // the preload waits up to 2 s for room before it drops a sample
+  return ring;
 }
 
 void AllocChannel::AfterDrain() {

@@ -93,8 +93,9 @@ void RecordSorter::Merge(std::span<RingBuffer> rings, RecordSink& sink, uint64_t
   // they were read earlier). Ring records stay in the ring. With CLOCK_MONOTONIC times a
   // time-ordered ring's records past `limit` stay there too, unread, for the next drain: all
   // that follow them in their ring are newer still, and copying them (stack copies of 8 KiB
-  // each) cost more than the rest of the drain - unless they fill a quarter of their ring, whose
-  // space the kernel then needs more than we need to save the copy (bursts of switch samples).
+  // each) cost more than the rest of the drain - unless they fill a quarter of a kernel ring,
+  // whose space the kernel then needs more than we need to save the copy (bursts of switch
+  // samples). A ring whose writers wait for room loses nothing by waiting: its records stay.
   // With the perf clock `limit` only moves with the newest record seen, so every ring is read to
   // its end and what is too new is held.
   const bool leave_newer_in_rings = order_ == RingOrder::kTimeOrdered && format_.monotonic_clock;
@@ -126,7 +127,7 @@ void RecordSorter::Merge(std::span<RingBuffer> rings, RecordSink& sink, uint64_t
     if (oldest == nullptr) break;
     if (leave_newer_in_rings && oldest_time > limit &&
         std::all_of(rings.begin(), rings.end(), [](const RingBuffer& ring) {
-          return ring.unread_bytes() <= ring.data_size() / 4;
+          return ring.writers_wait() || ring.unread_bytes() <= ring.data_size() / 4;
         })) {
       break;
     }

@@ -85,6 +85,10 @@ class RingBuffer {
   size_t data_size() const { return data_size_; }
   // Between BeginRead and EndRead: bytes from the next record to the data_head snapshot.
   size_t unread_bytes() const { return static_cast<size_t>(head_ - tail_); }
+  // Whether the writers of this ring wait for room (the allocation preload's) rather than drop
+  // records (the kernel's): a reader may then leave records in it for later at no loss.
+  bool writers_wait() const { return writers_wait_; }
+  void set_writers_wait(bool wait) { writers_wait_ = wait; }
 
  private:
   void CopyOut(uint64_t pos, size_t len, uint8_t* dst) const;
@@ -99,6 +103,7 @@ class RingBuffer {
   uint64_t tail_ = 0;              // next record to hand out
   uint32_t current_size_ = 0;      // size of the record Peek returned, 0 if none
   bool wrapped_ = false;           // the current record was copied into scratch_
+  bool writers_wait_ = false;
   DrainStats stats_;
 };
 

@@ -86,8 +86,10 @@ absl::Status CheckInterposable(const std::string& program) {
 absl::StatusOr<sampler::AllocChannel> CreateAllocChannel(uint64_t rate_bytes,
                                                          uint32_t stack_bytes) {
   // A sample is ~1 KiB once its thread has a stack hint, but a thread's first ones copy the whole
-  // stack_bytes: the ring holds at least 64 of those, and no less than 1 MiB.
-  size_t ring_bytes = size_t{1} << 20;
+  // stack_bytes: the ring holds at least 64 of those, and no less than 1 MiB. Sampling every
+  // allocation writes ~1 GB/s, and what the profiler reads younger than
+  // RecordSorter::kInFlightNs stays in the ring for the next drain: 16 MiB holds ~15 ms of it.
+  size_t ring_bytes = rate_bytes <= 1 ? size_t{16} << 20 : size_t{1} << 20;
   while (ring_bytes < 64 * (size_t{stack_bytes} + 512) && ring_bytes < (size_t{64} << 20)) {
     ring_bytes *= 2;
   }

@@ -141,6 +141,33 @@ TEST(RecordSorterTest, ANearlyFullRingIsEmptiedIntoTheHeldRecords) {
   EXPECT_EQ(sink.Take().size(), records);
 }
 
+// The allocation preload's ring: its writers wait for room, so however full it is, records too
+// new to deliver stay in it rather than being copied out.
+TEST(RecordSorterTest, ARingWhoseWritersWaitKeepsItsNewRecords) {
+  SampleFormat f = FramePointerFormat();
+  f.monotonic_clock = true;
+  TwoRings r;
+  r.rings()[0].set_writers_wait(true);
+  RecordSorter sorter(f, RecordSorter::RingOrder::kTimeOrdered, FakeNow);
+  OrderSink sink;
+  const uint64_t young = FakeNow() - RecordSorter::kInFlightNs + 100;
+  size_t written = 0, records = 0;
+  r.Write(0, Sample(young - 200, f));
+  for (uint64_t t = young; written < 4096 / 2; ++t, ++records) {
+    const RecordBytes rec = Sample(t, f);
+    r.Write(0, rec);
+    written += rec.size();
+  }
+  sorter.Drain(r.rings(), sink);
+  EXPECT_THAT(sink.Take(), ElementsAre(absl::StrCat("S", young - 200)));
+  EXPECT_EQ(sorter.held_records(), 0u);
+  EXPECT_EQ(sorter.peak_held_bytes(), 0u);
+  EXPECT_FALSE(r.Consumed(0));
+  sorter.Flush(r.rings(), sink);
+  EXPECT_EQ(sink.Take().size(), records);
+  EXPECT_TRUE(r.Consumed(0));
+}
+
 // A counting side-band ring gets records from other CPUs (an exiting task writes its READ
 // records into every CPU's ring), so one ring's records are sorted, not only merged.
 TEST(RecordSorterTest, UnorderedRingsAreSortedAndHeldRecordsJoinThem) {
