@@ -95,7 +95,8 @@ void BM_NativeFastPathOnly(benchmark::State& state) {
 }
 BENCHMARK(BM_NativeFastPathOnly);
 
-// With the memo, every stack new: the walk plus looking up and storing each one.
+// With the memo, every stack new: the walk plus looking each one up, and storing it (every 8th
+// once a window of lookups found none: UnwindMemo::kSparseStoreEvery).
 void BM_NativeMemoMisses(benchmark::State& state) {
   DwarfUnwinder u({.regs_mask = Fixture().data().regs_mask});
   RunUnwinder(state, u, AllSamples(), /*fresh_pid=*/true);

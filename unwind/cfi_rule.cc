@@ -208,6 +208,7 @@ StepError ApplyFastPath(const CfiRule& rule, const DwarfRegs& in_regs, const Sta
   const CfiFastPath& f = rule.fast_path;
   const uint8_t cfa_reg = rule.cfa.reg;
   if (!in_regs.Has(cfa_reg)) {
+    out->depends = in_regs.depends;  // `out` may alias `in_regs`: the same value then
     return (in_regs.beyond_copy >> cfa_reg) & 1 ? StepError::kBeyondStack : StepError::kUnknownReg;
   }
   const uint64_t cfa = in_regs.value[cfa_reg] + rule.cfa.offset;

@@ -23,6 +23,7 @@ StackEnd EndFor(StepError e) {
 // One step with frame pointers: the caller's rbp at [rbp], its return address at [rbp + 8], its
 // rsp at rbp + 16. Only for frames whose module has no CFI.
 StepError FramePointerStep(const DwarfRegs& in, const StackCopy& stack, DwarfRegs* out) {
+  out->depends = in.depends;  // what the walk used so far, also when this step fails
   if (!in.Has(kDwarfRbp)) {
     return (in.beyond_copy >> kDwarfRbp) & 1 ? StepError::kBeyondStack : StepError::kUnknownReg;
   }
@@ -75,7 +76,8 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
   }
   StackCopy stack{key.regs.sp(), sample.stack_user};
   uint32_t regs_read = 0;
-  if (!options_.memoize) {
+  // DwarfRegs::loaded_from holds offsets below 64 KiB (the kernel copies at most 65,528 bytes).
+  if (!options_.memoize || sample.stack_user.size() > UINT16_MAX) {
     Walk(key.regs, stack, process, out, &regs_read);
     return;
   }

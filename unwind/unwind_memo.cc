@@ -29,6 +29,12 @@ const UnwindMemo::Outcome* UnwindMemo::Replay(const Key& key, const StackCopy& s
     return nullptr;
   }
   const Entry& e = entries_[it->second];
+  // The walk stops at kMaxFrames counting the kernel frames in front: with more of them than the
+  // stored walk had, a walk might stop earlier than the stored frames do.
+  if (out->frames.size() + e.frames_count >= kMaxFrames) {
+    ++stats_.misses;
+    return nullptr;
+  }
   for (uint32_t rest = e.regs_read; rest != 0; rest &= rest - 1) {
     const int r = __builtin_ctz(rest);
     if (e.key.regs.value[r] != key.regs.value[r]) {
@@ -63,7 +69,10 @@ StackReadLog* UnwindMemo::StartLog() {
 
 void UnwindMemo::Store(const Key& key, uint32_t regs_read, const StackCopy& stack,
                        const UnwoundStack& out, size_t first_user, const Outcome& outcome) {
-  if (!logging_ || log_.overflow || out.frames.size() < first_user) return;
+  if (!logging_ || log_.overflow || out.frames.size() < first_user ||
+      outcome.end == StackEnd::kMaxDepth) {
+    return;
+  }
   logging_ = false;
   ++stats_.stored;
   const size_t frame_count = out.frames.size() - first_user;
