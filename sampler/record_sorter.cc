@@ -95,7 +95,8 @@ void RecordSorter::Merge(std::span<RingBuffer> rings, RecordSink& sink, uint64_t
   // that follow them in their ring are newer still, and copying them (stack copies of 8 KiB
   // each) cost more than the rest of the drain - unless they fill a quarter of a kernel ring,
   // whose space the kernel then needs more than we need to save the copy (bursts of switch
-  // samples). A ring whose writers wait for room loses nothing by waiting: its records stay.
+  // samples). A ring whose writers wait for room loses nothing by waiting: its records stay
+  // until it is half full (past that its writers, which hold the ring's lock, would stall).
   // With the perf clock `limit` only moves with the newest record seen, so every ring is read to
   // its end and what is too new is held.
   const bool leave_newer_in_rings = order_ == RingOrder::kTimeOrdered && format_.monotonic_clock;
@@ -127,7 +128,7 @@ void RecordSorter::Merge(std::span<RingBuffer> rings, RecordSink& sink, uint64_t
     if (oldest == nullptr) break;
     if (leave_newer_in_rings && oldest_time > limit &&
         std::all_of(rings.begin(), rings.end(), [](const RingBuffer& ring) {
-          return ring.writers_wait() || ring.unread_bytes() <= ring.data_size() / 4;
+          return ring.unread_bytes() <= ring.data_size() / (ring.writers_wait() ? 2 : 4);
         })) {
       break;
     }

@@ -86,7 +86,7 @@ class RingBuffer {
   // Between BeginRead and EndRead: bytes from the next record to the data_head snapshot.
   size_t unread_bytes() const { return static_cast<size_t>(head_ - tail_); }
   // Whether the writers of this ring wait for room (the allocation preload's) rather than drop
-  // records (the kernel's): a reader may then leave records in it for later at no loss.
+  // records (the kernel's): a reader may then leave more records in it for later at no loss.
   bool writers_wait() const { return writers_wait_; }
   void set_writers_wait(bool wait) { writers_wait_ = wait; }
 

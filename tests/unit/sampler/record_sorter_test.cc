@@ -141,8 +141,8 @@ TEST(RecordSorterTest, ANearlyFullRingIsEmptiedIntoTheHeldRecords) {
   EXPECT_EQ(sink.Take().size(), records);
 }
 
-// The allocation preload's ring: its writers wait for room, so however full it is, records too
-// new to deliver stay in it rather than being copied out.
+// The allocation preload's ring: its writers wait for room, so records too new to deliver stay in
+// it past a quarter of it (where a kernel ring's are copied out), up to half.
 TEST(RecordSorterTest, ARingWhoseWritersWaitKeepsItsNewRecords) {
   SampleFormat f = FramePointerFormat();
   f.monotonic_clock = true;
@@ -153,7 +153,7 @@ TEST(RecordSorterTest, ARingWhoseWritersWaitKeepsItsNewRecords) {
   const uint64_t young = FakeNow() - RecordSorter::kInFlightNs + 100;
   size_t written = 0, records = 0;
   r.Write(0, Sample(young - 200, f));
-  for (uint64_t t = young; written < 4096 / 2; ++t, ++records) {
+  for (uint64_t t = young; written < 4096 * 3 / 8; ++t, ++records) {
     const RecordBytes rec = Sample(t, f);
     r.Write(0, rec);
     written += rec.size();
