@@ -275,22 +275,25 @@ StepError ApplyFastPath(const CfiRule& rule, const DwarfRegs& in_regs, const Sta
 StepError ApplyCfiRule(const CfiRule& rule, std::span<const CfiOp> ops, const DwarfRegs& in,
                        const StackCopy& stack, DwarfRegs* out, uint64_t* cfa_out) {
   if (rule.fast_path.ready) return ApplyFastPath(rule, in, stack, out, cfa_out);
-  // What this step read, also when it fails: where it ended depends on it too.
-  uint32_t reads = 1u << kDwarfRsp;
-  for (int r = 0; r < kDwarfRegCount; ++r) {
-    const RegRule& rr = rule.regs[r];
-    if (rr.kind == RegKind::kRegister && rr.reg < kDwarfRegCount) reads |= 1u << rr.reg;
-    if (rr.kind == RegKind::kExpr || rr.kind == RegKind::kValExpr) {
-      reads |= ExprRegsRead(ops.subspan(rr.expr_begin, rr.expr_len));
-    }
-  }
-  if (rule.cfa.kind == CfaKind::kRegOffset) reads |= 1u << rule.cfa.reg;
-  if (rule.cfa.kind == CfaKind::kExpr) {
-    reads |= ExprRegsRead(ops.subspan(rule.cfa.expr_begin, rule.cfa.expr_len));
-  }
+  // What this step read, also when it fails: where it ended depends on it too. Only a walk the
+  // memo will store (a logged one) needs it.
   uint32_t depends = in.depends;
-  for (uint32_t rest = reads; rest != 0; rest &= rest - 1) {
-    NoteUse(in, __builtin_ctz(rest), stack, &depends);
+  if (stack.log != nullptr) {
+    uint32_t reads = 1u << kDwarfRsp;
+    for (int r = 0; r < kDwarfRegCount; ++r) {
+      const RegRule& rr = rule.regs[r];
+      if (rr.kind == RegKind::kRegister && rr.reg < kDwarfRegCount) reads |= 1u << rr.reg;
+      if (rr.kind == RegKind::kExpr || rr.kind == RegKind::kValExpr) {
+        reads |= ExprRegsRead(ops.subspan(rr.expr_begin, rr.expr_len));
+      }
+    }
+    if (rule.cfa.kind == CfaKind::kRegOffset) reads |= 1u << rule.cfa.reg;
+    if (rule.cfa.kind == CfaKind::kExpr) {
+      reads |= ExprRegsRead(ops.subspan(rule.cfa.expr_begin, rule.cfa.expr_len));
+    }
+    for (uint32_t rest = reads; rest != 0; rest &= rest - 1) {
+      NoteUse(in, __builtin_ctz(rest), stack, &depends);
+    }
   }
   // Where the step fails, what it used decided that: `out->depends` is set first. (`out` may
   // alias `in`, whose depends is not read after this.)

@@ -28,14 +28,13 @@ StepError FramePointerStep(const DwarfRegs& in, const StackCopy& stack, DwarfReg
     return (in.beyond_copy >> kDwarfRbp) & 1 ? StepError::kBeyondStack : StepError::kUnknownReg;
   }
   const uint64_t rbp = in.value[kDwarfRbp];
-  uint32_t depends = in.depends;
-  NoteUse(in, kDwarfRbp, stack, &depends);
-  NoteUse(in, kDwarfRsp, stack, &depends);
-  out->depends = depends;
+  NoteUse(in, kDwarfRbp, stack, &out->depends);
+  NoteUse(in, kDwarfRsp, stack, &out->depends);
   if (rbp < in.sp() || (rbp & 7) != 0) return StepError::kBadAddress;
   uint64_t saved_rbp, ra;
   if (StepError e = stack.Read(rbp + 8, &ra); e != StepError::kNone) return e;
   if (StepError e = stack.Read(rbp, &saved_rbp); e != StepError::kNone) return e;
+  const uint32_t depends = out->depends;
   *out = DwarfRegs();
   out->depends = depends;
   out->Load(kDwarfRbp, saved_rbp, rbp - stack.base);
@@ -146,14 +145,20 @@ void DwarfUnwinder::Walk(const DwarfRegs& sampled, const StackCopy& stack,
       // the trampoline is named from its exact pc (perf shows it as [unknown]).
       if (signal_frame) out->frames.back().kind = FrameAddressKind::kInstructionPointer;
       stats_.expr_frames += !rule->fast;
-    } else if (NoteUse(regs, kDwarfRbp, stack, regs_read);
-               regs.Has(kDwarfRbp) && regs.value[kDwarfRbp] == 0) {
-      // No CFI and rbp = 0: the psABI's mark of the outermost frame (the kernel starts a process
-      // with rbp = 0 and the loader's entry code, which has no CFI, keeps it).
-      out->end = StackEnd::kComplete;
-      out->stack_high = regs.sp();  // every read so far was below this frame's sp
-      return;
-    } else if (options_.frame_pointer_fallback) {
+    } else {
+      // No CFI: rbp decides, as the outermost frame's mark or through a frame-pointer step.
+      NoteUse(regs, kDwarfRbp, stack, regs_read);
+      if (regs.Has(kDwarfRbp) && regs.value[kDwarfRbp] == 0) {
+        // rbp = 0 is the psABI's mark of the outermost frame (the kernel starts a process with
+        // rbp = 0 and the loader's entry code, which has no CFI, keeps it).
+        out->end = StackEnd::kComplete;
+        out->stack_high = regs.sp();  // every read so far was below this frame's sp
+        return;
+      }
+      if (!options_.frame_pointer_fallback) {
+        out->end = StackEnd::kNoUnwindInfo;
+        return;
+      }
       err = FramePointerStep(regs, stack, &next);
       *regs_read |= next.depends;
       ++stats_.fp_fallback_frames;
@@ -161,9 +166,6 @@ void DwarfUnwinder::Walk(const DwarfRegs& sampled, const StackCopy& stack,
         out->end = StackEnd::kNoUnwindInfo;
         return;
       }
-    } else {
-      out->end = StackEnd::kNoUnwindInfo;
-      return;
     }
     if (err != StepError::kNone) {
       out->end = EndFor(err);

@@ -61,13 +61,13 @@ class UnwindMemo {
   static constexpr uint32_t kSparseStoreEvery = 8;
 
   // Appends the frames memoized for `key` to `out->frames` and returns their outcome when the
-  // entry's words all match `stack`; nullptr otherwise (then unwind, logging the reads into
-  // log(), and Store the result).
+  // entry's registers and words all match; nullptr otherwise (then walk with the log StartLog
+  // gives, and Store the result).
   const Outcome* Replay(const Key& key, const StackCopy& stack, UnwoundStack* out);
   // After a miss: where the unwind about to be walked logs its reads (reset by this call), or
   // nullptr when it is not to be stored.
   StackReadLog* StartLog();
-  // Memoizes the unwind of `key` whose stack reads log() holds, which read the sampled
+  // Memoizes the unwind of `key` whose used stack words StartLog's log holds, which used the sampled
   // registers in `regs_read` and whose user frames are `out.frames[first_user..]`. Does nothing
   // when the log overflowed.
   void Store(const Key& key, uint32_t regs_read, const StackCopy& stack, const UnwoundStack& out,
