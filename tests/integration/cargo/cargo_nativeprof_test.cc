@@ -3,6 +3,7 @@
 // built with line tables and recorded, and bad requests fail before anything is recorded.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -78,11 +79,17 @@ TEST_F(CargoNativeprofTest, BinaryIsBuiltWithLineTablesAndRecorded) {
   ASSERT_GT(p.total(), 200u) << r.err;
   EXPECT_GT(p.TotalShare("hotlib::fnv_checksum"), 0.9) << r.err;
   // The release profile has no debug info; inline frames prove line tables were switched on.
+  // Every stack through std's lang_start has some (catch_unwind is inlined into it); how many
+  // samples land on an inlined *leaf* depends on the CPU model (13 % to 40 % here), so that is
+  // not what is counted.
   uint64_t inlined = 0;
   for (const FoldedLine& line : p.lines()) {
-    if (line.frames.back().ends_with("_[i]")) inlined += line.count;
+    if (std::any_of(line.frames.begin(), line.frames.end(),
+                    [](const std::string& f) { return f.ends_with("_[i]"); })) {
+      inlined += line.count;
+    }
   }
-  EXPECT_GT(inlined, p.total() / 4) << "no inline leaf frames: built without debug info?";
+  EXPECT_GT(inlined, p.total() * 9 / 10) << "no inline frames: built without debug info?";
   EXPECT_THAT(ReadFileOrEmpty(dir_ + "/nativeprof-hotbin.svg"), HasSubstr("fnv_checksum"));
   EXPECT_THAT(r.err, HasSubstr("task-clock"));  // the counter table
   EXPECT_THAT(r.out, Not(HasSubstr("compiler-artifact")));  // Cargo's JSON is ours, not the user's
