@@ -35,6 +35,7 @@ RecordingQuality CollectRecordingQuality(const sampler::SessionStats& session,
   q.ring_bytes = session.bytes;
   q.corrupt_batches = session.corrupt_batches;
   q.parse_errors = session.parse_errors;
+  q.undecodable_alloc_stacks = session.undecodable_alloc_stacks;
   q.peak_held_bytes = session.peak_held_bytes;
   const unwind::CollectorStats& c = collector.stats();
   q.lost_records = c.lost_records;
@@ -62,6 +63,7 @@ void AddRecordingQualityJson(const RecordingQuality& q, nlohmann::json* metadata
   ring["bytes"] = q.ring_bytes;
   ring["corrupt_batches"] = q.corrupt_batches;
   ring["parse_errors"] = q.parse_errors;
+  ring["undecodable_alloc_stacks"] = q.undecodable_alloc_stacks;
   ring["peak_held_bytes"] = q.peak_held_bytes;
   j["lost"] = {{"records", q.lost_records}, {"samples", q.lost_samples}};
   j["throttled"] = q.throttled;
@@ -102,6 +104,11 @@ std::vector<std::string> RecordingQualityLines(const RecordingQuality& q,
     lines.push_back(absl::StrCat(Plural(q.parse_errors, "record", "records"),
                                  " shorter than their fields skipped; please report it with "
                                  "your kernel version"));
+  }
+  if (q.undecodable_alloc_stacks > 0) {
+    lines.push_back(absl::StrCat(Plural(q.undecodable_alloc_stacks, "sampled allocation", "sampled allocations"),
+                                 " without a stack (sent as a change to a stack copy the profiler "
+                                 "did not have); please report it"));
   }
   if (q.throttled > 0) {
     lines.push_back(absl::StrCat("the kernel throttled sampling ",

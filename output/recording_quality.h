@@ -26,6 +26,7 @@ struct RecordingQuality {
   uint64_t ring_bytes = 0;
   uint64_t corrupt_batches = 0;  // ring batches skipped at an impossible record header
   uint64_t parse_errors = 0;     // records shorter than their fields
+  uint64_t undecodable_alloc_stacks = 0;  // --alloc delta stacks with nothing to apply them to
   uint64_t peak_held_bytes = 0;  // most record bytes the record sorter held back at once
   // The kernel's own losses.
   uint64_t lost_records = 0;     // PERF_RECORD_LOST: the ring was full

@@ -1,4 +1,5 @@
 #include "preload/alloc_accounting.h"
+#include "preload/alloc_sample_writer.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -128,7 +129,9 @@ int64_t NextSampleDistance(ThreadState& t, uint64_t rate) {
 
 void ThreadExit(void* arg) {
   ThreadState* t = static_cast<ThreadState*>(arg);
-  if (Control* c = Channel(); c != nullptr && t != nullptr) FlushLive(*t, *c);
+  if (t == nullptr) return;
+  if (Control* c = Channel(); c != nullptr) FlushLive(*t, *c);
+  ReleaseStackCopy(*t);
 }
 
 void BeforeFork() { PublishThisThread(); }

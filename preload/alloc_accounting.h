@@ -55,6 +55,14 @@ struct ThreadState {
   uintptr_t stack_hi = 0;
   uint32_t pid = 0;           // cached for the records (0 = not yet; reset by fork)
   uint32_t tid = 0;
+  // The stack copy of this thread's last allocation record, against which the next one is sent
+  // as a difference (alloc_channel::kAllocDeltaSampleId). Allocated with glibc's own malloc on
+  // the first sample, freed when the thread exits; `last_words` 0 = none (send the next whole).
+  uint64_t* last_stack = nullptr;
+  uintptr_t last_sp = 0;
+  uint32_t last_words = 0;
+  uint32_t last_tid = 0;      // whose copy it is: a forked child's copy of it is its parent's
+  bool last_stack_released = false;  // the thread is exiting: whole records, no new buffer
   // A thread past kThreadSlots counts a call here; MergeSpill then moves it into the channel's
   // shared overflow slot, so the spill is empty between calls (and at a fork).
   alloc_channel::ThreadSlot spill{};

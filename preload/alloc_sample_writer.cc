@@ -10,6 +10,11 @@
 #include <cstring>
 #include <ctime>
 
+extern "C" {
+void* __libc_malloc(size_t size);
+void __libc_free(void* ptr);
+}
+
 namespace nativeprof::preload {
 namespace {
 
@@ -21,7 +26,6 @@ constexpr uint64_t kSupportedSampleType =
     PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 // The perf_regs indexes of what a call site defines.
 constexpr int kRegBp = PERF_REG_X86_BP, kRegSp = PERF_REG_X86_SP, kRegIp = PERF_REG_X86_IP;
-constexpr size_t kMaxRegs = 64;
 
 uint64_t NowNs() {
   timespec ts{};
@@ -113,6 +117,9 @@ void Lock(Control& c) {
 void Unlock(Control& c) { c.ring_lock.store(0, std::memory_order_release); }
 
 void Wake(Control& c) {
+  // Read first: once the ring is a quarter full every record calls this, and an exchange on a
+  // line the profiler writes would fence and pull that line across CPUs each time.
+  if (c.wake_pending.load(std::memory_order_relaxed) != 0) return;
   if (c.wake_pending.exchange(1, std::memory_order_acq_rel) != 0) return;
   // Opened once per process image (the profiler holds the read end); a fork shares it.
   static std::atomic<int> wake_fd{-2};
@@ -140,6 +147,103 @@ bool WaitForSpace(Control& c, perf_event_mmap_page* meta, uint64_t head, uint64_
   return true;
 }
 
+// The runs of a delta record's stack (alloc_channel::StackRun), found before the lock is taken.
+struct StackDelta {
+  static constexpr size_t kMaxRuns = 32;
+  alloc_channel::StackRun runs[kMaxRuns];
+  size_t count = 0;
+  size_t words = 0;  // the runs' words together
+
+  bool Add(size_t word, size_t n) {
+    if (count > 0 && runs[count - 1].word + runs[count - 1].words == word) {
+      runs[count - 1].words += static_cast<uint32_t>(n);
+    } else if (count == kMaxRuns) {
+      return false;
+    } else {
+      runs[count++] = {static_cast<uint32_t>(word), static_cast<uint32_t>(n)};
+    }
+    words += n;
+    return true;
+  }
+};
+
+// Whether the profiler can rebuild a delta record's stack: it needs the record's tid (whose
+// previous copy) and sp (where the copy starts).
+bool DeltaPossible(const Control& c) {
+  constexpr uint64_t kNeeded = PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+  return (c.sample_type & kNeeded) == kNeeded && (c.sample_regs_user >> kRegSp & 1) != 0;
+}
+
+// The runs of the `words`-word copy at `sp` that differ from the thread's last copy, or that it
+// does not cover; false when sending the copy whole is as small, or there are too many runs.
+bool FindDelta(const ThreadState& t, uintptr_t sp, size_t words, StackDelta* d) {
+  if (t.last_words == 0 || t.last_tid != t.tid || (sp - t.last_sp) % 8 != 0) return false;
+  const uint64_t* cur = reinterpret_cast<const uint64_t*>(sp);
+  const uintptr_t end = sp + words * 8;
+  const uintptr_t last_end = t.last_sp + size_t{t.last_words} * 8;
+  // The copy's words [k0, k1) lie where the last copy has words too.
+  const size_t k0 = t.last_sp > sp ? std::min<size_t>((t.last_sp - sp) / 8, words) : 0;
+  const size_t k1 = last_end >= end ? words : last_end > sp ? (last_end - sp) / 8 : 0;
+  if (k0 >= k1) return false;
+  // a[i] and b[i]: this copy's word k0 + i and the last copy's word at the same address.
+  const size_t n = k1 - k0;
+  const uint64_t* a = cur + k0;
+  const uint64_t* b = t.last_stack + (t.last_sp > sp ? 0 : (sp - t.last_sp) / 8);
+  if (k0 > 0 && !d->Add(0, k0)) return false;
+  for (size_t i = 0; i < n;) {
+    // Most words are equal: skip them four at a time.
+    while (i + 4 <= n && ((a[i] ^ b[i]) | (a[i + 1] ^ b[i + 1]) | (a[i + 2] ^ b[i + 2]) |
+                          (a[i + 3] ^ b[i + 3])) == 0) {
+      i += 4;
+    }
+    while (i < n && a[i] == b[i]) ++i;
+    if (i == n) break;
+    const size_t start = i++;
+    while (i < n) {
+      if (a[i] != b[i]) {
+        ++i;
+      } else if (i + 1 < n && a[i + 1] != b[i + 1]) {
+        i += 2;  // one equal word inside a run costs what a new run's header would
+      } else {
+        break;
+      }
+    }
+    if (!d->Add(k0 + start, i - start)) return false;
+  }
+  if (k1 < words && !d->Add(k1, words - k1)) return false;
+  return 1 + d->count + d->words < words;
+}
+
+// Keeps the copy just written as the base of the thread's next delta.
+void RememberStack(ThreadState& t, const Control& c, uintptr_t sp, size_t stack_bytes,
+                   const StackDelta* delta) {
+  if (t.last_stack_released || stack_bytes == 0 || stack_bytes % 8 != 0 || !DeltaPossible(c)) {
+    t.last_words = 0;
+    return;
+  }
+  if (t.last_stack == nullptr) {
+    // Every copy of this process is at most stack_user_bytes long.
+    t.last_stack = static_cast<uint64_t*>(__libc_malloc(c.stack_user_bytes));
+    if (t.last_stack == nullptr) {
+      t.last_words = 0;
+      return;
+    }
+  }
+  const size_t words = stack_bytes / 8;
+  const uint64_t* cur = reinterpret_cast<const uint64_t*>(sp);
+  if (delta != nullptr && sp == t.last_sp && words == t.last_words) {
+    for (size_t i = 0; i < delta->count; ++i) {
+      const alloc_channel::StackRun& r = delta->runs[i];
+      std::memcpy(t.last_stack + r.word, cur + r.word, size_t{r.words} * 8);
+    }
+  } else {
+    std::memcpy(t.last_stack, cur, stack_bytes);
+  }
+  t.last_sp = sp;
+  t.last_words = static_cast<uint32_t>(words);
+  t.last_tid = t.tid;
+}
+
 struct SampleFields {
   uint32_t pid = 0;
   uint32_t tid = 0;
@@ -149,9 +253,11 @@ struct SampleFields {
   uint64_t addr = 0;
   uint64_t period = 0;
   uint64_t time_ns = 0;
-  const uint64_t* regs = nullptr;  // indexed by perf_regs index; null: no user registers
+  bool has_regs = false;  // false: no user registers (a free)
+  uint64_t bp = 0, sp = 0;  // with ip, the caller's registers; every other one is written as 0
   const uint8_t* stack = nullptr;
   size_t stack_bytes = 0;
+  const StackDelta* delta = nullptr;  // set: the stack goes as these runs (kAllocDeltaSampleId)
 };
 
 // Counts the bytes a record takes.
@@ -162,6 +268,20 @@ class SizeCounter {
 
  private:
   size_t size_ = 0;
+};
+
+// Copies a record straight into the ring at `at` when it does not wrap (nearly always): each
+// field is then a fixed-size store instead of a call to memcpy.
+class LinearWriter {
+ public:
+  explicit LinearWriter(uint8_t* at) : at_(at) {}
+  void Bytes(const void* p, size_t n) {
+    std::memcpy(at_, p, n);
+    at_ += n;
+  }
+
+ private:
+  uint8_t* at_;
 };
 
 // Copies a record straight into the ring at `head` (the stack copy is too big to stage on the
@@ -213,18 +333,29 @@ void Encode(const Control& c, const SampleFields& f, uint16_t size, Out& out) {
   if (st & PERF_SAMPLE_PERIOD) U64(out, f.period);
   if (st & PERF_SAMPLE_CALLCHAIN) U64(out, 0);  // no frames: the profiler unwinds the stack copy
   if (st & PERF_SAMPLE_REGS_USER) {
-    if (f.regs == nullptr) {
+    if (!f.has_regs) {
       U64(out, PERF_SAMPLE_REGS_ABI_NONE);
     } else {
       U64(out, PERF_SAMPLE_REGS_ABI_64);
       for (uint64_t rest = c.sample_regs_user; rest != 0; rest &= rest - 1) {
-        U64(out, f.regs[__builtin_ctzll(rest)]);
+        const int r = __builtin_ctzll(rest);
+        U64(out, r == kRegBp ? f.bp : r == kRegSp ? f.sp : r == kRegIp ? f.ip : 0);
       }
     }
   }
   if (st & PERF_SAMPLE_STACK_USER) {
-    if (f.regs == nullptr || f.stack_bytes == 0) {
+    if (!f.has_regs || f.stack_bytes == 0) {
       U64(out, 0);
+    } else if (f.delta != nullptr) {
+      const uint64_t data_bytes = 8 * (1 + f.delta->count + f.delta->words);
+      U64(out, data_bytes);
+      U64(out, f.stack_bytes);
+      for (size_t i = 0; i < f.delta->count; ++i) {
+        const alloc_channel::StackRun& r = f.delta->runs[i];
+        out.Bytes(&r, sizeof(r));
+        out.Bytes(f.stack + size_t{r.word} * 8, size_t{r.words} * 8);
+      }
+      U64(out, data_bytes);
     } else {
       const size_t padded = (f.stack_bytes + 7) & ~size_t{7};
       U64(out, padded);
@@ -262,8 +393,14 @@ bool Publish(Control& c, SampleFields& f) {
   }
   // Taken under the lock, so the ring is in time order across every writer.
   f.time_ns = NowNs();
-  RingWriter writer(data, c.ring_data_bytes - 1, head);
-  Encode(c, f, static_cast<uint16_t>(size), writer);
+  const uint64_t offset = head & (c.ring_data_bytes - 1);
+  if (offset + size <= c.ring_data_bytes) {
+    LinearWriter writer(data + offset);
+    Encode(c, f, static_cast<uint16_t>(size), writer);
+  } else {
+    RingWriter writer(data, c.ring_data_bytes - 1, head);
+    Encode(c, f, static_cast<uint16_t>(size), writer);
+  }
   __atomic_store_n(&meta->data_head, head + size, __ATOMIC_RELEASE);
   const uint64_t used = head + size - __atomic_load_n(&meta->data_tail, __ATOMIC_ACQUIRE);
   Unlock(c);
@@ -284,13 +421,13 @@ bool WriteAllocSample(ThreadState& t, Control& c, CallSite site, const void* use
   const uint64_t* frame = static_cast<const uint64_t*>(site.hook_frame);
   const uint64_t return_address = frame[1];
   const uintptr_t caller_sp = reinterpret_cast<uintptr_t>(frame + 2);
-  uint64_t regs[kMaxRegs] = {};
-  regs[kRegBp] = frame[0];
-  regs[kRegSp] = caller_sp;
+  SampleFields f;
+  f.has_regs = true;
+  f.bp = frame[0];
+  f.sp = caller_sp;
   // The call instruction, not the one after it: the caller's leaf frame then names the line of
   // the call, and the unwinder looks up the call's CFI row as for any interrupted instruction.
-  regs[kRegIp] = return_address - 1;
-  SampleFields f;
+  f.ip = return_address - 1;
   FillIdentity(t, f);  // first: StackTop tells the main thread by its tid
   uintptr_t top = StackTop(t, caller_sp);
   // Nothing the unwinder reads lies above the hint; the stack's own end still bounds it (a hint
@@ -300,14 +437,26 @@ bool WriteAllocSample(ThreadState& t, Control& c, CallSite site, const void* use
   if (top > caller_sp) {
     stack_bytes = static_cast<size_t>(std::min<uintptr_t>(top - caller_sp, c.stack_user_bytes));
   }
-  f.id = alloc_channel::kAllocSampleId;
-  f.ip = regs[kRegIp];
+  StackDelta delta;
+  const bool as_delta = stack_bytes % 8 == 0 && DeltaPossible(c) &&
+                        FindDelta(t, caller_sp, stack_bytes / 8, &delta);
+  f.id = as_delta ? alloc_channel::kAllocDeltaSampleId : alloc_channel::kAllocSampleId;
   f.addr = reinterpret_cast<uintptr_t>(user);
   f.period = size;
-  f.regs = regs;
   f.stack = reinterpret_cast<const uint8_t*>(caller_sp);
   f.stack_bytes = stack_bytes;
-  return Publish(c, f);
+  f.delta = as_delta ? &delta : nullptr;
+  // A dropped record leaves the profiler's copy of this thread's stack as it was, and so ours.
+  if (!Publish(c, f)) return false;
+  RememberStack(t, c, caller_sp, stack_bytes, f.delta);
+  return true;
+}
+
+void ReleaseStackCopy(ThreadState& t) {
+  __libc_free(t.last_stack);
+  t.last_stack = nullptr;
+  t.last_words = 0;
+  t.last_stack_released = true;
 }
 
 void WriteFreeSample(ThreadState& t, Control& c, const void* user, bool temporary) {

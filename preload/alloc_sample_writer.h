@@ -25,6 +25,9 @@ bool SampleLayoutSupported(const alloc_channel::Control& c);
 // Returns false if the sample was dropped (then the block must not be marked as sampled).
 bool WriteAllocSample(ThreadState& t, alloc_channel::Control& c, CallSite site, const void* user,
                       size_t size);
+// Frees what the thread keeps of its last stack copy; its later samples (a TLS destructor's
+// allocations) are sent whole.
+void ReleaseStackCopy(ThreadState& t);
 void WriteFreeSample(ThreadState& t, alloc_channel::Control& c, const void* user, bool temporary);
 
 }  // namespace nativeprof::preload

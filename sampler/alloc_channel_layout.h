@@ -25,12 +25,28 @@ namespace nativeprof::alloc_channel {
 // The environment variable that names the channel file for the preload.
 inline constexpr char kEnvChannel[] = "NATIVEPROF_ALLOC_CHANNEL";
 inline constexpr uint64_t kMagic = 0x6e70616c6c6f6331ull;  // "npalloc1"
-inline constexpr uint32_t kVersion = 4;  // bumped with every change to Control
+inline constexpr uint32_t kVersion = 5;  // bumped with every change to Control
 
 // Identifiers (PERF_SAMPLE_IDENTIFIER) of the preload's records. The kernel numbers its events
 // from 1 up; these cannot collide.
 inline constexpr uint64_t kAllocSampleId = ~uint64_t{0};
 inline constexpr uint64_t kFreeSampleId = ~uint64_t{0} - 1;
+// A sampled allocation whose stack copy is sent as its difference from the copy in the same
+// thread's previous allocation record (of the same pid and tid, earlier in the ring), which
+// under --alloc=1 is nearly all of it: a call site's callers sit at the same addresses with the
+// same return addresses, and only a few locals change. Its PERF_SAMPLE_STACK_USER field is
+// perf's shape (size, data[size], dyn_size == size), but its data is a StackDelta, not stack.
+inline constexpr uint64_t kAllocDeltaSampleId = ~uint64_t{0} - 2;
+
+// The data of a kAllocDeltaSampleId record's stack field: a u64 with the copy's byte count (a
+// multiple of 8), then runs, each a StackRun and its `words` u64 values for the copy's words
+// [word, word + words). Every word of the copy not in a run is the previous copy's word at the
+// same address, which the writer only leaves out where that copy covered it.
+struct StackRun {
+  uint32_t word;   // index of the run's first word, counted from sp
+  uint32_t words;
+};
+static_assert(sizeof(StackRun) == 8);
 
 // Bits of a free record's `period` (a free has no period of its own).
 inline constexpr uint64_t kFreeTemporary = 1;  // freed before its thread did anything else

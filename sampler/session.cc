@@ -43,12 +43,15 @@ uint32_t Session::WakeupBytes(size_t ring_bytes) {
 // ring, and only the id tells a switch sample from a CPU sample.
 class Session::EventTagger final : public RecordSink {
  public:
-  EventTagger(const std::vector<uint64_t>& switch_ids, RecordSink& sink)
-      : switch_ids_(switch_ids), sink_(sink) {}
+  EventTagger(const std::vector<uint64_t>& switch_ids, AllocStackDecoder* alloc_stacks,
+              RecordSink& sink)
+      : switch_ids_(switch_ids), alloc_stacks_(alloc_stacks), sink_(sink) {}
   void OnSample(const SampleView& sample) override {
     SampleView tagged = sample;
-    if (sample.id == alloc_channel::kAllocSampleId) {
+    if (sample.id == alloc_channel::kAllocSampleId ||
+        sample.id == alloc_channel::kAllocDeltaSampleId) {
       tagged.event = SampleEvent::kAlloc;
+      if (alloc_stacks_ != nullptr) alloc_stacks_->OnAlloc(tagged);
     } else if (sample.id == alloc_channel::kFreeSampleId) {
       tagged.event = SampleEvent::kFree;
     } else if (std::binary_search(switch_ids_.begin(), switch_ids_.end(), sample.id)) {
@@ -58,7 +61,10 @@ class Session::EventTagger final : public RecordSink {
   }
   void OnMmap(const MmapView& mmap) override { sink_.OnMmap(mmap); }
   void OnComm(const CommView& comm) override { sink_.OnComm(comm); }
-  void OnTask(const TaskView& task) override { sink_.OnTask(task); }
+  void OnTask(const TaskView& task) override {
+    if (task.exit && alloc_stacks_ != nullptr) alloc_stacks_->OnThreadExit(task.pid, task.tid);
+    sink_.OnTask(task);
+  }
   void OnLost(const LostView& lost) override { sink_.OnLost(lost); }
   void OnThrottle(const ThrottleView& throttle) override { sink_.OnThrottle(throttle); }
   void OnRead(const ReadView& read) override { sink_.OnRead(read); }
@@ -66,6 +72,7 @@ class Session::EventTagger final : public RecordSink {
 
  private:
   const std::vector<uint64_t>& switch_ids_;
+  AllocStackDecoder* alloc_stacks_;  // null without --alloc
   RecordSink& sink_;
 };
 
@@ -131,6 +138,10 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
           PerfPermissionAdvice()));
     }
     if (!probe.ok()) return probe.status();
+  }
+  if (options.alloc_channel != nullptr) {
+    alloc_stacks_ = std::make_unique<AllocStackDecoder>(attr_.sample_regs_user,
+                                                        attr_.sample_stack_user);
   }
   sorter_ = std::make_unique<RecordSorter>(SampleFormat::FromAttr(attr_),
                                            RecordSorter::RingOrder::kTimeOrdered);
@@ -253,7 +264,7 @@ void Session::Flush(RecordSink& sink) { Sort(sink, /*flush=*/true); }
 
 void Session::Sort(RecordSink& sink, bool flush) {
   // Without switch events every sample is the sampling event's: no tagging on the hot path.
-  EventTagger tagger(switch_ids_, sink);
+  EventTagger tagger(switch_ids_, alloc_stacks_.get(), sink);
   RecordSink& to = off_cpu() || alloc() ? static_cast<RecordSink&>(tagger) : sink;
   if (flush) {
     sorter_->Flush(rings_, to);
@@ -272,6 +283,7 @@ void Session::AddRingStats() {
     stats_.corrupt_batches += s.corrupt;
   }
   stats_.parse_errors = sorter_->parse_errors();
+  if (alloc_stacks_ != nullptr) stats_.undecodable_alloc_stacks = alloc_stacks_->undecodable();
   stats_.peak_held_bytes = sorter_->peak_held_bytes();
 }
 

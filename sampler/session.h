@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "base/scoped_fd.h"
 #include "sampler/alloc_channel.h"
+#include "sampler/alloc_stack_decoder.h"
 #include "sampler/perf_event.h"
 #include "sampler/record_parser.h"
 #include "sampler/record_sorter.h"
@@ -46,6 +47,7 @@ struct SessionStats {
   uint64_t corrupt_batches = 0;  // ring batches skipped because a header was impossible
   uint64_t parse_errors = 0;     // records shorter than their fields (kDataLoss)
   uint64_t peak_held_bytes = 0;  // most record bytes the sorter held back at once
+  uint64_t undecodable_alloc_stacks = 0;  // --alloc delta records with no copy to apply to
 };
 
 class Session {
@@ -124,6 +126,7 @@ class Session {
   perf_event_attr switch_attr_{};
   std::vector<uint64_t> switch_ids_;  // sorted ids of the context-switch events
   std::unique_ptr<RecordSorter> sorter_;
+  std::unique_ptr<AllocStackDecoder> alloc_stacks_;  // --alloc only
   std::vector<pollfd> pollfds_;    // scratch: rings then extras
   std::vector<bool> hung_up_;      // per ring: its fd reported POLLHUP/POLLERR
   SessionStats stats_;

@@ -5,12 +5,16 @@
 // hint) and a caller's stack, then writes up to four records in a row, wrapping the ring. Every
 // record written must parse back as one sample with exactly what was written: its identifier,
 // pid/tid, address, period, the caller's registers and the bytes of its stack, never more than
-// the stack holds. A record that cannot fit is dropped and counted, never half-written.
+// the stack holds. A record that cannot fit is dropped and counted, never half-written. Between
+// writes, the input changes a word of the stack or moves sp, so allocations after the first go
+// as deltas (kAllocDeltaSampleId), which the profiler's AllocStackDecoder must rebuild into
+// exactly the stack's bytes.
 // Input layout:
 //   [0..1] sample_type selector  [2] regs mask width  [3..4] stack-copy bytes  [5] ring size
 //   [6..7] ring head  [8] hint  [9] operations (2 bits each: alloc, free, temporary free)
-//   [10..17] allocation size  [18..] the caller's stack (its first 16 bytes: saved rbp, return
-//   address)
+//   [10..17] allocation size (its bytes 1..3 also pick, before writes 1..3, a stack word to
+//   change and whether sp moves)  [18..] the caller's stack (its first 16 bytes: saved rbp,
+//   return address)
 #include <asm/perf_regs.h>
 #include <linux/perf_event.h>
 
@@ -24,6 +28,7 @@
 #include <vector>
 
 #include "preload/alloc_sample_writer.h"
+#include "sampler/alloc_stack_decoder.h"
 #include "sampler/alloc_channel_layout.h"
 #include "sampler/record_parser.h"
 #include "sampler/records.h"
@@ -120,10 +125,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (stack_len < 24) return 0;  // sp (past the saved rbp and return address) lies on it
   std::vector<uint64_t> stack(stack_len / 8);
   std::memcpy(stack.data(), data + 18, stack_len);
-  const auto* frame = stack.data();
   const uintptr_t lo = reinterpret_cast<uintptr_t>(stack.data());
   const uintptr_t hi = lo + stack_len;
-  const uintptr_t caller_sp = lo + 16;
+  // The hook's frame (saved rbp, return address) sits right below the caller's sp; moving sp
+  // moves the frame with it.
+  size_t frame_word = 0;
 
   for (ac::StackHint& h : c.hints) {
     h.tid.store(0);
@@ -158,8 +164,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   uint64_t at = head;
   uint64_t lost = 0;
+  nativeprof::sampler::AllocStackDecoder decoder(c.sample_regs_user, c.stack_user_bytes);
   for (int op = 0; op < 4; ++op) {
     const unsigned kind = (data[9] >> (2 * op)) & 3;
+    if (op > 0) {
+      const uint8_t change = data[10 + op];
+      stack[2 + change % (stack.size() - 2)] ^= uint64_t{change} << 24 | 1;
+      if (change & 0x80) frame_word = (frame_word + change) % (stack.size() - 2);
+    }
+    const uint64_t* frame = stack.data() + frame_word;
+    const uintptr_t caller_sp = reinterpret_cast<uintptr_t>(frame + 2);
     bool written;
     if (kind == 0) {
       written = nativeprof::preload::WriteAllocSample(t, c, CallSite{frame}, user, alloc_size);
@@ -188,8 +202,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     OneSample sink;
     auto parsed = nativeprof::sampler::ParseRecord({out, end - at}, format, sink);
     CHECK(parsed.ok() && sink.samples == 1 && sink.others == 0);
-    const SampleView& s = sink.last;
-    CHECK(s.id == (kind == 0 ? ac::kAllocSampleId : ac::kFreeSampleId));
+    SampleView s = sink.last;
+    if (kind == 0) {
+      CHECK(s.id == ac::kAllocSampleId || s.id == ac::kAllocDeltaSampleId);
+      decoder.OnAlloc(s);
+      CHECK(decoder.undecodable() == 0);
+    } else {
+      CHECK(s.id == ac::kFreeSampleId);
+    }
     if (sample_type & PERF_SAMPLE_TID) CHECK(s.pid == kPid && s.tid == kTid);
     if (sample_type & PERF_SAMPLE_ADDR) CHECK(s.addr == reinterpret_cast<uintptr_t>(user));
     if (sample_type & PERF_SAMPLE_PERIOD) {
@@ -219,5 +239,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     at = end;
     meta->data_tail = end;  // drained
   }
+  nativeprof::preload::ReleaseStackCopy(t);
   return 0;
 }

@@ -1,0 +1,50 @@
+// Rebuilds the stack copies of the allocation preload's delta records
+// (alloc_channel::kAllocDeltaSampleId): each is sent as the words that differ from the same
+// thread's previous allocation record, so the profiler keeps every thread's last copy and
+// applies the runs to it. Records must come in ring order per thread, as the sorter delivers
+// them. Whole records (kAllocSampleId) replace a thread's copy; a thread's exit drops it.
+#ifndef NATIVEPROF_SAMPLER_ALLOC_STACK_DECODER_H_
+#define NATIVEPROF_SAMPLER_ALLOC_STACK_DECODER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "sampler/records.h"
+
+namespace nativeprof::sampler {
+
+class AllocStackDecoder {
+ public:
+  // `sample_regs_user` is the session's mask (sp's place among the record's registers);
+  // `sample_stack_user` its stack-copy size, the most a copy can hold.
+  AllocStackDecoder(uint64_t sample_regs_user, uint32_t sample_stack_user);
+
+  // For an allocation record: keeps its copy (whole) or rebuilds it (delta) and points
+  // `sample.stack_user` at the copy, which stays valid until this thread's next record, with
+  // `stack_user_requested` what the whole record would have said. A delta
+  // that cannot be rebuilt (no earlier copy of the thread, or runs outside the copy) leaves the
+  // sample with no stack, counted in undecodable().
+  void OnAlloc(SampleView& sample);
+  void OnThreadExit(uint32_t pid, uint32_t tid) { copies_.erase(Key(pid, tid)); }
+
+  uint64_t undecodable() const { return undecodable_; }
+
+ private:
+  struct Copy {
+    uint64_t sp = 0;
+    std::vector<uint64_t> words;
+  };
+  static uint64_t Key(uint32_t pid, uint32_t tid) { return uint64_t{pid} << 32 | tid; }
+  bool Rebuild(const SampleView& sample, uint64_t sp, Copy& copy);
+
+  int sp_index_ = -1;  // sp's index in regs_user; -1 = the mask has no sp
+  uint64_t max_bytes_ = 0;
+  absl::flat_hash_map<uint64_t, Copy> copies_;
+  std::vector<uint64_t> scratch_;
+  uint64_t undecodable_ = 0;
+};
+
+}  // namespace nativeprof::sampler
+
+#endif  // NATIVEPROF_SAMPLER_ALLOC_STACK_DECODER_H_

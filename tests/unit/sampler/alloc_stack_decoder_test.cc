@@ -1,0 +1,167 @@
+#include "sampler/alloc_stack_decoder.h"
+
+#include <asm/perf_regs.h>
+
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sampler/alloc_channel_layout.h"
+
+namespace nativeprof::sampler {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+// bp, sp, ip: sp is regs_user[1].
+constexpr uint64_t kRegsMask =
+    uint64_t{1} << PERF_REG_X86_BP | uint64_t{1} << PERF_REG_X86_SP | uint64_t{1} << PERF_REG_X86_IP;
+constexpr uint32_t kStackBytes = 8192;
+
+// One allocation record as the session parses it: the registers and the stack field's data.
+struct Record {
+  uint64_t id;
+  uint32_t tid = 7;
+  uint64_t regs[3] = {0, 0, 0x401000};
+  std::vector<uint64_t> data;
+
+  SampleView View() const {
+    SampleView s;
+    s.id = id;
+    s.pid = 5;
+    s.tid = tid;
+    s.regs_abi = PERF_SAMPLE_REGS_ABI_64;
+    s.regs_user = regs;
+    s.stack_user = {reinterpret_cast<const uint8_t*>(data.data()), data.size() * 8};
+    s.stack_user_requested = s.stack_user.size();
+    return s;
+  }
+};
+
+Record Whole(uint64_t sp, std::vector<uint64_t> words) {
+  Record r{.id = alloc_channel::kAllocSampleId};
+  r.regs[1] = sp;
+  r.data = std::move(words);
+  return r;
+}
+
+// `runs` as (first word, its values).
+Record Delta(uint64_t sp, size_t words,
+             std::vector<std::pair<uint32_t, std::vector<uint64_t>>> runs) {
+  Record r{.id = alloc_channel::kAllocDeltaSampleId};
+  r.regs[1] = sp;
+  r.data.push_back(words * 8);
+  for (const auto& [at, values] : runs) {
+    r.data.push_back(uint64_t{static_cast<uint32_t>(values.size())} << 32 | at);
+    r.data.insert(r.data.end(), values.begin(), values.end());
+  }
+  return r;
+}
+
+std::vector<uint64_t> Words(const SampleView& s) {
+  std::vector<uint64_t> out(s.stack_user.size() / 8);
+  std::memcpy(out.data(), s.stack_user.data(), out.size() * 8);
+  return out;
+}
+
+TEST(AllocStackDecoderTest, AppliesRunsToTheThreadsLastCopy) {
+  AllocStackDecoder decoder(kRegsMask, kStackBytes);
+  const Record whole_record = Whole(0x7000, {1, 2, 3, 4, 5});
+  SampleView whole = whole_record.View();
+  decoder.OnAlloc(whole);
+  EXPECT_THAT(Words(whole), ElementsAre(1, 2, 3, 4, 5));
+
+  const Record d = Delta(0x7000, 5, {{1, {20}}, {3, {40, 50}}});
+  SampleView delta = d.View();
+  decoder.OnAlloc(delta);
+  EXPECT_THAT(Words(delta), ElementsAre(1, 20, 3, 40, 50));
+  EXPECT_EQ(delta.stack_user_requested, 40u);  // what the whole record would have said
+
+  // The next delta builds on the rebuilt copy, not on the first.
+  const Record d2 = Delta(0x7000, 5, {{0, {10}}});
+  SampleView delta2 = d2.View();
+  decoder.OnAlloc(delta2);
+  EXPECT_THAT(Words(delta2), ElementsAre(10, 20, 3, 40, 50));
+  EXPECT_EQ(decoder.undecodable(), 0u);
+}
+
+TEST(AllocStackDecoderTest, AMovedSpKeepsTheWordsAtTheSameAddresses) {
+  AllocStackDecoder decoder(kRegsMask, kStackBytes);
+  const Record whole_record = Whole(0x7000, {1, 2, 3, 4});
+  SampleView whole = whole_record.View();
+  decoder.OnAlloc(whole);
+  // Two words deeper, and one word less high: the two new low words come as a run.
+  const Record deeper = Delta(0x6ff0, 5, {{0, {8, 9}}});
+  SampleView d = deeper.View();
+  decoder.OnAlloc(d);
+  EXPECT_THAT(Words(d), ElementsAre(8, 9, 1, 2, 3));
+  // Shallower again, past the old top: the word above comes as a run.
+  const Record shallower = Delta(0x7008, 4, {{3, {77}}});
+  SampleView s = shallower.View();
+  decoder.OnAlloc(s);
+  EXPECT_THAT(Words(s), ElementsAre(2, 3, 0, 77)) << "0x7018 held nothing: zero, not stale";
+  EXPECT_EQ(decoder.undecodable(), 0u);
+}
+
+TEST(AllocStackDecoderTest, ADeltaWithoutACopyHasNoStack) {
+  AllocStackDecoder decoder(kRegsMask, kStackBytes);
+  const Record d = Delta(0x7000, 2, {{0, {1}}});
+  SampleView s = d.View();
+  decoder.OnAlloc(s);
+  EXPECT_THAT(s.stack_user, IsEmpty());
+  EXPECT_EQ(decoder.undecodable(), 1u);
+
+  // Another thread's copy is not this one's; an exited thread's copy is gone.
+  const Record whole_record = Whole(0x7000, {1, 2});
+  SampleView whole = whole_record.View();
+  decoder.OnAlloc(whole);
+  Record other = Delta(0x7000, 2, {{0, {1}}});
+  other.tid = 8;
+  SampleView o = other.View();
+  decoder.OnAlloc(o);
+  EXPECT_EQ(decoder.undecodable(), 2u);
+  decoder.OnThreadExit(5, 7);
+  SampleView again = d.View();
+  decoder.OnAlloc(again);
+  EXPECT_EQ(decoder.undecodable(), 3u);
+}
+
+TEST(AllocStackDecoderTest, ABadDeltaDropsTheCopy) {
+  AllocStackDecoder decoder(kRegsMask, kStackBytes);
+  for (const Record& bad : {Delta(0x7000, 3, {{2, {1, 2}}}),         // a run past the copy
+                            Delta(0x7000, kStackBytes / 8 + 1, {}),  // more than a copy holds
+                            Delta(0x7004, 3, {})}) {                 // sp off the words
+    const Record whole_record = Whole(0x7000, {1, 2, 3});
+    SampleView whole = whole_record.View();
+    decoder.OnAlloc(whole);
+    SampleView s = bad.View();
+    decoder.OnAlloc(s);
+    EXPECT_THAT(s.stack_user, IsEmpty());
+    // The thread's copy went with it: nothing builds on what may be half-applied.
+    const Record good = Delta(0x7000, 3, {});
+    SampleView next = good.View();
+    decoder.OnAlloc(next);
+    EXPECT_THAT(next.stack_user, IsEmpty());
+  }
+  EXPECT_EQ(decoder.undecodable(), 6u);
+}
+
+TEST(AllocStackDecoderTest, AWholeCopyOfPartialWordsIsNoBase) {
+  AllocStackDecoder decoder(kRegsMask, kStackBytes);
+  Record odd = Whole(0x7000, {1, 2});
+  SampleView whole = odd.View();
+  whole.stack_user = whole.stack_user.first(12);
+  decoder.OnAlloc(whole);
+  EXPECT_THAT(whole.stack_user, ::testing::SizeIs(12));  // a whole record is left as it is
+  const Record d = Delta(0x7000, 2, {});
+  SampleView s = d.View();
+  decoder.OnAlloc(s);
+  EXPECT_THAT(s.stack_user, IsEmpty());
+}
+
+}  // namespace
+}  // namespace nativeprof::sampler
