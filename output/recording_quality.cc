@@ -106,7 +106,8 @@ std::vector<std::string> RecordingQualityLines(const RecordingQuality& q,
                                  "your kernel version"));
   }
   if (q.undecodable_alloc_stacks > 0) {
-    lines.push_back(absl::StrCat(Plural(q.undecodable_alloc_stacks, "sampled allocation", "sampled allocations"),
+    lines.push_back(absl::StrCat(Plural(q.undecodable_alloc_stacks, "sampled allocation",
+                                        "sampled allocations"),
                                  " without a stack (sent as a change to a stack copy the profiler "
                                  "did not have); please report it"));
   }

@@ -211,7 +211,7 @@ bool FindDelta(const ThreadState& t, uintptr_t sp, size_t words, StackDelta* d) 
     if (!d->Add(k0 + start, i - start)) return false;
   }
   if (k1 < words && !d->Add(k1, words - k1)) return false;
-  return 1 + d->count + d->words < words;
+  return alloc_channel::kDeltaHeaderWords + d->count + d->words < words;
 }
 
 // Keeps the copy just written as the base of the thread's next delta.
@@ -333,7 +333,7 @@ void Encode(const Control& c, const SampleFields& f, uint16_t size, Out& out) {
   if (st & PERF_SAMPLE_PERIOD) U64(out, f.period);
   if (st & PERF_SAMPLE_CALLCHAIN) U64(out, 0);  // no frames: the profiler unwinds the stack copy
   if (st & PERF_SAMPLE_REGS_USER) {
-    if (!f.has_regs) {
+    if (!f.has_regs || f.delta != nullptr) {  // a delta carries its three in its stack field
       U64(out, PERF_SAMPLE_REGS_ABI_NONE);
     } else {
       U64(out, PERF_SAMPLE_REGS_ABI_64);
@@ -347,9 +347,13 @@ void Encode(const Control& c, const SampleFields& f, uint16_t size, Out& out) {
     if (!f.has_regs || f.stack_bytes == 0) {
       U64(out, 0);
     } else if (f.delta != nullptr) {
-      const uint64_t data_bytes = 8 * (1 + f.delta->count + f.delta->words);
+      const uint64_t data_bytes =
+          8 * (alloc_channel::kDeltaHeaderWords + f.delta->count + f.delta->words);
       U64(out, data_bytes);
       U64(out, f.stack_bytes);
+      U64(out, f.bp);
+      U64(out, f.sp);
+      U64(out, f.ip);
       for (size_t i = 0; i < f.delta->count; ++i) {
         const alloc_channel::StackRun& r = f.delta->runs[i];
         out.Bytes(&r, sizeof(r));

@@ -35,13 +35,17 @@ inline constexpr uint64_t kFreeSampleId = ~uint64_t{0} - 1;
 // thread's previous allocation record (of the same pid and tid, earlier in the ring), which
 // under --alloc=1 is nearly all of it: a call site's callers sit at the same addresses with the
 // same return addresses, and only a few locals change. Its PERF_SAMPLE_STACK_USER field is
-// perf's shape (size, data[size], dyn_size == size), but its data is a StackDelta, not stack.
+// perf's shape (size, data[size], dyn_size == size), but its data is a stack delta, and its
+// PERF_SAMPLE_REGS_USER is PERF_SAMPLE_REGS_ABI_NONE: the delta carries the three registers the
+// preload has (the session's other ones are 0 in a whole record).
 inline constexpr uint64_t kAllocDeltaSampleId = ~uint64_t{0} - 2;
 
-// The data of a kAllocDeltaSampleId record's stack field: a u64 with the copy's byte count (a
-// multiple of 8), then runs, each a StackRun and its `words` u64 values for the copy's words
-// [word, word + words). Every word of the copy not in a run is the previous copy's word at the
-// same address, which the writer only leaves out where that copy covered it.
+// The data of a kAllocDeltaSampleId record's stack field: u64s with the copy's byte count (a
+// multiple of 8), then the caller's bp, sp and ip (kDeltaHeaderWords in all), then runs, each a
+// StackRun and its `words` u64 values for the copy's words [word, word + words). Every word of
+// the copy not in a run is the previous copy's word at the same address, which the writer only
+// leaves out where that copy covered it.
+inline constexpr size_t kDeltaHeaderWords = 4;
 struct StackRun {
   uint32_t word;   // index of the run's first word, counted from sp
   uint32_t words;

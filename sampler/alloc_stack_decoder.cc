@@ -8,22 +8,30 @@
 #include "sampler/alloc_channel_layout.h"
 
 namespace nativeprof::sampler {
+namespace {
 
-AllocStackDecoder::AllocStackDecoder(uint64_t sample_regs_user, uint32_t sample_stack_user)
-    : max_bytes_(sample_stack_user) {
-  if (sample_regs_user >> PERF_REG_X86_SP & 1) {
-    sp_index_ = __builtin_popcountll(sample_regs_user & ((uint64_t{1} << PERF_REG_X86_SP) - 1));
-  }
+// Register `perf_reg`'s index among the values of a sample with `mask`; -1 if not in it.
+int IndexIn(uint64_t mask, int perf_reg) {
+  if ((mask >> perf_reg & 1) == 0) return -1;
+  return __builtin_popcountll(mask & ((uint64_t{1} << perf_reg) - 1));
 }
 
+}  // namespace
+
+AllocStackDecoder::AllocStackDecoder(uint64_t sample_regs_user, uint32_t sample_stack_user)
+    : bp_index_(IndexIn(sample_regs_user, PERF_REG_X86_BP)),
+      sp_index_(IndexIn(sample_regs_user, PERF_REG_X86_SP)),
+      ip_index_(IndexIn(sample_regs_user, PERF_REG_X86_IP)),
+      regs_count_(static_cast<size_t>(__builtin_popcountll(sample_regs_user))),
+      max_bytes_(sample_stack_user) {}
+
 void AllocStackDecoder::OnAlloc(SampleView& sample) {
-  const bool delta = sample.id == alloc_channel::kAllocDeltaSampleId;
-  const bool has_sp = sp_index_ >= 0 && static_cast<size_t>(sp_index_) < sample.regs_user.size();
   const uint64_t key = Key(sample.pid, sample.tid);
-  if (!delta) {
+  if (sample.id != alloc_channel::kAllocDeltaSampleId) {
     // The preload keeps a whole copy as its next base only when it is whole words.
     const size_t bytes = sample.stack_user.size();
-    if (!has_sp || bytes == 0 || bytes % 8 != 0) {
+    if (sp_index_ < 0 || static_cast<size_t>(sp_index_) >= sample.regs_user.size() ||
+        bytes == 0 || bytes % 8 != 0) {
       copies_.erase(key);
       return;
     }
@@ -34,7 +42,7 @@ void AllocStackDecoder::OnAlloc(SampleView& sample) {
     return;
   }
   auto it = copies_.find(key);
-  if (!has_sp || it == copies_.end() || !Rebuild(sample, sample.regs_user[sp_index_], it->second)) {
+  if (sp_index_ < 0 || it == copies_.end() || !Rebuild(sample, it->second)) {
     ++undecodable_;
     if (it != copies_.end()) copies_.erase(it);
     sample.stack_user = {};
@@ -43,13 +51,17 @@ void AllocStackDecoder::OnAlloc(SampleView& sample) {
   const Copy& copy = it->second;
   sample.stack_user = {reinterpret_cast<const uint8_t*>(copy.words.data()), copy.words.size() * 8};
   sample.stack_user_requested = sample.stack_user.size();  // a whole record's padded size
+  sample.regs_abi = PERF_SAMPLE_REGS_ABI_64;
+  sample.regs_user = copy.regs;
 }
 
-bool AllocStackDecoder::Rebuild(const SampleView& sample, uint64_t sp, Copy& copy) {
+bool AllocStackDecoder::Rebuild(const SampleView& sample, Copy& copy) {
   const std::span<const uint8_t> data = sample.stack_user;
-  if (data.size() < 8 || data.size() % 8 != 0) return false;
-  uint64_t bytes;
-  std::memcpy(&bytes, data.data(), 8);
+  constexpr size_t kHeaderBytes = alloc_channel::kDeltaHeaderWords * 8;
+  if (data.size() < kHeaderBytes || data.size() % 8 != 0) return false;
+  uint64_t header[alloc_channel::kDeltaHeaderWords];
+  std::memcpy(header, data.data(), kHeaderBytes);
+  const uint64_t bytes = header[0], bp = header[1], sp = header[2], ip = header[3];
   // The copy is never larger than the session asked for.
   if (bytes == 0 || bytes % 8 != 0 || bytes > max_bytes_) return false;
   const size_t words = bytes / 8;
@@ -67,7 +79,7 @@ bool AllocStackDecoder::Rebuild(const SampleView& sample, uint64_t sp, Copy& cop
     }
   }
   uint64_t* out = in_place ? copy.words.data() : scratch_.data();
-  size_t at = 8;
+  size_t at = kHeaderBytes;
   while (at < data.size()) {
     if (data.size() - at < sizeof(alloc_channel::StackRun)) return false;
     alloc_channel::StackRun run;
@@ -84,6 +96,11 @@ bool AllocStackDecoder::Rebuild(const SampleView& sample, uint64_t sp, Copy& cop
     copy.words.swap(scratch_);
     copy.sp = sp;
   }
+  // The registers a whole record would have carried: the caller's three, the rest 0.
+  copy.regs.assign(regs_count_, 0);
+  if (bp_index_ >= 0) copy.regs[bp_index_] = bp;
+  copy.regs[sp_index_] = sp;
+  if (ip_index_ >= 0) copy.regs[ip_index_] = ip;
   return true;
 }
 

@@ -22,7 +22,7 @@ class AllocStackDecoder {
 
   // For an allocation record: keeps its copy (whole) or rebuilds it (delta) and points
   // `sample.stack_user` at the copy, which stays valid until this thread's next record, with
-  // `stack_user_requested` what the whole record would have said. A delta
+  // `stack_user_requested` and `regs_user` what the whole record would have said. A delta
   // that cannot be rebuilt (no earlier copy of the thread, or runs outside the copy) leaves the
   // sample with no stack, counted in undecodable().
   void OnAlloc(SampleView& sample);
@@ -34,12 +34,16 @@ class AllocStackDecoder {
   struct Copy {
     uint64_t sp = 0;
     std::vector<uint64_t> words;
+    std::vector<uint64_t> regs;  // the last delta's registers, in the session's layout
   };
   static uint64_t Key(uint32_t pid, uint32_t tid) { return uint64_t{pid} << 32 | tid; }
-  bool Rebuild(const SampleView& sample, uint64_t sp, Copy& copy);
+  bool Rebuild(const SampleView& sample, Copy& copy);
 
-  int sp_index_ = -1;  // sp's index in regs_user; -1 = the mask has no sp
-  uint64_t max_bytes_ = 0;
+  // Where bp, sp and ip sit among a sample's registers; -1 = the mask has none (without sp
+  // the preload sends no deltas).
+  int bp_index_, sp_index_, ip_index_;
+  size_t regs_count_;
+  uint64_t max_bytes_;
   absl::flat_hash_map<uint64_t, Copy> copies_;
   std::vector<uint64_t> scratch_;
   uint64_t undecodable_ = 0;

@@ -25,9 +25,38 @@ uint64_t DwarfSampleRegsMask() {
   return mask;
 }
 
+namespace {
+
+// For DwarfSampleRegsMask, the mask every DWARF session samples with: the DWARF number of each
+// sampled value, in the order the values come.
+struct SampleOrder {
+  int8_t dwarf[kDwarfRegCount] = {};
+  uint64_t mask = 0;
+};
+constexpr SampleOrder kSampleOrder = [] {
+  SampleOrder o;
+  int next = 0;
+  for (int i = 0; i < PERF_REG_X86_64_MAX; ++i) {
+    if (kPerfToDwarf[i] < 0) continue;
+    o.dwarf[next++] = kPerfToDwarf[i];
+    o.mask |= uint64_t{1} << i;
+  }
+  return o;
+}();
+static_assert(__builtin_popcountll(kSampleOrder.mask) == kDwarfRegCount);
+
+}  // namespace
+
 bool RegsFromSample(std::span<const uint64_t> values, uint64_t mask, DwarfRegs* out) {
   *out = DwarfRegs();
   if (static_cast<size_t>(__builtin_popcountll(mask)) > values.size()) return false;
+  if (mask == kSampleOrder.mask) {
+    // Every sample's path (each allocation's under --alloc=1): no bit scan, no branch.
+    for (int i = 0; i < kDwarfRegCount; ++i) out->value[kSampleOrder.dwarf[i]] = values[i];
+    out->valid = (1u << kDwarfRegCount) - 1;
+    out->sampled = out->valid;
+    return true;
+  }
   // Visit only the set bits (17 of 64 for DwarfSampleRegsMask), low bit first.
   size_t next = 0;
   for (uint64_t rest = mask; rest != 0; rest &= rest - 1) {

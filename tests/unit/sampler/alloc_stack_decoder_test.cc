@@ -18,8 +18,8 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
 // bp, sp, ip: sp is regs_user[1].
-constexpr uint64_t kRegsMask =
-    uint64_t{1} << PERF_REG_X86_BP | uint64_t{1} << PERF_REG_X86_SP | uint64_t{1} << PERF_REG_X86_IP;
+constexpr uint64_t kRegsMask = uint64_t{1} << PERF_REG_X86_BP | uint64_t{1} << PERF_REG_X86_SP |
+                               uint64_t{1} << PERF_REG_X86_IP;
 constexpr uint32_t kStackBytes = 8192;
 
 // One allocation record as the session parses it: the registers and the stack field's data.
@@ -34,8 +34,10 @@ struct Record {
     s.id = id;
     s.pid = 5;
     s.tid = tid;
-    s.regs_abi = PERF_SAMPLE_REGS_ABI_64;
-    s.regs_user = regs;
+    if (id == alloc_channel::kAllocSampleId) {
+      s.regs_abi = PERF_SAMPLE_REGS_ABI_64;
+      s.regs_user = regs;
+    }
     s.stack_user = {reinterpret_cast<const uint8_t*>(data.data()), data.size() * 8};
     s.stack_user_requested = s.stack_user.size();
     return s;
@@ -52,9 +54,9 @@ Record Whole(uint64_t sp, std::vector<uint64_t> words) {
 // `runs` as (first word, its values).
 Record Delta(uint64_t sp, size_t words,
              std::vector<std::pair<uint32_t, std::vector<uint64_t>>> runs) {
+  // A delta's registers are in its stack field, after the copy's size: bp, sp, ip.
   Record r{.id = alloc_channel::kAllocDeltaSampleId};
-  r.regs[1] = sp;
-  r.data.push_back(words * 8);
+  r.data = {words * 8, 0x7ff0, sp, 0x401234};
   for (const auto& [at, values] : runs) {
     r.data.push_back(uint64_t{static_cast<uint32_t>(values.size())} << 32 | at);
     r.data.insert(r.data.end(), values.begin(), values.end());
@@ -79,7 +81,10 @@ TEST(AllocStackDecoderTest, AppliesRunsToTheThreadsLastCopy) {
   SampleView delta = d.View();
   decoder.OnAlloc(delta);
   EXPECT_THAT(Words(delta), ElementsAre(1, 20, 3, 40, 50));
-  EXPECT_EQ(delta.stack_user_requested, 40u);  // what the whole record would have said
+  // What the whole record would have said.
+  EXPECT_EQ(delta.stack_user_requested, 40u);
+  EXPECT_EQ(delta.regs_abi, uint64_t{PERF_SAMPLE_REGS_ABI_64});
+  EXPECT_THAT(delta.regs_user, ElementsAre(0x7ff0, 0x7000, 0x401234));
 
   // The next delta builds on the rebuilt copy, not on the first.
   const Record d2 = Delta(0x7000, 5, {{0, {10}}});
