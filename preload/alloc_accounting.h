@@ -62,6 +62,7 @@ struct ThreadState {
   uintptr_t last_sp = 0;
   uint32_t last_words = 0;
   uint32_t last_tid = 0;      // whose copy it is: a forked child's copy of it is its parent's
+  uint32_t deltas = 0;        // deltas sent since the last whole record (alloc_channel::kMaxDeltas)
   bool last_stack_released = false;  // the thread is exiting: whole records, no new buffer
   // A thread past kThreadSlots counts a call here; MergeSpill then moves it into the channel's
   // shared overflow slot, so the spill is empty between calls (and at a fork).

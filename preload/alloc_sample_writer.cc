@@ -4,11 +4,13 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <ctime>
+#include <new>
 
 extern "C" {
 void* __libc_malloc(size_t size);
@@ -152,7 +154,8 @@ struct StackDelta {
   static constexpr size_t kMaxRuns = 32;
   alloc_channel::StackRun runs[kMaxRuns];
   size_t count = 0;
-  size_t words = 0;  // the runs' words together
+  size_t words = 0;     // the runs' words together
+  uint32_t sequence = 0;  // 1 for the first delta after a whole record, then 2, ...
 
   bool Add(size_t word, size_t n) {
     if (count > 0 && runs[count - 1].word + runs[count - 1].words == word) {
@@ -177,7 +180,11 @@ bool DeltaPossible(const Control& c) {
 // The runs of the `words`-word copy at `sp` that differ from the thread's last copy, or that it
 // does not cover; false when sending the copy whole is as small, or there are too many runs.
 bool FindDelta(const ThreadState& t, uintptr_t sp, size_t words, StackDelta* d) {
-  if (t.last_words == 0 || t.last_tid != t.tid || (sp - t.last_sp) % 8 != 0) return false;
+  if (t.last_words == 0 || t.last_tid != t.tid || (sp - t.last_sp) % 8 != 0 ||
+      t.deltas >= alloc_channel::kMaxDeltas) {
+    return false;
+  }
+  d->sequence = t.deltas + 1;
   const uint64_t* cur = reinterpret_cast<const uint64_t*>(sp);
   const uintptr_t end = sp + words * 8;
   const uintptr_t last_end = t.last_sp + size_t{t.last_words} * 8;
@@ -214,34 +221,41 @@ bool FindDelta(const ThreadState& t, uintptr_t sp, size_t words, StackDelta* d) 
   return alloc_channel::kDeltaHeaderWords + d->count + d->words < words;
 }
 
-// Keeps the copy just written as the base of the thread's next delta.
-void RememberStack(ThreadState& t, const Control& c, uintptr_t sp, size_t stack_bytes,
-                   const StackDelta* delta) {
+// Makes the thread's last copy the copy at `sp` that this record sends, as the profiler will
+// rebuild it: the words of `delta`'s runs read once from the stack, every other word the last
+// copy's (moved to its place in the new copy when sp moved), or, without a delta, the whole
+// stack. The record is then encoded from this snapshot, not from the stack, which another thread
+// may be writing (a stack-resident atomic or buffer): what the profiler rebuilds and what the
+// next delta is computed against stay the same bytes. False (and no base) when the thread keeps
+// none.
+bool TakeSnapshot(ThreadState& t, const Control& c, uintptr_t sp, size_t stack_bytes,
+                  const StackDelta* delta) {
+  const size_t last_words = t.last_words;
+  t.last_words = 0;  // until the record is published
   if (t.last_stack_released || stack_bytes == 0 || stack_bytes % 8 != 0 || !DeltaPossible(c)) {
-    t.last_words = 0;
-    return;
+    return false;
   }
   if (t.last_stack == nullptr) {
     // Every copy of this process is at most stack_user_bytes long.
     t.last_stack = static_cast<uint64_t*>(__libc_malloc(c.stack_user_bytes));
-    if (t.last_stack == nullptr) {
-      t.last_words = 0;
-      return;
-    }
+    if (t.last_stack == nullptr) return false;
   }
-  const size_t words = stack_bytes / 8;
   const uint64_t* cur = reinterpret_cast<const uint64_t*>(sp);
-  if (delta != nullptr && sp == t.last_sp && words == t.last_words) {
-    for (size_t i = 0; i < delta->count; ++i) {
-      const alloc_channel::StackRun& r = delta->runs[i];
-      std::memcpy(t.last_stack + r.word, cur + r.word, size_t{r.words} * 8);
-    }
-  } else {
+  if (delta == nullptr) {
     std::memcpy(t.last_stack, cur, stack_bytes);
+    return true;
   }
-  t.last_sp = sp;
-  t.last_words = static_cast<uint32_t>(words);
-  t.last_tid = t.tid;
+  if (sp != t.last_sp) {
+    // FindDelta found the two copies overlapping at [lo, hi).
+    const uintptr_t lo = std::max<uintptr_t>(sp, t.last_sp);
+    const uintptr_t hi = std::min<uintptr_t>(sp + stack_bytes, t.last_sp + last_words * 8);
+    std::memmove(t.last_stack + (lo - sp) / 8, t.last_stack + (lo - t.last_sp) / 8, hi - lo);
+  }
+  for (size_t i = 0; i < delta->count; ++i) {
+    const alloc_channel::StackRun& r = delta->runs[i];
+    std::memcpy(t.last_stack + r.word, cur + r.word, size_t{r.words} * 8);
+  }
+  return true;
 }
 
 struct SampleFields {
@@ -350,7 +364,7 @@ void Encode(const Control& c, const SampleFields& f, uint16_t size, Out& out) {
       const uint64_t data_bytes =
           8 * (alloc_channel::kDeltaHeaderWords + f.delta->count + f.delta->words);
       U64(out, data_bytes);
-      U64(out, f.stack_bytes);
+      U64(out, f.stack_bytes | uint64_t{f.delta->sequence} << 32);
       U64(out, f.bp);
       U64(out, f.sp);
       U64(out, f.ip);
@@ -371,10 +385,41 @@ void Encode(const Control& c, const SampleFields& f, uint16_t size, Out& out) {
   }
 }
 
+// A word that holds the pid of the process that last looked at it, and reads 0 in a child forked
+// since (MADV_WIPEONFORK, Linux 4.14), however it was forked: _Fork and a raw clone run no atfork
+// handler, and another library's child handler may allocate before InChildAfterFork has run.
+// Without MADV_WIPEONFORK it is a plain word a child inherits, and only those handlers tell.
+std::atomic<uint32_t>& ProcessMarker() {
+  static std::atomic<std::atomic<uint32_t>*> marker{nullptr};
+  static std::atomic<uint32_t> fallback{0};
+  std::atomic<uint32_t>* m = marker.load(std::memory_order_acquire);
+  if (m != nullptr) return *m;
+  const size_t page = 4096;
+  void* p = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  std::atomic<uint32_t>* mine = &fallback;
+  if (p != MAP_FAILED) {
+    if (::madvise(p, page, MADV_WIPEONFORK) == 0) {
+      mine = new (p) std::atomic<uint32_t>(0);
+    } else {
+      ::munmap(p, page);
+    }
+  }
+  if (!marker.compare_exchange_strong(m, mine, std::memory_order_acq_rel)) {
+    if (mine != &fallback) ::munmap(mine, page);  // another thread's won
+    return *m;
+  }
+  return *mine;
+}
+
 void FillIdentity(ThreadState& t, SampleFields& f) {
-  if (t.tid == 0) {
+  std::atomic<uint32_t>& marker = ProcessMarker();
+  const uint32_t process = marker.load(std::memory_order_relaxed);
+  if (t.tid == 0 || process != t.pid) {
+    // New thread, or this is a forked child still holding its parent's ids and stack copy.
     t.pid = static_cast<uint32_t>(::getpid());
     t.tid = static_cast<uint32_t>(::gettid());
+    t.last_words = 0;
+    if (process != t.pid) marker.store(t.pid, std::memory_order_relaxed);
   }
   f.pid = t.pid;
   f.tid = t.tid;
@@ -444,15 +489,23 @@ bool WriteAllocSample(ThreadState& t, Control& c, CallSite site, const void* use
   StackDelta delta;
   const bool as_delta = stack_bytes % 8 == 0 && DeltaPossible(c) &&
                         FindDelta(t, caller_sp, stack_bytes / 8, &delta);
+  const bool snapshot = TakeSnapshot(t, c, caller_sp, stack_bytes, as_delta ? &delta : nullptr);
   f.id = as_delta ? alloc_channel::kAllocDeltaSampleId : alloc_channel::kAllocSampleId;
   f.addr = reinterpret_cast<uintptr_t>(user);
   f.period = size;
-  f.stack = reinterpret_cast<const uint8_t*>(caller_sp);
+  f.stack = snapshot ? reinterpret_cast<const uint8_t*>(t.last_stack)
+                     : reinterpret_cast<const uint8_t*>(caller_sp);
   f.stack_bytes = stack_bytes;
   f.delta = as_delta ? &delta : nullptr;
-  // A dropped record leaves the profiler's copy of this thread's stack as it was, and so ours.
+  // A dropped record leaves the profiler's copy as it was, while the snapshot changed ours:
+  // the next record goes whole.
   if (!Publish(c, f)) return false;
-  RememberStack(t, c, caller_sp, stack_bytes, f.delta);
+  if (snapshot) {
+    t.last_sp = caller_sp;
+    t.last_words = static_cast<uint32_t>(stack_bytes / 8);
+    t.last_tid = t.tid;
+    t.deltas = as_delta ? delta.sequence : 0;
+  }
   return true;
 }
 

@@ -40,12 +40,17 @@ inline constexpr uint64_t kFreeSampleId = ~uint64_t{0} - 1;
 // preload has (the session's other ones are 0 in a whole record).
 inline constexpr uint64_t kAllocDeltaSampleId = ~uint64_t{0} - 2;
 
-// The data of a kAllocDeltaSampleId record's stack field: u64s with the copy's byte count (a
-// multiple of 8), then the caller's bp, sp and ip (kDeltaHeaderWords in all), then runs, each a
+// The data of a kAllocDeltaSampleId record's stack field: a u64 with the copy's byte count (a
+// multiple of 8) in its low half and the delta's sequence number in its high half (1 for the
+// first delta after a whole record of the thread, then 2, ...: a gap means a record went
+// missing), then the caller's bp, sp and ip (kDeltaHeaderWords in all), then runs, each a
 // StackRun and its `words` u64 values for the copy's words [word, word + words). Every word of
 // the copy not in a run is the previous copy's word at the same address, which the writer only
 // leaves out where that copy covered it.
 inline constexpr size_t kDeltaHeaderWords = 4;
+// A thread's every kMaxDeltas + 1st allocation record is whole, so a difference the profiler
+// got wrong cannot last.
+inline constexpr uint32_t kMaxDeltas = 255;
 struct StackRun {
   uint32_t word;   // index of the run's first word, counted from sp
   uint32_t words;

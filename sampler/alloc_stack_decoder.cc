@@ -37,6 +37,7 @@ void AllocStackDecoder::OnAlloc(SampleView& sample) {
     }
     Copy& copy = copies_[key];
     copy.sp = sample.regs_user[sp_index_];
+    copy.deltas = 0;
     copy.words.resize(bytes / 8);
     std::memcpy(copy.words.data(), sample.stack_user.data(), bytes);
     return;
@@ -61,7 +62,11 @@ bool AllocStackDecoder::Rebuild(const SampleView& sample, Copy& copy) {
   if (data.size() < kHeaderBytes || data.size() % 8 != 0) return false;
   uint64_t header[alloc_channel::kDeltaHeaderWords];
   std::memcpy(header, data.data(), kHeaderBytes);
-  const uint64_t bytes = header[0], bp = header[1], sp = header[2], ip = header[3];
+  const uint64_t bytes = header[0] & 0xffffffffu, bp = header[1], sp = header[2], ip = header[3];
+  // A delta builds on the thread's record just before it; a gap in the sequence means that one
+  // never arrived, and neither can be trusted.
+  const uint32_t sequence = static_cast<uint32_t>(header[0] >> 32);
+  if (sequence != copy.deltas + 1) return false;
   // The copy is never larger than the session asked for.
   if (bytes == 0 || bytes % 8 != 0 || bytes > max_bytes_) return false;
   const size_t words = bytes / 8;
@@ -96,6 +101,7 @@ bool AllocStackDecoder::Rebuild(const SampleView& sample, Copy& copy) {
     copy.words.swap(scratch_);
     copy.sp = sp;
   }
+  copy.deltas = sequence;
   // The registers a whole record would have carried: the caller's three, the rest 0.
   copy.regs.assign(regs_count_, 0);
   if (bp_index_ >= 0) copy.regs[bp_index_] = bp;

@@ -24,7 +24,8 @@ class AllocStackDecoder {
   // `sample.stack_user` at the copy, which stays valid until this thread's next record, with
   // `stack_user_requested` and `regs_user` what the whole record would have said. A delta
   // that cannot be rebuilt (no earlier copy of the thread, or runs outside the copy) leaves the
-  // sample with no stack, counted in undecodable().
+  // sample with no stack, counted in undecodable(), and drops the thread's copy until its next
+  // whole record. So does a gap in the deltas' sequence numbers.
   void OnAlloc(SampleView& sample);
   void OnThreadExit(uint32_t pid, uint32_t tid) { copies_.erase(Key(pid, tid)); }
 
@@ -35,6 +36,7 @@ class AllocStackDecoder {
     uint64_t sp = 0;
     std::vector<uint64_t> words;
     std::vector<uint64_t> regs;  // the last delta's registers, in the session's layout
+    uint32_t deltas = 0;         // deltas applied since the last whole record
   };
   static uint64_t Key(uint32_t pid, uint32_t tid) { return uint64_t{pid} << 32 | tid; }
   bool Rebuild(const SampleView& sample, Copy& copy);

@@ -17,6 +17,7 @@
 //   return address)
 #include <asm/perf_regs.h>
 #include <linux/perf_event.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -42,7 +43,8 @@ using nativeprof::sampler::SampleView;
 
 constexpr size_t kPage = 4096;
 constexpr size_t kMaxRing = 64 * 1024;
-constexpr uint32_t kPid = 4242, kTid = 4343;
+// The writer takes the ids from the kernel (and checks them against its fork marker).
+const uint32_t kPid = static_cast<uint32_t>(getpid()), kTid = static_cast<uint32_t>(gettid());
 constexpr uint64_t kOptionalBits[] = {PERF_SAMPLE_IP,     PERF_SAMPLE_TID,      PERF_SAMPLE_TIME,
                                       PERF_SAMPLE_ADDR,   PERF_SAMPLE_CPU,      PERF_SAMPLE_PERIOD,
                                       PERF_SAMPLE_CALLCHAIN, PERF_SAMPLE_REGS_USER,
@@ -144,8 +146,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   ThreadState t;
-  t.pid = kPid;
-  t.tid = kTid;
   t.stack_lo = lo;
   t.stack_hi = hi;
   t.stack_top = hi;

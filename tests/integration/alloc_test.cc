@@ -12,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -163,8 +164,17 @@ TEST(AllocTest, ThreadsAndCrossThreadFreesAreCounted) {
     // the preload's 4 KiB per-thread flush granularity.
     EXPECT_GE(Exact(rec, "peak_heap_bytes"), 256'000u);
     EXPECT_LE(Exact(rec, "peak_heap_bytes"), 1'024'000u + 4u * 1024u + 5u * 4096u);
-    // Each thread's stack hint ends at its own outermost frame (clone3), not the main thread's.
-    EXPECT_EQ(rec.unwind["ends"]["truncated-stack-copy"].get<uint64_t>(), 0u);
+    // Each thread's stack hint ends at its own outermost frame (clone3), not the main thread's:
+    // every sampled allocation's stack reaches it. (Not the run's truncated-stack-copy count: a
+    // CPU sample that lands as a thread starts, while sp is still at the top of its new stack,
+    // has a kernel copy cut at the mapping's end, which a few runs in a hundred catch.)
+    const FoldedProfile allocs = rec.View("allocs");
+    ASSERT_GT(allocs.total(), 0u);
+    for (const FoldedLine& line : allocs.lines()) {
+      ASSERT_GE(line.frames.size(), 2u);
+      EXPECT_TRUE(line.frames[1] == "clone3" || line.frames[1] == "_start")
+          << absl::StrJoin(line.frames, ";");
+    }
   }
 }
 

@@ -52,11 +52,13 @@ Record Whole(uint64_t sp, std::vector<uint64_t> words) {
 }
 
 // `runs` as (first word, its values).
+// `sequence`: 1 for the first delta after a whole record.
 Record Delta(uint64_t sp, size_t words,
-             std::vector<std::pair<uint32_t, std::vector<uint64_t>>> runs) {
+             std::vector<std::pair<uint32_t, std::vector<uint64_t>>> runs,
+             uint32_t sequence = 1) {
   // A delta's registers are in its stack field, after the copy's size: bp, sp, ip.
   Record r{.id = alloc_channel::kAllocDeltaSampleId};
-  r.data = {words * 8, 0x7ff0, sp, 0x401234};
+  r.data = {words * 8 | uint64_t{sequence} << 32, 0x7ff0, sp, 0x401234};
   for (const auto& [at, values] : runs) {
     r.data.push_back(uint64_t{static_cast<uint32_t>(values.size())} << 32 | at);
     r.data.insert(r.data.end(), values.begin(), values.end());
@@ -87,7 +89,7 @@ TEST(AllocStackDecoderTest, AppliesRunsToTheThreadsLastCopy) {
   EXPECT_THAT(delta.regs_user, ElementsAre(0x7ff0, 0x7000, 0x401234));
 
   // The next delta builds on the rebuilt copy, not on the first.
-  const Record d2 = Delta(0x7000, 5, {{0, {10}}});
+  const Record d2 = Delta(0x7000, 5, {{0, {10}}}, 2);
   SampleView delta2 = d2.View();
   decoder.OnAlloc(delta2);
   EXPECT_THAT(Words(delta2), ElementsAre(10, 20, 3, 40, 50));
@@ -105,7 +107,7 @@ TEST(AllocStackDecoderTest, AMovedSpKeepsTheWordsAtTheSameAddresses) {
   decoder.OnAlloc(d);
   EXPECT_THAT(Words(d), ElementsAre(8, 9, 1, 2, 3));
   // Shallower again, past the old top: the word above comes as a run.
-  const Record shallower = Delta(0x7008, 4, {{3, {77}}});
+  const Record shallower = Delta(0x7008, 4, {{3, {77}}}, 2);
   SampleView s = shallower.View();
   decoder.OnAlloc(s);
   EXPECT_THAT(Words(s), ElementsAre(2, 3, 0, 77)) << "0x7018 held nothing: zero, not stale";
@@ -133,6 +135,34 @@ TEST(AllocStackDecoderTest, ADeltaWithoutACopyHasNoStack) {
   SampleView again = d.View();
   decoder.OnAlloc(again);
   EXPECT_EQ(decoder.undecodable(), 3u);
+}
+
+TEST(AllocStackDecoderTest, AGapInTheSequenceDropsTheCopyUntilTheNextWholeRecord) {
+  AllocStackDecoder decoder(kRegsMask, kStackBytes);
+  const Record whole_record = Whole(0x7000, {1, 2});
+  SampleView whole = whole_record.View();
+  decoder.OnAlloc(whole);
+  const Record first = Delta(0x7000, 2, {{0, {5}}}, 1);
+  SampleView s1 = first.View();
+  decoder.OnAlloc(s1);
+  EXPECT_THAT(Words(s1), ElementsAre(5, 2));
+  // Delta 2 went missing: 3 cannot be applied, and 4 neither.
+  const Record third = Delta(0x7000, 2, {{1, {7}}}, 3);
+  SampleView s3 = third.View();
+  decoder.OnAlloc(s3);
+  EXPECT_THAT(s3.stack_user, IsEmpty());
+  const Record fourth = Delta(0x7000, 2, {{1, {8}}}, 4);
+  SampleView s4 = fourth.View();
+  decoder.OnAlloc(s4);
+  EXPECT_THAT(s4.stack_user, IsEmpty());
+  EXPECT_EQ(decoder.undecodable(), 2u);
+  // A whole record starts over.
+  const Record again_record = Whole(0x7000, {3, 4});
+  SampleView again = again_record.View();
+  decoder.OnAlloc(again);
+  SampleView s5 = first.View();
+  decoder.OnAlloc(s5);
+  EXPECT_THAT(Words(s5), ElementsAre(5, 4));
 }
 
 TEST(AllocStackDecoderTest, ABadDeltaDropsTheCopy) {
