@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <cerrno>
+#include <chrono>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,16 @@ TEST(SchedStatTest, MalformedIsDataLoss) {
 TEST(SchedStatTest, ReadsTheCallingThread) {
   absl::StatusOr<SchedStat> s = ReadThreadSchedStat();
   if (absl::IsNotFound(s.status())) GTEST_SKIP() << "kernel without CONFIG_SCHED_INFO";
+  // The kernel adds a thread's run time at a tick or a switch, and a test process this young
+  // may have had neither: run a little and yield until it has (at most 1 s).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (s.ok() && s->on_cpu_ns == 0 && std::chrono::steady_clock::now() < until) {
+    for (const auto spin = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+         std::chrono::steady_clock::now() < spin;) {
+    }
+    sched_yield();
+    s = ReadThreadSchedStat();
+  }
   NP_ASSERT_OK(s.status());
   EXPECT_GT(s->on_cpu_ns, 0u);
   EXPECT_GT(s->timeslices, 0u);
