@@ -15,20 +15,8 @@ constexpr int8_t kPerfToDwarf[PERF_REG_X86_64_MAX] = {
     /*R12*/ kDwarfR12, /*R13*/ kDwarfR13, /*R14*/ kDwarfR14, /*R15*/ kDwarfR15,
 };
 
-}  // namespace
-
-uint64_t DwarfSampleRegsMask() {
-  uint64_t mask = 0;
-  for (int i = 0; i < PERF_REG_X86_64_MAX; ++i) {
-    if (kPerfToDwarf[i] >= 0) mask |= uint64_t{1} << i;
-  }
-  return mask;
-}
-
-namespace {
-
-// For DwarfSampleRegsMask, the mask every DWARF session samples with: the DWARF number of each
-// sampled value, in the order the values come.
+// The mask every DWARF session samples with (the registers CFI uses), and the DWARF number of
+// each of its values, in the order they come.
 struct SampleOrder {
   int8_t dwarf[kDwarfRegCount] = {};
   uint64_t mask = 0;
@@ -46,6 +34,8 @@ constexpr SampleOrder kSampleOrder = [] {
 static_assert(__builtin_popcountll(kSampleOrder.mask) == kDwarfRegCount);
 
 }  // namespace
+
+uint64_t DwarfSampleRegsMask() { return kSampleOrder.mask; }
 
 bool RegsFromSample(std::span<const uint64_t> values, uint64_t mask, DwarfRegs* out) {
   *out = DwarfRegs();
