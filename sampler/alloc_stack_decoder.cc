@@ -1,49 +1,35 @@
 #include "sampler/alloc_stack_decoder.h"
 
-#include <asm/perf_regs.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "sampler/alloc_channel_layout.h"
 
 namespace nativeprof::sampler {
-namespace {
-
-// Register `perf_reg`'s index among the values of a sample with `mask`; -1 if not in it.
-int IndexIn(uint64_t mask, int perf_reg) {
-  if ((mask >> perf_reg & 1) == 0) return -1;
-  return __builtin_popcountll(mask & ((uint64_t{1} << perf_reg) - 1));
-}
-
-}  // namespace
 
 AllocStackDecoder::AllocStackDecoder(uint64_t sample_regs_user, uint32_t sample_stack_user)
-    : bp_index_(IndexIn(sample_regs_user, PERF_REG_X86_BP)),
-      sp_index_(IndexIn(sample_regs_user, PERF_REG_X86_SP)),
-      ip_index_(IndexIn(sample_regs_user, PERF_REG_X86_IP)),
-      regs_count_(static_cast<size_t>(__builtin_popcountll(sample_regs_user))),
-      max_bytes_(sample_stack_user) {}
+    : regs_(sample_regs_user), max_bytes_(sample_stack_user) {}
 
 void AllocStackDecoder::OnAlloc(SampleView& sample) {
   const uint64_t key = Key(sample.pid, sample.tid);
+  const int sp_index = regs_.sp_index();
   if (sample.id != alloc_channel::kAllocDeltaSampleId) {
     // The preload keeps a whole copy as its next base only when it is whole words.
     const size_t bytes = sample.stack_user.size();
-    if (sp_index_ < 0 || static_cast<size_t>(sp_index_) >= sample.regs_user.size() ||
+    if (sp_index < 0 || static_cast<size_t>(sp_index) >= sample.regs_user.size() ||
         bytes == 0 || bytes % 8 != 0) {
       copies_.erase(key);
       return;
     }
     Copy& copy = copies_[key];
-    copy.sp = sample.regs_user[sp_index_];
+    copy.sp = sample.regs_user[sp_index];
     copy.deltas = 0;
     copy.words.resize(bytes / 8);
     std::memcpy(copy.words.data(), sample.stack_user.data(), bytes);
     return;
   }
   auto it = copies_.find(key);
-  if (sp_index_ < 0 || it == copies_.end() || !Rebuild(sample, it->second)) {
+  if (sp_index < 0 || it == copies_.end() || !Rebuild(sample, it->second)) {
     ++undecodable_;
     if (it != copies_.end()) copies_.erase(it);
     sample.stack_user = {};
@@ -102,11 +88,7 @@ bool AllocStackDecoder::Rebuild(const SampleView& sample, Copy& copy) {
     copy.sp = sp;
   }
   copy.deltas = sequence;
-  // The registers a whole record would have carried: the caller's three, the rest 0.
-  copy.regs.assign(regs_count_, 0);
-  if (bp_index_ >= 0) copy.regs[bp_index_] = bp;
-  copy.regs[sp_index_] = sp;
-  if (ip_index_ >= 0) copy.regs[ip_index_] = ip;
+  regs_.Fill(ip, sp, bp, &copy.regs);  // what the whole record would have carried
   return true;
 }
 

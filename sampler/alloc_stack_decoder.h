@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "sampler/caller_regs.h"
 #include "sampler/records.h"
 
 namespace nativeprof::sampler {
@@ -41,10 +42,7 @@ class AllocStackDecoder {
   static uint64_t Key(uint32_t pid, uint32_t tid) { return uint64_t{pid} << 32 | tid; }
   bool Rebuild(const SampleView& sample, Copy& copy);
 
-  // Where bp, sp and ip sit among a sample's registers; -1 = the mask has none (without sp
-  // the preload sends no deltas).
-  int bp_index_, sp_index_, ip_index_;
-  size_t regs_count_;
+  CallerRegsLayout regs_;  // without sp in the mask the preload sends no deltas
   uint64_t max_bytes_;
   absl::flat_hash_map<uint64_t, Copy> copies_;
   std::vector<uint64_t> scratch_;

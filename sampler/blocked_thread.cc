@@ -1,6 +1,5 @@
 #include "sampler/blocked_thread.h"
 
-#include <asm/perf_regs.h>
 #include <linux/perf_event.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -11,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "sampler/caller_regs.h"
 #include "absl/strings/str_split.h"
 #include "base/file_util.h"
 #include "base/scheduling.h"
@@ -142,14 +142,7 @@ absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
 
 SampleView BlockedThreadSample(const BlockedThread& t, uint64_t regs_mask,
                                std::vector<uint64_t>* regs) {
-  regs->clear();
-  for (uint64_t rest = regs_mask; rest != 0; rest &= rest - 1) {
-    const int bit = __builtin_ctzll(rest);
-    regs->push_back(bit == PERF_REG_X86_IP   ? t.ip
-                    : bit == PERF_REG_X86_SP ? t.sp
-                    : bit == PERF_REG_X86_BP ? t.bp
-                                             : 0);
-  }
+  CallerRegsLayout(regs_mask).Fill(t.ip, t.sp, t.bp, regs);
   SampleView s;
   s.event = SampleEvent::kContextSwitch;
   s.pid = t.pid;
