@@ -66,6 +66,14 @@ Record Delta(uint64_t sp, size_t words,
   return r;
 }
 
+// `record` as the session hands it on once the decoder has seen it; the view points into
+// `record` and the decoder's copies.
+SampleView Decode(AllocStackDecoder& decoder, const Record& record) {
+  SampleView s = record.View();
+  decoder.OnAlloc(s);
+  return s;
+}
+
 std::vector<uint64_t> Words(const SampleView& s) {
   std::vector<uint64_t> out(s.stack_user.size() / 8);
   std::memcpy(out.data(), s.stack_user.data(), out.size() * 8);
@@ -75,13 +83,11 @@ std::vector<uint64_t> Words(const SampleView& s) {
 TEST(AllocStackDecoderTest, AppliesRunsToTheThreadsLastCopy) {
   AllocStackDecoder decoder(kRegsMask, kStackBytes);
   const Record whole_record = Whole(0x7000, {1, 2, 3, 4, 5});
-  SampleView whole = whole_record.View();
-  decoder.OnAlloc(whole);
+  SampleView whole = Decode(decoder, whole_record);
   EXPECT_THAT(Words(whole), ElementsAre(1, 2, 3, 4, 5));
 
   const Record d = Delta(0x7000, 5, {{1, {20}}, {3, {40, 50}}});
-  SampleView delta = d.View();
-  decoder.OnAlloc(delta);
+  SampleView delta = Decode(decoder, d);
   EXPECT_THAT(Words(delta), ElementsAre(1, 20, 3, 40, 50));
   // What the whole record would have said.
   EXPECT_EQ(delta.stack_user_requested, 40u);
@@ -90,8 +96,7 @@ TEST(AllocStackDecoderTest, AppliesRunsToTheThreadsLastCopy) {
 
   // The next delta builds on the rebuilt copy, not on the first.
   const Record d2 = Delta(0x7000, 5, {{0, {10}}}, 2);
-  SampleView delta2 = d2.View();
-  decoder.OnAlloc(delta2);
+  SampleView delta2 = Decode(decoder, d2);
   EXPECT_THAT(Words(delta2), ElementsAre(10, 20, 3, 40, 50));
   EXPECT_EQ(decoder.undecodable(), 0u);
 }
@@ -99,17 +104,14 @@ TEST(AllocStackDecoderTest, AppliesRunsToTheThreadsLastCopy) {
 TEST(AllocStackDecoderTest, AMovedSpKeepsTheWordsAtTheSameAddresses) {
   AllocStackDecoder decoder(kRegsMask, kStackBytes);
   const Record whole_record = Whole(0x7000, {1, 2, 3, 4});
-  SampleView whole = whole_record.View();
-  decoder.OnAlloc(whole);
+  SampleView whole = Decode(decoder, whole_record);
   // Two words deeper, and one word less high: the two new low words come as a run.
   const Record deeper = Delta(0x6ff0, 5, {{0, {8, 9}}});
-  SampleView d = deeper.View();
-  decoder.OnAlloc(d);
+  SampleView d = Decode(decoder, deeper);
   EXPECT_THAT(Words(d), ElementsAre(8, 9, 1, 2, 3));
   // Shallower again, past the old top: the word above comes as a run.
   const Record shallower = Delta(0x7008, 4, {{3, {77}}}, 2);
-  SampleView s = shallower.View();
-  decoder.OnAlloc(s);
+  SampleView s = Decode(decoder, shallower);
   EXPECT_THAT(Words(s), ElementsAre(2, 3, 0, 77)) << "0x7018 held nothing: zero, not stale";
   EXPECT_EQ(decoder.undecodable(), 0u);
 }
@@ -117,51 +119,41 @@ TEST(AllocStackDecoderTest, AMovedSpKeepsTheWordsAtTheSameAddresses) {
 TEST(AllocStackDecoderTest, ADeltaWithoutACopyHasNoStack) {
   AllocStackDecoder decoder(kRegsMask, kStackBytes);
   const Record d = Delta(0x7000, 2, {{0, {1}}});
-  SampleView s = d.View();
-  decoder.OnAlloc(s);
+  SampleView s = Decode(decoder, d);
   EXPECT_THAT(s.stack_user, IsEmpty());
   EXPECT_EQ(decoder.undecodable(), 1u);
 
   // Another thread's copy is not this one's; an exited thread's copy is gone.
   const Record whole_record = Whole(0x7000, {1, 2});
-  SampleView whole = whole_record.View();
-  decoder.OnAlloc(whole);
+  SampleView whole = Decode(decoder, whole_record);
   Record other = Delta(0x7000, 2, {{0, {1}}});
   other.tid = 8;
-  SampleView o = other.View();
-  decoder.OnAlloc(o);
+  SampleView o = Decode(decoder, other);
   EXPECT_EQ(decoder.undecodable(), 2u);
   decoder.OnThreadExit(5, 7);
-  SampleView again = d.View();
-  decoder.OnAlloc(again);
+  SampleView again = Decode(decoder, d);
   EXPECT_EQ(decoder.undecodable(), 3u);
 }
 
 TEST(AllocStackDecoderTest, AGapInTheSequenceDropsTheCopyUntilTheNextWholeRecord) {
   AllocStackDecoder decoder(kRegsMask, kStackBytes);
   const Record whole_record = Whole(0x7000, {1, 2});
-  SampleView whole = whole_record.View();
-  decoder.OnAlloc(whole);
+  SampleView whole = Decode(decoder, whole_record);
   const Record first = Delta(0x7000, 2, {{0, {5}}}, 1);
-  SampleView s1 = first.View();
-  decoder.OnAlloc(s1);
+  SampleView s1 = Decode(decoder, first);
   EXPECT_THAT(Words(s1), ElementsAre(5, 2));
   // Delta 2 went missing: 3 cannot be applied, and 4 neither.
   const Record third = Delta(0x7000, 2, {{1, {7}}}, 3);
-  SampleView s3 = third.View();
-  decoder.OnAlloc(s3);
+  SampleView s3 = Decode(decoder, third);
   EXPECT_THAT(s3.stack_user, IsEmpty());
   const Record fourth = Delta(0x7000, 2, {{1, {8}}}, 4);
-  SampleView s4 = fourth.View();
-  decoder.OnAlloc(s4);
+  SampleView s4 = Decode(decoder, fourth);
   EXPECT_THAT(s4.stack_user, IsEmpty());
   EXPECT_EQ(decoder.undecodable(), 2u);
   // A whole record starts over.
   const Record again_record = Whole(0x7000, {3, 4});
-  SampleView again = again_record.View();
-  decoder.OnAlloc(again);
-  SampleView s5 = first.View();
-  decoder.OnAlloc(s5);
+  SampleView again = Decode(decoder, again_record);
+  SampleView s5 = Decode(decoder, first);
   EXPECT_THAT(Words(s5), ElementsAre(5, 4));
 }
 
@@ -171,15 +163,12 @@ TEST(AllocStackDecoderTest, ABadDeltaDropsTheCopy) {
                             Delta(0x7000, kStackBytes / 8 + 1, {}),  // more than a copy holds
                             Delta(0x7004, 3, {})}) {                 // sp off the words
     const Record whole_record = Whole(0x7000, {1, 2, 3});
-    SampleView whole = whole_record.View();
-    decoder.OnAlloc(whole);
-    SampleView s = bad.View();
-    decoder.OnAlloc(s);
+    SampleView whole = Decode(decoder, whole_record);
+    SampleView s = Decode(decoder, bad);
     EXPECT_THAT(s.stack_user, IsEmpty());
     // The thread's copy went with it: nothing builds on what may be half-applied.
     const Record good = Delta(0x7000, 3, {});
-    SampleView next = good.View();
-    decoder.OnAlloc(next);
+    SampleView next = Decode(decoder, good);
     EXPECT_THAT(next.stack_user, IsEmpty());
   }
   EXPECT_EQ(decoder.undecodable(), 6u);
@@ -193,8 +182,7 @@ TEST(AllocStackDecoderTest, AWholeCopyOfPartialWordsIsNoBase) {
   decoder.OnAlloc(whole);
   EXPECT_THAT(whole.stack_user, ::testing::SizeIs(12));  // a whole record is left as it is
   const Record d = Delta(0x7000, 2, {});
-  SampleView s = d.View();
-  decoder.OnAlloc(s);
+  SampleView s = Decode(decoder, d);
   EXPECT_THAT(s.stack_user, IsEmpty());
 }
 
