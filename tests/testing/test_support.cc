@@ -7,6 +7,7 @@
 #include <spawn.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,9 +51,9 @@ std::vector<std::string>* TempDirs() {
 }
 }  // namespace
 
-std::string MakeTempDir() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string templ = std::string(tmp ? tmp : "/tmp") + "/nativeprof-test-XXXXXX";
+std::string MakeTempDir(const char* parent) {
+  if (parent == nullptr) parent = std::getenv("TMPDIR");
+  std::string templ = std::string(parent ? parent : "/tmp") + "/nativeprof-test-XXXXXX";
   char* made = ::mkdtemp(templ.data());
   if (made == nullptr) {
     ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
@@ -60,6 +61,13 @@ std::string MakeTempDir() {
   }
   TempDirs()->push_back(made);
   return made;
+}
+
+std::string MakeMemoryTempDir() {
+  constexpr const char* kShm = "/dev/shm";
+  struct stat st;
+  const bool usable = ::stat(kShm, &st) == 0 && S_ISDIR(st.st_mode) && ::access(kShm, W_OK) == 0;
+  return MakeTempDir(usable ? kShm : nullptr);
 }
 
 CommandResult RunCommand(const std::vector<std::string>& argv) {

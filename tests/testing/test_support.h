@@ -21,8 +21,12 @@ std::string TargetPath(const std::string& name);
 std::string SourcePath(const std::string& relative);
 // Path of the built nativeprof CLI.
 std::string NativeprofBinary();
-// A fresh empty directory under $TMPDIR, removed at process exit.
-std::string MakeTempDir();
+// A fresh empty directory under `parent` (default $TMPDIR, else /tmp), removed at process exit.
+std::string MakeTempDir(const char* parent = nullptr);
+// A fresh empty directory in memory (under /dev/shm where it is a writable directory, else as
+// MakeTempDir), removed at process exit: for a test whose timing must not include a wait for the
+// file system's journal, which on a CPU-saturated machine runs behind every other task.
+std::string MakeMemoryTempDir();
 
 struct CommandResult {
   int exit_code = -1;  // exit status, or 128 + signal
