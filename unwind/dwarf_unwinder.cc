@@ -53,9 +53,12 @@ void DwarfUnwinder::Unwind(const sampler::SampleView& sample, const ProcessView&
   const size_t first_user = out->frames.size();
   if (sample.regs_abi == PERF_SAMPLE_REGS_ABI_64 && !sample.regs_user.empty()) {
     UnwindUser(sample, process, out);
+    const size_t unwound = out->frames.size();
     if (options_.splice_kernel_chain) {
       SpliceKernelChain(chain.user, first_user, process, out, chain.CutAtMaxStack());
     }
+    // Kernel frames in front, or frames from the kernel's chain behind: not the memo's alone.
+    if (first_user != 0 || out->frames.size() != unwound) out->replayed_from = 0;
   } else if (first_user == 0) {
     // No user registers (a 32-bit task, or recorded without REGS_USER) and no kernel frames.
     out->end = StackEnd::kNoUnwindInfo;
@@ -85,6 +88,7 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
     out->stack_high = memo->stack_high;
     stats_.fp_fallback_frames += memo->stats.fp_fallback_frames;
     stats_.expr_frames += memo->stats.expr_frames;
+    out->replayed_from = memo->entry_id;
     ++stats_.replayed_stacks;
     return;
   }

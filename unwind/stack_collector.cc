@@ -142,6 +142,18 @@ uint32_t StackCollector::InternSample(const sampler::SampleView& sample, StackKi
   unwinder_->Unwind(sample, view, &scratch_stack_);
   ++stats_.ends[static_cast<size_t>(scratch_stack_.end)];
   if (scratch_stack_.spliced) ++stats_.spliced;
+  // The thread's name is part of a stack's identity: names_generation_ covers a rename.
+  ReplayedStack* replayed = nullptr;
+  if (const uint64_t entry = scratch_stack_.replayed_from; entry != 0) {
+    replayed = &replayed_[entry % kReplayedSlots];
+    if (replayed->entry == entry && replayed->names_generation == names_generation_ &&
+        replayed->pid == process.pid && replayed->tid == tid && replayed->kind == kind) {
+      stats_.frames += replayed->frames;
+      stats_.unmapped_frames += replayed->unmapped_frames;
+      return replayed->index;
+    }
+  }
+  const uint64_t unmapped_before = stats_.unmapped_frames;
 
   probe_.kind = kind;
   probe_.pid = process.pid;
@@ -180,6 +192,16 @@ uint32_t StackCollector::InternSample(const sampler::SampleView& sample, StackKi
     frames_.insert(frames_.end(), probe_.frames.begin(), probe_.frames.end());
     stacks_.push_back(s);
     stack_index_.insert(index);
+  }
+  if (replayed != nullptr) {
+    *replayed = {.entry = scratch_stack_.replayed_from,
+                 .names_generation = names_generation_,
+                 .pid = process.pid,
+                 .tid = tid,
+                 .kind = kind,
+                 .index = index,
+                 .frames = static_cast<uint32_t>(probe_.frames.size()),
+                 .unmapped_frames = static_cast<uint32_t>(stats_.unmapped_frames - unmapped_before)};
   }
   return index;
 }

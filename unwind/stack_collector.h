@@ -201,6 +201,19 @@ class StackCollector final : public sampler::RecordSink {
   };
   static constexpr size_t kThreadSlots = 64;
 
+  // The stack a memoized unwind (UnwoundStack::replayed_from) was last interned as, with what
+  // resolving its frames counted, so replaying the same entry for the same thread skips the
+  // frames' mapping look-ups and the stack table's hash of them. Direct-mapped by entry id.
+  struct ReplayedStack {
+    uint64_t entry = 0;  // 0: empty
+    uint64_t names_generation = 0;
+    int32_t pid = 0, tid = 0;
+    StackKind kind = StackKind::kCpu;
+    uint32_t index = 0;
+    uint32_t frames = 0, unmapped_frames = 0;
+  };
+  static constexpr size_t kReplayedSlots = 256;
+
   Unwinder* unwinder_;
   bool keep_timeline_;
   sampler::ModuleRegistry modules_;
@@ -220,6 +233,7 @@ class StackCollector final : public sampler::RecordSink {
   AllocTracker alloc_;
   bool track_off_cpu_ = false;
   std::array<ThreadSlot, kThreadSlots> thread_slots_{};
+  std::array<ReplayedStack, kReplayedSlots> replayed_{};
   uint64_t names_generation_ = 1;
 };
 

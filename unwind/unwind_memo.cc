@@ -84,6 +84,7 @@ void UnwindMemo::Store(const Key& key, uint32_t regs_read, const StackCopy& stac
   e.key = key;
   e.regs_read = regs_read;
   e.outcome = outcome;
+  e.outcome.entry_id = stats_.stored;
   e.reads_begin = static_cast<uint32_t>(reads_.size());
   e.reads_count = log_.count;
   for (uint32_t i = 0; i < log_.count; ++i) {

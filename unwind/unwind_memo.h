@@ -51,6 +51,8 @@ class UnwindMemo {
     StackEnd end = StackEnd::kComplete;
     uint64_t stack_high = 0;
     UnwinderStats stats;  // the frame counts it added to the unwinder's statistics
+    // Set by Store: unique over the memo's life (resets included), never 0.
+    uint64_t entry_id = 0;
   };
 
   static constexpr size_t kMaxEntries = 8192;

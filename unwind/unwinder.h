@@ -52,12 +52,17 @@ struct UnwoundStack {
   // For a complete DWARF unwind: an avma above every byte of the stack copy it read (the
   // outermost frame's CFA); 0 when not known.
   uint64_t stack_high = 0;
+  // Non-zero when every frame came from one memoized unwind (UnwindMemo): an id that names that
+  // entry alone for the whole run, so two stacks with the same id hold the same frames in the
+  // same address-space generation, and whoever resolved the first may reuse what it found.
+  uint64_t replayed_from = 0;
 
   void Clear() {
     frames.clear();
     end = StackEnd::kComplete;
     spliced = false;
     stack_high = 0;
+    replayed_from = 0;
   }
 };
 

@@ -27,6 +27,21 @@ using ::testing::Pair;
 constexpr uint64_t kKernel = static_cast<uint64_t>(PERF_CONTEXT_KERNEL);
 constexpr uint64_t kUser = static_cast<uint64_t>(PERF_CONTEXT_USER);
 
+// The kernel's callchain as the frames, marked as replayed from memo entry `entry` (0: walked),
+// as DwarfUnwinder marks a stack its memo gave whole.
+class TaggingUnwinder final : public Unwinder {
+ public:
+  void Unwind(const sampler::SampleView& sample, const ProcessView& process,
+              UnwoundStack* out) override {
+    inner_.Unwind(sample, process, out);
+    out->replayed_from = entry;
+  }
+  uint64_t entry = 0;
+
+ private:
+  CallchainUnwinder inner_;
+};
+
 class StackCollectorTest : public ::testing::Test {
  protected:
   explicit StackCollectorTest(bool timeline = true) : collector_(&unwinder_, timeline) {}
@@ -58,7 +73,7 @@ class StackCollectorTest : public ::testing::Test {
   }
 
   sampler::SampleFormat format_ = FramePointerFormat();
-  CallchainUnwinder unwinder_;
+  TaggingUnwinder unwinder_;
   StackCollector collector_;
 };
 
@@ -210,6 +225,39 @@ TEST_F(StackCollectorTest, TimelineKeepsEverySampleInArrivalOrder) {
   EXPECT_THAT(collector_.timeline(), ElementsAre(Pair(300, 0), Pair(100, 1), Pair(200, 0)));
   EXPECT_EQ(collector_.stats().first_time_ns, 100u);
   EXPECT_EQ(collector_.stats().last_time_ns, 300u);
+}
+
+// A stack replayed from a memo entry that was interned before for the same thread is that stack
+// again, its frames not looked up: the collector trusts the id, so frames that differ under the
+// same id (which DwarfUnwinder never gives) show that the shortcut was taken. The frame counts
+// still grow as if the frames had been resolved.
+TEST_F(StackCollectorTest, AReplayedStackIsInternedOncePerThread) {
+  MapApp(1);
+  unwinder_.entry = 7;
+  Sample(1, 1, {kUser, 0x400100, 0x7000});
+  Sample(1, 1, {kUser, 0x400200, 0x7000});
+  ASSERT_EQ(collector_.stacks().size(), 1u);
+  EXPECT_EQ(collector_.stacks()[0].samples, 2u);
+  EXPECT_EQ(collector_.stats().frames, 4u);
+  EXPECT_EQ(collector_.stats().unmapped_frames, 2u);
+
+  // Another thread or name, or another entry: resolved and interned as usual.
+  Sample(1, 2, {kUser, 0x400100, 0x7000});
+  Feed(CommBuilder(format_).Pid(1).Tid(1).Comm("renamed").Build());
+  Sample(1, 1, {kUser, 0x400100, 0x7000});
+  unwinder_.entry = 7 + 256;  // the same slot of the collector's table
+  Sample(1, 1, {kUser, 0x400200, 0x7000});
+  unwinder_.entry = 0;
+  Sample(1, 1, {kUser, 0x400100, 0x7000});
+  ASSERT_EQ(collector_.stacks().size(), 4u);
+  const auto& names = collector_.thread_names();
+  EXPECT_EQ(collector_.stacks()[1].tid, 2);
+  EXPECT_EQ(names[collector_.stacks()[2].thread_name], "renamed");
+  EXPECT_EQ(collector_.stacks()[2].samples, 2u) << "entry 0 is no replay: looked up as usual";
+  EXPECT_THAT(FramesOf(collector_.stacks()[3]),
+              ElementsAre(CF(0x1200, AppModule()), CF(0x6fff, sampler::kNoModule)));
+  EXPECT_EQ(collector_.stats().frames, 12u);
+  EXPECT_EQ(collector_.stats().unmapped_frames, 6u);
 }
 
 class StackCollectorNoTimelineTest : public StackCollectorTest {

@@ -4,6 +4,8 @@
 #include "unwind/unwind_memo.h"
 
 #include <cstring>
+#include <map>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/testing/test_support.h"
@@ -38,13 +40,30 @@ TEST(UnwindMemoTest, AReplayIsExactlyTheWalk) {
   DwarfUnwinder walker({.regs_mask = fixture->data().regs_mask, .memoize = false});
   DwarfUnwinder memo({.regs_mask = fixture->data().regs_mask});
   UnwoundStack want, first, again;
+  // A replay names its entry (UnwoundStack::replayed_from) only when the entry gave every frame:
+  // one id, one list of frames.
+  std::map<uint64_t, std::vector<uint64_t>> frames_of_entry;
+  size_t named = 0;
   for (size_t i = 0; i < samples.size(); ++i) {
     walker.Unwind(samples[i].View(), fixture->process(), &want);
     memo.Unwind(samples[i].View(), fixture->process(), &first);
     memo.Unwind(samples[i].View(), fixture->process(), &again);
     ExpectSameStack(want, first, i);
     ExpectSameStack(want, again, i);
+    EXPECT_EQ(want.replayed_from, 0u) << "sample " << i;
+    for (const UnwoundStack* s : {&first, &again}) {
+      if (s->replayed_from == 0) continue;
+      ++named;
+      std::vector<uint64_t> avmas;
+      for (const Frame& f : s->frames) {
+        EXPECT_FALSE(f.kernel) << "sample " << i;
+        avmas.push_back(f.avma);
+      }
+      auto [it, inserted] = frames_of_entry.try_emplace(s->replayed_from, avmas);
+      if (!inserted) EXPECT_EQ(it->second, avmas) << "sample " << i;
+    }
   }
+  EXPECT_GT(named, 0u);
   // Every sample's second unwind is a replay, and so is the first of a sample taken at the pc
   // and sp of an earlier one whose words and registers were the same (the fixture has some);
   // each figure the walk counts is counted for a replay too.
