@@ -5,6 +5,7 @@
 // those down, and those would add their own load to the timing asserted here.
 #include <sched.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -86,17 +87,16 @@ AttachRun AttachWithDuration(pid_t pid, const std::string& seconds,
   argv.insert(argv.end(), extra.begin(), extra.end());
   AttachRun run;
   const auto start = std::chrono::steady_clock::now();
-  const auto start_realtime = std::chrono::system_clock::now();
+  timespec start_realtime{};  // the clock file times are in
+  ::clock_gettime(CLOCK_REALTIME, &start_realtime);
   run.result = RunCommand(argv);
   run.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   struct stat meta_stat;
   if (::stat((folded + ".json").c_str(), &meta_stat) == 0) {
-    const auto written = std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(
-            std::chrono::seconds(meta_stat.st_mtim.tv_sec) +
-            std::chrono::nanoseconds(meta_stat.st_mtim.tv_nsec)));
-    run.written_seconds = std::chrono::duration<double>(written - start_realtime).count();
+    run.written_seconds =
+        static_cast<double>(meta_stat.st_mtim.tv_sec - start_realtime.tv_sec) +
+        static_cast<double>(meta_stat.st_mtim.tv_nsec - start_realtime.tv_nsec) * 1e-9;
   }
   run.meta = nlohmann::json::parse(ReadFileOrEmpty(folded + ".json"), nullptr, false);
   run.profile = FoldedProfile::Parse(ReadFileOrEmpty(folded));
