@@ -141,7 +141,7 @@ int RunConvertCommand(int argc, char** argv) {
   if (!profile.has_value()) return kExitBadInput;
   std::string view;  // an off-CPU or wall view converts as the time profile it is
   (void)ReadRecordMetadata(in, &view);
-  MarkRecordedView(view, &*profile);
+  MarkRecordedView(in, view, &*profile);
   for (size_t i = 0; i < paths.size(); ++i) {
     absl::Status st = output::WriteProfile(*profile, paths[i], resolved[i], write);
     if (!st.ok()) {

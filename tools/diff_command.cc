@@ -118,8 +118,8 @@ int RunDiffCommand(int argc, char** argv) {
             " with ", after_view.empty() ? "a CPU profile" : after_view + " time")),
         {}, "diff two files of the same view (X.folded with Y.folded, X.offcpu.folded with Y.offcpu.folded)");
   }
-  MarkRecordedView(before_view, &*before);
-  MarkRecordedView(after_view, &*after);
+  MarkRecordedView(argv[optind], before_view, &*before);
+  MarkRecordedView(argv[optind + 1], after_view, &*after);
   const output::DiffResult diff = output::DiffProfiles(*before, *after, level);
   std::string table = output::RenderAllocTotalsDiff(before_meta, after_meta);
   if (!table.empty()) table.push_back('\n');

@@ -1,9 +1,14 @@
 #include "tools/input_profile.h"
 
+#include <algorithm>
 #include <cstdio>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 
 #include "base/file_util.h"
 #include "output/folded_reader.h"
+#include "output/folded_writer.h"
 #include "symbolize/profile_builder.h"
 #include "tools/alloc_report.h"
 #include "tools/cli_error.h"
@@ -53,7 +58,49 @@ nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view) {
   return meta;
 }
 
-void MarkRecordedView(const std::string& view, symbolize::Profile* profile) {
+namespace {
+
+// A stack as its folded line names it (thread and frames): the key two views of one recording
+// share for the same stack.
+std::string FoldedLineKey(const symbolize::Profile& p, const symbolize::ProfileStack& s) {
+  std::string key = output::SanitizeFoldedName(s.thread_name);
+  for (uint32_t f : s.frames) absl::StrAppend(&key, ";", output::FoldedFrameName(p.frames[f]));
+  return key;
+}
+
+// Splits each stack of the wall view at `wall_path` into the off-CPU time the off-CPU view beside
+// it gives that line and the rest (rounding to microseconds can leave the off-CPU part 1 us above
+// the line: it is capped there).
+void SplitWallView(const std::string& wall_path, symbolize::Profile* profile) {
+  std::string main;
+  if (RecordOptions::ViewOfPath(wall_path, &main) != kWallView) return;
+  absl::StatusOr<symbolize::Profile> off =
+      output::ReadFoldedFile(RecordOptions::ViewPath(main, kOffCpuView));
+  if (!off.ok()) return;
+  absl::flat_hash_map<std::string, uint64_t> off_us;
+  for (const symbolize::ProfileStack& s : off->stacks) off_us[FoldedLineKey(*off, s)] += s.samples;
+  const size_t wall_stacks = profile->stacks.size();
+  for (size_t i = 0; i < wall_stacks; ++i) {
+    auto it = off_us.find(FoldedLineKey(*profile, profile->stacks[i]));
+    if (it == off_us.end()) continue;
+    symbolize::ProfileStack& s = profile->stacks[i];
+    const uint64_t off_part = std::min(it->second, s.samples);
+    if (off_part == s.samples) {
+      s.off_cpu = true;
+      continue;
+    }
+    symbolize::ProfileStack off_stack = s;
+    off_stack.samples = off_part;
+    off_stack.off_cpu = true;
+    s.samples -= off_part;
+    profile->stacks.push_back(std::move(off_stack));  // after the last use of `s`
+  }
+}
+
+}  // namespace
+
+void MarkRecordedView(const std::string& path, const std::string& view,
+                      symbolize::Profile* profile) {
   if (view.empty()) return;
   if (const AllocView* a = FindAllocView(view); a != nullptr) {
     profile->count_unit = symbolize::AllocViewUnit(a->view);
@@ -65,10 +112,10 @@ void MarkRecordedView(const std::string& view, symbolize::Profile* profile) {
   profile->count_unit = "us";
   profile->weight_unit = "nanoseconds";
   profile->event = view == kOffCpuView ? "off-cpu" : "wall";
+  if (view == kWallView) SplitWallView(path, profile);
   for (symbolize::ProfileStack& s : profile->stacks) {
     s.weight = s.samples * 1000;
-    // A wall view mixes both halves and the folded file does not say which stack is which.
-    s.off_cpu = view == kOffCpuView;
+    if (view == kOffCpuView) s.off_cpu = true;
   }
 }
 

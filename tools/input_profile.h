@@ -27,8 +27,12 @@ nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view);
 
 // A folded file keeps counts only: for an off-CPU or wall view (`view` from ReadRecordMetadata)
 // they are microseconds, which this records in the profile (count_unit "us", weights in ns); for
-// an allocation view bytes or allocations (count_unit and weight_unit both).
-void MarkRecordedView(const std::string& view, symbolize::Profile* profile);
+// an allocation view bytes or allocations (count_unit and weight_unit both). A wall view's lines
+// add up CPU and off-CPU time: where the off-CPU view of the same recording is beside `path`
+// (X.offcpu.folded for X.wall.folded), each stack is split into its off-CPU part, as that file
+// gives it, and the CPU rest, as record made them; without it every stack counts as CPU time.
+void MarkRecordedView(const std::string& path, const std::string& view,
+                      symbolize::Profile* profile);
 
 }  // namespace nativeprof::tools
 

@@ -84,7 +84,7 @@ int RunReportCommand(int argc, char** argv) {
   if (!profile.has_value()) return kExitBadInput;
   std::string view;  // "" for a CPU profile
   const nlohmann::json meta = ReadRecordMetadata(o->path, &view);
-  MarkRecordedView(view, &*profile);
+  MarkRecordedView(o->path, view, &*profile);
   const output::FrameModuleMap frame_modules = output::ParseFrameModules(meta);
   output::ReportSpec spec;
   spec.top_n = o->top_n;

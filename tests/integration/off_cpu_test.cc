@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <sstream>
 #include <string>
@@ -173,6 +174,25 @@ TEST(OffCpuTest, WaitingForCpuMatchesTheRunQueueWait) {
   FoldedProfile wall = FoldedProfile::Parse(ReadFileOrEmpty(RecordViewPath(folded, "wall")));
   EXPECT_GT(wall.Self("spin_on_one_cpu"), 0u);
   EXPECT_GT(wall.Self("[waiting for CPU]"), wall.Self("spin_on_one_cpu"));
+
+  // Converted from its folded file, the wall view still knows which time was off-CPU (from the
+  // off-CPU view beside it): waiting for a CPU is drawn in the cool palette (blue above red).
+  const std::string svg_path = MakeTempDir() + "/wall.svg";
+  CommandResult converted =
+      RunCommand({NativeprofBinary(), "convert", RecordViewPath(folded, "wall"), svg_path});
+  ASSERT_EQ(converted.exit_code, 0) << converted.err;
+  const std::string svg = ReadFileOrEmpty(svg_path);
+  const std::string title = "<title>[waiting for CPU] (";
+  size_t waiting_rects = 0;
+  for (size_t at = svg.find(title); at != std::string::npos; at = svg.find(title, at + 1)) {
+    const size_t fill = svg.find("fill=\"rgb(", at);
+    ASSERT_NE(fill, std::string::npos);
+    int red = 0, green = 0, blue = 0;
+    ASSERT_EQ(std::sscanf(svg.c_str() + fill, "fill=\"rgb(%d,%d,%d)", &red, &green, &blue), 3);
+    EXPECT_GT(blue, red) << svg.substr(at, fill - at + 24);
+    ++waiting_rects;
+  }
+  EXPECT_GT(waiting_rects, 0u);
 }
 
 TEST(OffCpuTest, CpuProfileIsTheSameWithAndWithoutOffCpu) {
