@@ -2,7 +2,6 @@
 
 #include <cstring>
 
-#include "absl/hash/hash.h"
 #include "absl/types/span.h"
 
 namespace nativeprof::unwind {
@@ -13,8 +12,14 @@ bool UnwindMemo::Key::SameSlot(const Key& o) const {
 }
 
 uint64_t UnwindMemo::HashOf(const Key& key) {
-  return absl::HashOf(key.pid, key.stack_bytes, key.generation, key.regs.valid, key.regs.pc(),
-                      key.regs.sp());
+  // Looked up once per stack: fold the six fields with two multiplies rather than a hash-state
+  // round per field (absl::HashOf took ~5 % of an --alloc=1 drain). The map hashes the result
+  // again, so this only needs to keep distinct keys apart, not to spread them.
+  constexpr uint64_t kMul = 0x9e3779b97f4a7c15ull;
+  const uint64_t small = (uint64_t{static_cast<uint32_t>(key.pid)} << 32 | key.stack_bytes) ^
+                         (key.generation << 20) ^ key.regs.valid;
+  const uint64_t h = (key.regs.pc() ^ small) * kMul;
+  return (h ^ (h >> 29) ^ key.regs.sp()) * kMul;
 }
 
 const UnwindMemo::Outcome* UnwindMemo::Replay(const Key& key, const StackCopy& stack,
