@@ -39,15 +39,17 @@ uint64_t DwarfSampleRegsMask() { return kSampleOrder.mask; }
 
 bool RegsFromSample(std::span<const uint64_t> values, uint64_t mask, DwarfRegs* out) {
   *out = DwarfRegs();
-  if (static_cast<size_t>(__builtin_popcountll(mask)) > values.size()) return false;
   if (mask == kSampleOrder.mask) {
-    // Every sample's path (each allocation's under --alloc=1): no bit scan, no branch.
+    // Every sample's path (each allocation's under --alloc=1): no bit scan, no branch, and no
+    // popcount (a libgcc call where the baseline x86-64 has no POPCNT).
+    if (values.size() < kDwarfRegCount) return false;
     for (int i = 0; i < kDwarfRegCount; ++i) out->value[kSampleOrder.dwarf[i]] = values[i];
     out->valid = (1u << kDwarfRegCount) - 1;
     out->sampled = out->valid;
     return true;
   }
-  // Visit only the set bits (17 of 64 for DwarfSampleRegsMask), low bit first.
+  if (static_cast<size_t>(__builtin_popcountll(mask)) > values.size()) return false;
+  // Visit only the set bits, low bit first.
   size_t next = 0;
   for (uint64_t rest = mask; rest != 0; rest &= rest - 1) {
     const int bit = __builtin_ctzll(rest);
