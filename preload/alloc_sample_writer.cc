@@ -326,9 +326,24 @@ void U64(Out& out, uint64_t v) {
   out.Bytes(&v, 8);
 }
 
-// Writes the fields in perf's order for c.sample_type (perf_output_sample).
+// Writes a free as an alloc_channel::FreeRecord, an allocation's fields in perf's order for
+// c.sample_type (perf_output_sample).
 template <typename Out>
 void Encode(const Control& c, const SampleFields& f, uint16_t size, Out& out) {
+  if (f.id == alloc_channel::kFreeSampleId) {
+    const perf_event_header h{
+        alloc_channel::kFreeRecordType,
+        static_cast<uint16_t>((f.period & alloc_channel::kFreeTemporary) != 0
+                                  ? alloc_channel::kFreeRecordTemporary
+                                  : 0),
+        size};
+    out.Bytes(&h, sizeof(h));
+    U64(out, f.time_ns);
+    const uint32_t ids[2] = {f.pid, f.tid};
+    out.Bytes(ids, 8);
+    U64(out, f.addr);
+    return;
+  }
   const perf_event_header h{PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER, size};
   out.Bytes(&h, sizeof(h));
   const uint64_t st = c.sample_type;
@@ -411,7 +426,8 @@ std::atomic<uint32_t>& ProcessMarker() {
   return *mine;
 }
 
-void FillIdentity(ThreadState& t, SampleFields& f) {
+// The record's pid and tid, and with `cpu` (a free's record has none) its CPU.
+void FillIdentity(ThreadState& t, SampleFields& f, bool cpu) {
   std::atomic<uint32_t>& marker = ProcessMarker();
   const uint32_t process = marker.load(std::memory_order_relaxed);
   if (t.tid == 0 || process != t.pid) {
@@ -423,8 +439,9 @@ void FillIdentity(ThreadState& t, SampleFields& f) {
   }
   f.pid = t.pid;
   f.tid = t.tid;
-  const int cpu = sched_getcpu();
-  f.cpu = cpu < 0 ? 0u : static_cast<uint32_t>(cpu);
+  if (!cpu) return;
+  const int on = sched_getcpu();
+  f.cpu = on < 0 ? 0u : static_cast<uint32_t>(on);
 }
 
 bool Publish(Control& c, SampleFields& f) {
@@ -477,7 +494,7 @@ bool WriteAllocSample(ThreadState& t, Control& c, CallSite site, const void* use
   // The call instruction, not the one after it: the caller's leaf frame then names the line of
   // the call, and the unwinder looks up the call's CFI row as for any interrupted instruction.
   f.ip = return_address - 1;
-  FillIdentity(t, f);  // first: StackTop tells the main thread by its tid
+  FillIdentity(t, f, /*cpu=*/true);  // first: StackTop tells the main thread by its tid
   uintptr_t top = StackTop(t, caller_sp);
   // Nothing the unwinder reads lies above the hint; the stack's own end still bounds it (a hint
   // left by an earlier image of this tid, after an exec, may be anywhere).
@@ -521,7 +538,7 @@ void WriteFreeSample(ThreadState& t, Control& c, const void* user, bool temporar
   f.id = alloc_channel::kFreeSampleId;
   f.addr = reinterpret_cast<uintptr_t>(user);
   f.period = temporary ? alloc_channel::kFreeTemporary : 0;
-  FillIdentity(t, f);
+  FillIdentity(t, f, /*cpu=*/false);
   (void)Publish(c, f);
 }
 

@@ -6,8 +6,9 @@
 //     the global live heap and its peak;
 //   - a ring with the layout of a perf mmap ring (a perf_event_mmap_page, then a power-of-two
 //     data area) into which the preload writes PERF_RECORD_SAMPLE records of sampled
-//     allocations and of their frees, in the session's own sample layout, so the profiler reads
-//     them with its RingBuffer and time-merges them with the kernel's rings like any other.
+//     allocations, in the session's own sample layout, and FreeRecords of their frees, so the
+//     profiler reads them with its RingBuffer and time-merges them with the kernel's rings like
+//     any other.
 // Header only and free of dependencies: the preload (which runs inside the target and may not use
 // the profiler's libraries) includes it too. Every field is read and written through lock-free
 // atomics, which are address-free, so they work across processes.
@@ -25,7 +26,7 @@ namespace nativeprof::alloc_channel {
 // The environment variable that names the channel file for the preload.
 inline constexpr char kEnvChannel[] = "NATIVEPROF_ALLOC_CHANNEL";
 inline constexpr uint64_t kMagic = 0x6e70616c6c6f6331ull;  // "npalloc1"
-inline constexpr uint32_t kVersion = 5;  // bumped with every change to Control
+inline constexpr uint32_t kVersion = 6;  // bumped with every change to Control or a record
 
 // Identifiers (PERF_SAMPLE_IDENTIFIER) of the preload's records. The kernel numbers its events
 // from 1 up; these cannot collide.
@@ -57,8 +58,24 @@ struct StackRun {
 };
 static_assert(sizeof(StackRun) == 8);
 
-// Bits of a free record's `period` (a free has no period of its own).
+// Bits of a free's SampleView::period (a free has no period of its own).
 inline constexpr uint64_t kFreeTemporary = 1;  // freed before its thread did anything else
+
+// A free of a sampled block. Not a PERF_RECORD_SAMPLE: in the session's layout that is 88 bytes
+// of ten fields a free has no use for, and under --alloc=1 every other record is a free. The
+// profiler's parser hands it on as a sample with id kFreeSampleId (the period kFreeTemporary
+// when header.misc has kFreeRecordTemporary), so only the parser and the time merge know it.
+inline constexpr uint32_t kFreeRecordType = 0x4e46;  // far above the kernel's types and perf's
+                                                     // own (PERF_RECORD_USER_TYPE_START, 64)
+inline constexpr uint16_t kFreeRecordTemporary = 1;
+struct FreeRecord {
+  perf_event_header header;  // kFreeRecordType, misc, sizeof(FreeRecord)
+  uint64_t time_ns;          // the clock of the session's records
+  uint32_t pid;
+  uint32_t tid;
+  uint64_t addr;             // the block's avma
+};
+static_assert(sizeof(FreeRecord) == 32);
 
 // One thread's exact counts. Written only by the thread that claimed it (relaxed load + store),
 // read by the profiler at any time; totals are sums over every slot.

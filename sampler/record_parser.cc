@@ -3,9 +3,11 @@
 #include <linux/perf_event.h>
 #include <time.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "sampler/alloc_channel_layout.h"
 
 namespace nativeprof::sampler {
 namespace {
@@ -121,6 +123,24 @@ absl::Status Truncated(uint32_t type) {
   return absl::DataLossError(absl::StrCat("truncated perf record of type ", type));
 }
 
+// An alloc_channel::FreeRecord, handed on as the sample of a free it stands for.
+absl::StatusOr<ParseOutcome> ParseFreeRecord(std::span<const uint8_t> record, RecordSink& sink) {
+  alloc_channel::FreeRecord r;
+  if (record.size() < sizeof(r)) return Truncated(alloc_channel::kFreeRecordType);
+  std::memcpy(&r, record.data(), sizeof(r));
+  SampleView s;
+  s.id = alloc_channel::kFreeSampleId;
+  s.pid = r.pid;
+  s.tid = r.tid;
+  s.time_ns = r.time_ns;
+  s.addr = r.addr;
+  s.period = (r.header.misc & alloc_channel::kFreeRecordTemporary) != 0
+                 ? alloc_channel::kFreeTemporary
+                 : 0;
+  sink.OnSample(s);
+  return ParseOutcome::kDelivered;
+}
+
 absl::StatusOr<ParseOutcome> ParseSample(Cursor c, const SampleFormat& f, RecordSink& sink) {
   const uint64_t st = f.sample_type;
   SampleView s;
@@ -196,6 +216,8 @@ uint64_t RecordTime(std::span<const uint8_t> record, const SampleFormat& f) {
   if (hdr.type == PERF_RECORD_SAMPLE) {
     offset = sizeof(hdr) + ((st & PERF_SAMPLE_IDENTIFIER) ? 8 : 0) + ((st & PERF_SAMPLE_IP) ? 8 : 0) +
              ((st & PERF_SAMPLE_TID) ? 8 : 0);
+  } else if (hdr.type == alloc_channel::kFreeRecordType) {
+    offset = offsetof(alloc_channel::FreeRecord, time_ns);
   } else {
     if (!f.sample_id_all) return 0;
     size_t id_size = SampleIdSize(st);
@@ -322,6 +344,7 @@ absl::StatusOr<ParseOutcome> ParseRecord(std::span<const uint8_t> record, const 
   const uint8_t* end = record.data() + hdr.size;
 
   if (hdr.type == PERF_RECORD_SAMPLE) return ParseSample(Cursor(begin, end), f, sink);
+  if (hdr.type == alloc_channel::kFreeRecordType) return ParseFreeRecord(record.first(hdr.size), sink);
 
   // Non-sample records end with the sample_id trailer.
   const size_t id_size = f.sample_id_all ? SampleIdSize(f.sample_type) : 0;

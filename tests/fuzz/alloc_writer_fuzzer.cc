@@ -198,7 +198,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     perf_event_header h;
     std::memcpy(&h, out, sizeof(h));
-    CHECK(h.type == PERF_RECORD_SAMPLE && h.size == end - at);
+    CHECK(h.type == (kind == 0 ? PERF_RECORD_SAMPLE : ac::kFreeRecordType) && h.size == end - at);
     OneSample sink;
     auto parsed = nativeprof::sampler::ParseRecord({out, end - at}, format, sink);
     CHECK(parsed.ok() && sink.samples == 1 && sink.others == 0);
@@ -210,10 +210,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } else {
       CHECK(s.id == ac::kFreeSampleId);
     }
-    if (sample_type & PERF_SAMPLE_TID) CHECK(s.pid == kPid && s.tid == kTid);
-    if (sample_type & PERF_SAMPLE_ADDR) CHECK(s.addr == reinterpret_cast<uintptr_t>(user));
-    if (sample_type & PERF_SAMPLE_PERIOD) {
+    // A free's record (alloc_channel::FreeRecord) has these whatever the session's layout.
+    const bool free = kind != 0;
+    if (free || (sample_type & PERF_SAMPLE_TID)) CHECK(s.pid == kPid && s.tid == kTid);
+    if (free || (sample_type & PERF_SAMPLE_ADDR)) {
+      CHECK(s.addr == reinterpret_cast<uintptr_t>(user));
+    }
+    if (free || (sample_type & PERF_SAMPLE_PERIOD)) {
       CHECK(s.period == (kind == 0 ? alloc_size : kind == 2 ? ac::kFreeTemporary : 0));
+    }
+    if (free || (sample_type & PERF_SAMPLE_TIME)) {
+      CHECK(s.time_ns != 0 &&
+            nativeprof::sampler::RecordTime({out, end - at}, format) ==
+                ((sample_type & PERF_SAMPLE_TIME) ? s.time_ns : 0));
     }
     if (sample_type & PERF_SAMPLE_CALLCHAIN) CHECK(s.callchain.empty());
     if (kind == 0 && (sample_type & PERF_SAMPLE_REGS_USER)) {

@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sampler/alloc_channel_layout.h"
 #include "sampler/counter_threads.h"
 #include "tests/testing/record_builder.h"
 #include "tests/unit/sampler/recording_sink.h"
@@ -425,6 +426,51 @@ TEST(RecordParserTest, ForkAndExit) {
   EXPECT_TRUE(sink.tasks[1].exit);
   EXPECT_EQ(sink.tasks[1].tid, 21u);
   EXPECT_EQ(sink.tasks[1].time_ns, 200u);
+}
+
+// The preload's free records are a type of their own, parsed as the free sample they stand for,
+// whatever the session's sample layout.
+RecordBytes FreeRecordBytes(uint16_t misc, uint16_t size) {
+  alloc_channel::FreeRecord r{};
+  r.header = {alloc_channel::kFreeRecordType, misc, size};
+  r.time_ns = 5000;
+  r.pid = 7;
+  r.tid = 9;
+  r.addr = 0x7f0000001230;
+  RecordBytes bytes(sizeof(r));
+  std::memcpy(bytes.data(), &r, sizeof(r));
+  bytes.resize(size);
+  return bytes;
+}
+
+TEST(RecordParserTest, FreeRecordIsTheSampleOfAFree) {
+  for (const SampleFormat& f : {DwarfFormat(0xff), FramePointerFormat()}) {
+    for (const bool temporary : {false, true}) {
+      const RecordBytes r = FreeRecordBytes(
+          temporary ? alloc_channel::kFreeRecordTemporary : 0, sizeof(alloc_channel::FreeRecord));
+      RecordingSink sink;
+      absl::StatusOr<ParseOutcome> o = Parse(r, f, sink);
+      ASSERT_TRUE(o.ok()) << o.status();
+      EXPECT_EQ(*o, ParseOutcome::kDelivered);
+      ASSERT_EQ(sink.samples.size(), 1u);
+      const SampleView& s = sink.samples[0].view;
+      EXPECT_EQ(s.id, alloc_channel::kFreeSampleId);
+      EXPECT_EQ(s.pid, 7u);
+      EXPECT_EQ(s.tid, 9u);
+      EXPECT_EQ(s.time_ns, 5000u);
+      EXPECT_EQ(s.addr, 0x7f0000001230u);
+      EXPECT_EQ(s.period, temporary ? alloc_channel::kFreeTemporary : 0u);
+      EXPECT_EQ(sink.total(), 1u);
+      EXPECT_EQ(RecordTime(r, f), 5000u);
+    }
+  }
+  // One that says it is shorter than a FreeRecord is cut off: no sample, no time.
+  const RecordBytes cut = FreeRecordBytes(0, 24);
+  RecordingSink sink;
+  absl::StatusOr<ParseOutcome> o = Parse(cut, DwarfFormat(0xff), sink);
+  EXPECT_TRUE(absl::IsDataLoss(o.status())) << o.status();
+  EXPECT_EQ(sink.total(), 0u);
+  EXPECT_EQ(RecordTime(FreeRecordBytes(0, 8), DwarfFormat(0xff)), 0u);
 }
 
 // The layout of `stat --per-thread`'s side-band records.
