@@ -6,11 +6,14 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <new>
+
+#include "preload/record_clock.h"
 
 extern "C" {
 void* __libc_malloc(size_t size);
@@ -34,6 +37,12 @@ uint64_t NowNs() {
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
+
+// The record clock's sources (record_clock.h).
+struct ClockSources {
+  uint64_t Tsc() const { return __rdtsc(); }
+  uint64_t MonotonicNs() const { return NowNs(); }
+};
 
 perf_event_mmap_page* RingMeta(Control& c) {
   return reinterpret_cast<perf_event_mmap_page*>(reinterpret_cast<char*>(&c) + c.ring_offset);
@@ -458,7 +467,8 @@ bool Publish(Control& c, SampleFields& f) {
     return false;
   }
   // Taken under the lock, so the ring is in time order across every writer.
-  f.time_ns = NowNs();
+  ClockSources clock;
+  f.time_ns = NextRecordTime(c, clock);
   const uint64_t offset = head & (c.ring_data_bytes - 1);
   if (offset + size <= c.ring_data_bytes) {
     LinearWriter writer(data + offset);

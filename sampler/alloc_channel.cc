@@ -10,8 +10,10 @@
 #include <cstring>
 #include <new>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/errno_status.h"
+#include "base/file_util.h"
 #include "sampler/record_sorter.h"
 
 namespace nativeprof::sampler {
@@ -23,6 +25,18 @@ size_t PageSize() { return static_cast<size_t>(::sysconf(_SC_PAGESIZE)); }
 
 size_t FileBytes(size_t ring_data_bytes) {
   return alloc_channel::RingOffset(PageSize()) + PageSize() + ring_data_bytes;
+}
+
+// Whether CLOCK_MONOTONIC is the TSC: the kernel makes "tsc" its clocksource only for an
+// invariant TSC it found synchronized across CPUs (else it is marked unstable and replaced).
+bool MonotonicClockIsTsc() {
+#if defined(__x86_64__)
+  absl::StatusOr<std::string> source =
+      ReadSmallFile("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+  return source.ok() && absl::StripAsciiWhitespace(*source) == "tsc";
+#else
+  return false;
+#endif
 }
 
 }  // namespace
@@ -101,6 +115,8 @@ void AllocChannel::Configure(const perf_event_attr& attr) {
   c->sample_type = attr.sample_type;
   c->sample_regs_user = attr.sample_regs_user;
   c->stack_user_bytes = attr.sample_stack_user;
+  // The preload stamps records with CLOCK_MONOTONIC, read or extrapolated from the TSC.
+  c->tsc_clock = MonotonicClockIsTsc() ? 1 : 0;
   c->version = alloc_channel::kVersion;
   std::atomic_thread_fence(std::memory_order_release);
   c->magic = alloc_channel::kMagic;

@@ -119,6 +119,9 @@ struct alignas(64) Control {
   uint64_t rate_bytes;                // mean bytes between samples; 1 = every allocation
   uint64_t ring_offset;               // file offset of the ring's perf_event_mmap_page
   uint64_t ring_data_bytes;           // size of the data area that follows it (a power of two)
+  // 1: the kernel's CLOCK_MONOTONIC is the TSC (clocksource "tsc": invariant and synchronized
+  // across CPUs), so the preload may extrapolate record times from it (preload/record_clock.h).
+  uint32_t tsc_clock;
   char wake_path[256];                // a FIFO the preload writes a byte to when the ring fills
 
   // Shared state.
@@ -128,6 +131,13 @@ struct alignas(64) Control {
   std::atomic<uint32_t> processes;     // distinct processes whose preload attached
   std::atomic<uint64_t> lost_samples;  // samples dropped (ring full for too long, or no reader)
   std::atomic<uint32_t> slots_claimed; // next free slot index (may exceed kThreadSlots)
+  // The record clock (preload/record_clock.h), written by the writer holding ring_lock: the TSC
+  // and CLOCK_MONOTONIC at the last reading that calibrated it (0: none yet), ns per TSC tick
+  // as a 32.32 fixed-point number (0: not measured yet), and the latest time written.
+  std::atomic<uint64_t> clock_tsc;
+  std::atomic<uint64_t> clock_ns;
+  std::atomic<uint64_t> clock_mult;
+  std::atomic<uint64_t> last_time_ns;
   alignas(64) std::atomic<int64_t> live_bytes;   // flushed per-thread deltas (see the preload)
   std::atomic<int64_t> peak_bytes;               // the most live_bytes has been
   // The pids counted in `processes` (open addressing; 0 = empty), so a forked child that then
