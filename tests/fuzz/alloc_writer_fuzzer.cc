@@ -108,6 +108,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   c.sample_regs_user = regs == 64 ? ~uint64_t{0} : (uint64_t{1} << regs) - 1;
   c.stack_user_bytes = static_cast<uint32_t>((data[3] | data[4] << 8) % 20000);
   c.ring_data_bytes = size_t{kPage} << (data[5] % 5);  // 4 to 64 KiB
+  c.tsc_clock = data[5] >> 7;  // times extrapolated from the TSC (preload/record_clock.h)
   c.wake_path[0] = '\0';                                // waking opens nothing
   // The profiler has stopped reading: a record that does not fit is dropped at once, not
   // waited for.
@@ -164,6 +165,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   uint64_t at = head;
   uint64_t lost = 0;
+  uint64_t last_time = 0;
   nativeprof::sampler::AllocStackDecoder decoder(c.sample_regs_user, c.stack_user_bytes);
   for (int op = 0; op < 4; ++op) {
     const unsigned kind = (data[9] >> (2 * op)) & 3;
@@ -223,6 +225,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       CHECK(s.time_ns != 0 &&
             nativeprof::sampler::RecordTime({out, end - at}, format) ==
                 ((sample_type & PERF_SAMPLE_TIME) ? s.time_ns : 0));
+      CHECK(s.time_ns >= last_time);  // the ring stays in time order
+      last_time = s.time_ns;
     }
     if (sample_type & PERF_SAMPLE_CALLCHAIN) CHECK(s.callchain.empty());
     if (kind == 0 && (sample_type & PERF_SAMPLE_REGS_USER)) {
