@@ -340,17 +340,12 @@ void U64(Out& out, uint64_t v) {
 template <typename Out>
 void Encode(const Control& c, const SampleFields& f, uint16_t size, Out& out) {
   if (f.id == alloc_channel::kFreeSampleId) {
-    const perf_event_header h{
-        alloc_channel::kFreeRecordType,
-        static_cast<uint16_t>((f.period & alloc_channel::kFreeTemporary) != 0
-                                  ? alloc_channel::kFreeRecordTemporary
-                                  : 0),
-        size};
-    out.Bytes(&h, sizeof(h));
-    U64(out, f.time_ns);
-    const uint32_t ids[2] = {f.pid, f.tid};
-    out.Bytes(ids, 8);
-    U64(out, f.addr);
+    const uint16_t misc = (f.period & alloc_channel::kFreeTemporary) != 0
+                              ? alloc_channel::kFreeRecordTemporary
+                              : 0;
+    const alloc_channel::FreeRecord r{
+        {alloc_channel::kFreeRecordType, misc, size}, f.time_ns, f.pid, f.tid, f.addr};
+    out.Bytes(&r, sizeof(r));
     return;
   }
   const perf_event_header h{PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER, size};
