@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "sampler/caller_regs.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "base/file_util.h"
 #include "base/scheduling.h"
 #include "sampler/record_sorter.h"
@@ -68,6 +69,29 @@ std::optional<SyscallState> ParseProcSyscall(absl::string_view text) {
   return s;
 }
 
+std::vector<KernelFrameName> ParseProcStack(absl::string_view text) {
+  std::vector<KernelFrameName> frames;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
+    // "[<ffffffff8142e9c5>] hrtimer_nanosleep+0xb5/0x130 [module]"; the address may read 0.
+    if (!absl::ConsumePrefix(&line, "[<")) continue;
+    const size_t close = line.find(">] ");
+    if (close == absl::string_view::npos) continue;
+    KernelFrameName f;
+    if (!absl::SimpleHexAtoi(line.substr(0, close), &f.avma)) continue;
+    line.remove_prefix(close + 3);
+    line = line.substr(0, line.find(' '));  // the module, when there is one
+    const size_t plus = line.rfind('+');
+    const size_t slash = line.rfind('/');
+    if (plus == absl::string_view::npos || plus == 0 || slash == absl::string_view::npos ||
+        slash < plus || !absl::SimpleHexAtoi(line.substr(plus + 1, slash - plus - 1), &f.offset)) {
+      continue;
+    }
+    f.function = std::string(line.substr(0, plus));
+    frames.push_back(std::move(f));
+  }
+  return frames;
+}
+
 uint64_t GuessFramePointer(std::span<const uint8_t> stack, uint64_t sp,
                            const std::vector<ProcMapsEntry>& maps) {
   if (stack.size() > ~uint64_t{0} - sp) return 0;  // no such stack: user space ends far below
@@ -102,7 +126,8 @@ uint64_t GuessFramePointer(std::span<const uint8_t> stack, uint64_t sp,
 }
 
 absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
-    pid_t pid, pid_t tid, size_t stack_bytes, const std::vector<ProcMapsEntry>& maps) {
+    pid_t pid, pid_t tid, size_t stack_bytes, const std::vector<ProcMapsEntry>& maps,
+    bool kernel_frames) {
   BlockedThread t;
   t.pid = static_cast<uint32_t>(pid);
   t.tid = static_cast<uint32_t>(tid);
@@ -128,6 +153,12 @@ absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
     t.stack.resize(n > 0 ? static_cast<size_t>(n) : 0);
   }
   if (t.stack.empty()) return std::nullopt;  // nothing to unwind: better no stack than a guess
+  if (kernel_frames) {
+    // Unreadable without CAP_SYS_ADMIN: the user frames alone then, as for a switch sample
+    // whose kernel chain is not allowed.
+    absl::StatusOr<std::string> stack = ReadSmallFile(TaskFile(pid, tid, "stack"));
+    if (stack.ok()) t.kernel_frames = ParseProcStack(*stack);
+  }
   // The run time is only brought up to date at a tick or a switch-out; the count of times the
   // thread got a CPU goes up at every switch-in.
   absl::StatusOr<SchedStat> after = TaskSchedStat(pid, tid);
@@ -141,8 +172,21 @@ absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
 }
 
 SampleView BlockedThreadSample(const BlockedThread& t, uint64_t regs_mask,
-                               std::vector<uint64_t>* regs) {
+                               std::span<const uint64_t> kernel_avmas,
+                               std::vector<uint64_t>* regs, std::vector<uint64_t>* callchain) {
   CallerRegsLayout(regs_mask).Fill(t.ip, t.sp, t.bp, regs);
+  callchain->clear();
+  for (const uint64_t avma : kernel_avmas) {
+    if (avma == 0) break;  // a frame that could not be placed: the chain ends above it
+    if (callchain->empty()) {
+      callchain->push_back(static_cast<uint64_t>(PERF_CONTEXT_KERNEL));
+      // Every address /proc shows is a return address, but a chain's first entry is taken as
+      // the interrupted instruction: the call's own byte names the calling line.
+      callchain->push_back(avma - 1);
+    } else {
+      callchain->push_back(avma);
+    }
+  }
   SampleView s;
   s.event = SampleEvent::kContextSwitch;
   s.pid = t.pid;
@@ -154,6 +198,7 @@ SampleView BlockedThreadSample(const BlockedThread& t, uint64_t regs_mask,
   s.regs_user = *regs;
   s.stack_user = t.stack;
   s.stack_user_requested = t.stack_requested;
+  s.callchain = *callchain;
   return s;
 }
 

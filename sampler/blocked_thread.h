@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -20,6 +21,17 @@
 #include "sampler/records.h"
 
 namespace nativeprof::sampler {
+
+// A kernel frame as /proc/PID/task/TID/stack shows it: "[<ADDR>] FUNCTION+0xOFF/0xSIZE". The
+// address reads as 0 unless kptr_restrict allows it, so the name and offset are what is kept.
+struct KernelFrameName {
+  std::string function;
+  uint64_t offset = 0;  // of the return address, from the function's start
+  uint64_t avma = 0;    // when the kernel showed it; 0 when hidden
+};
+
+// Parses /proc/PID/task/TID/stack, innermost frame first; lines that do not parse are skipped.
+std::vector<KernelFrameName> ParseProcStack(absl::string_view text);
 
 struct BlockedThread {
   uint32_t pid = 0;
@@ -35,6 +47,11 @@ struct BlockedThread {
   uint64_t bp = 0;
   std::vector<uint8_t> stack;  // from sp up, at most the size asked for
   uint64_t stack_requested = 0;  // the size asked for (a copy this long may be truncated)
+  // The kernel's frames of the call that blocked, innermost first, when they were asked for and
+  // /proc/PID/task/TID/stack could be read (it needs CAP_SYS_ADMIN). The kernel leaves out the
+  // scheduler's own functions there (schedule and the other __sched ones, such as do_nanosleep)
+  // that a switch sample's chain starts with: the stack begins at the function that called them.
+  std::vector<KernelFrameName> kernel_frames;
 };
 
 // Parses /proc/PID/task/TID/syscall: "NR ARG1..ARG6 SP PC" for a thread blocked in a system call.
@@ -51,18 +68,22 @@ std::optional<SyscallState> ParseProcSyscall(absl::string_view text);
 uint64_t GuessFramePointer(std::span<const uint8_t> stack, uint64_t sp,
                            const std::vector<ProcMapsEntry>& maps);
 
-// The snapshot of thread `tid`, or nullopt when it is not blocked in a system call (running or
+// The snapshot of thread `tid` (with its kernel frames when `kernel_frames`), or nullopt when it is not blocked in a system call (running or
 // runnable, stopped, or it ran while being read) or its stack could not be copied. Errors for a
 // thread that is gone or whose files this process may not read (/proc/PID/task/TID/syscall and
 // process_vm_readv need ptrace-attach rights, which perf_event_open does not); callers treat
 // them as "no snapshot".
 absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
-    pid_t pid, pid_t tid, size_t stack_bytes, const std::vector<ProcMapsEntry>& maps);
+    pid_t pid, pid_t tid, size_t stack_bytes, const std::vector<ProcMapsEntry>& maps,
+    bool kernel_frames);
 
 // A context-switch sample of `t` in the session's layout (`regs_mask`: attr.sample_regs_user),
-// for StackCollector::OnBlockedAtStart. Views `t` and `regs`, which must outlive it.
+// for StackCollector::OnBlockedAtStart. `kernel_avmas` are the addresses of t.kernel_frames
+// (innermost first; a 0 ends the chain there) and become its kernel callchain. Views `t`,
+// `regs` and `callchain`, which must outlive it.
 SampleView BlockedThreadSample(const BlockedThread& t, uint64_t regs_mask,
-                               std::vector<uint64_t>* regs);
+                               std::span<const uint64_t> kernel_avmas,
+                               std::vector<uint64_t>* regs, std::vector<uint64_t>* callchain);
 
 }  // namespace nativeprof::sampler
 

@@ -67,6 +67,8 @@ class Session {
   size_t ring_pages() const { return ring_pages_; }
   size_t ring_count() const { return rings_.size(); }
   const perf_event_attr& attr() const { return attr_; }
+  // The context-switch event's (--off-cpu); zeroed without it.
+  const perf_event_attr& switch_attr() const { return switch_attr_; }
 
   // Starts / stops every event (for attach mode; `record -- CMD` relies on enable_on_exec).
   absl::Status Enable();

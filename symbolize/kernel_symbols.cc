@@ -312,4 +312,34 @@ absl::string_view KernelSymbols::Lookup(uint64_t avma) {
   return symbol != nullptr ? (*live_)->Name(*symbol) : absl::string_view();
 }
 
+
+std::vector<uint64_t> ResolveKernelFrames(const SymbolTable& table,
+                                          std::span<const sampler::KernelFrameName> frames) {
+  // One pass over the table for just the names asked for: kallsyms has ~120,000 symbols.
+  absl::flat_hash_map<absl::string_view, std::vector<const SymbolTable::Symbol*>> by_name;
+  for (const sampler::KernelFrameName& f : frames) {
+    if (f.avma == 0) by_name.try_emplace(f.function);
+  }
+  if (!by_name.empty()) {
+    for (const SymbolTable::Symbol& s : table.symbols()) {
+      if (auto it = by_name.find(table.Name(s)); it != by_name.end()) it->second.push_back(&s);
+    }
+  }
+  std::vector<uint64_t> avmas;
+  avmas.reserve(frames.size());
+  for (const sampler::KernelFrameName& f : frames) {
+    uint64_t avma = f.avma;
+    if (avma == 0) {
+      for (const SymbolTable::Symbol* s : by_name[f.function]) {
+        if (f.offset <= s->size) {  // a call may be its function's last instruction
+          avma = s->start + f.offset;
+          break;
+        }
+      }
+    }
+    avmas.push_back(avma);
+  }
+  return avmas;
+}
+
 }  // namespace nativeprof::symbolize

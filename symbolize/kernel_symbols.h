@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "base/cache_dir.h"
 #include "base/scoped_fd.h"
+#include "sampler/blocked_thread.h"
 #include "symbolize/kernel_symbol_index.h"
 #include "symbolize/symbol_table.h"
 
@@ -30,6 +32,14 @@ absl::StatusOr<SymbolTable> ParseKallsyms(absl::string_view text);
 
 // Reads and parses `path` (normally /proc/kallsyms). Errors: as ReadSmallFile and ParseKallsyms.
 absl::StatusOr<SymbolTable> LoadKallsyms(const std::string& path = "/proc/kallsyms");
+
+// The addresses of kernel frames known by name and offset (sampler::ParseProcStack: /proc shows
+// no addresses unless kptr_restrict allows them), placed in kallsyms `table`: the frame's own
+// address when it has one, else its function's start plus its offset; 0 for a frame whose
+// function is not in the table, or whose offset lies past every symbol of that name. Of several
+// symbols with the name (static functions of different files), the first that is long enough.
+std::vector<uint64_t> ResolveKernelFrames(const SymbolTable& table,
+                                          std::span<const sampler::KernelFrameName> frames);
 
 // Where the kernel describes itself; tests point these at files of their own.
 struct KernelSources {

@@ -25,6 +25,7 @@
 #include "sampler/record_loop.h"
 #include "sampler/session.h"
 #include "sampler/target.h"
+#include "symbolize/kernel_symbols.h"
 #include "symbolize/profile_builder.h"
 #include "tools/alloc_setup.h"
 #include "tools/cli_error.h"
@@ -70,13 +71,34 @@ void NoteBlockedThreads(const sampler::Session& session, int pid,
   if (attr.use_clockid == 0) return;
   absl::StatusOr<std::vector<pid_t>> tids = sampler::ListThreads(pid);
   if (!tids.ok()) return;
-  std::vector<uint64_t> regs;
+  // Kernel frames where switch samples have them too, so both describe a blocked call alike.
+  const bool kernel_frames = session.switch_attr().exclude_callchain_kernel == 0;
+  std::vector<sampler::BlockedThread> snapshots;
   for (pid_t tid : *tids) {
     absl::StatusOr<std::optional<sampler::BlockedThread>> blocked =
-        sampler::SnapshotBlockedThread(pid, tid, attr.sample_stack_user, maps);
-    if (!blocked.ok() || !blocked->has_value()) continue;
+        sampler::SnapshotBlockedThread(pid, tid, attr.sample_stack_user, maps, kernel_frames);
+    if (blocked.ok() && blocked->has_value()) snapshots.push_back(std::move(**blocked));
+  }
+  // /proc shows the kernel frames by name: kallsyms places them, read once for all threads.
+  std::optional<symbolize::SymbolTable> kallsyms;
+  for (const sampler::BlockedThread& t : snapshots) {
+    if (t.kernel_frames.empty() || kallsyms.has_value()) continue;
+    absl::StatusOr<symbolize::SymbolTable> table = symbolize::LoadKallsyms();
+    if (!table.ok()) {
+      Logger("main")->debug("kernel frames of threads blocked at the start left out: {}",
+                            table.status().ToString());
+      break;
+    }
+    kallsyms = std::move(*table);
+  }
+  std::vector<uint64_t> regs, callchain;
+  for (const sampler::BlockedThread& t : snapshots) {
+    std::vector<uint64_t> kernel_avmas;
+    if (kallsyms.has_value()) {
+      kernel_avmas = symbolize::ResolveKernelFrames(*kallsyms, t.kernel_frames);
+    }
     collector->OnBlockedAtStart(
-        sampler::BlockedThreadSample(**blocked, attr.sample_regs_user, &regs));
+        sampler::BlockedThreadSample(t, attr.sample_regs_user, kernel_avmas, &regs, &callchain));
   }
 }
 

@@ -3,6 +3,7 @@
 // thread must match what the threads measured.
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -141,6 +142,14 @@ TEST(OffCpuTest, AttachingSeesTheStacksOfThreadsAlreadyBlocked) {
       << ReadFileOrEmpty(RecordViewPath(folded, "offcpu"));
   EXPECT_EQ(off.Total("[off-CPU, stack not sampled]"), 0u);
   EXPECT_GT(off.TotalShare("sleep_ms"), 0.99);
+  // With root, /proc shows the kernel's side of the sleep too, as a switch sample would (it
+  // leaves out the scheduler's __sched functions, such as do_nanosleep and schedule).
+  if (::geteuid() == 0 && !ReadFileOrEmpty("/proc/" + pid + "/task/" + pid + "/stack").empty()) {
+    EXPECT_GT(off.WithSequence({"clock_nanosleep", "entry_SYSCALL_64_after_hwframe_[k]"}),
+              900'000u)
+        << ReadFileOrEmpty(RecordViewPath(folded, "offcpu"));
+    EXPECT_GT(off.Total("hrtimer_nanosleep_[k]"), 900'000u);
+  }
 }
 
 TEST(OffCpuTest, WaitingForCpuMatchesTheRunQueueWait) {

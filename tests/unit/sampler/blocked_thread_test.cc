@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace nativeprof::sampler {
@@ -71,9 +73,11 @@ TEST(BlockedThreadTest, SampleCarriesTheRegistersInMaskOrder) {
   t.bp = 0x7ff040;
   t.stack = {1, 2, 3, 4, 5, 6, 7, 8};
   t.stack_requested = 8192;
-  std::vector<uint64_t> regs;
+  std::vector<uint64_t> regs, callchain;
   const uint64_t mask = (1u << 6) | (1u << 7) | (1u << 8) | (1u << 0);  // ax, bp, sp, ip
-  const SampleView s = BlockedThreadSample(t, mask, &regs);
+  // The third frame could not be placed: the chain ends above it.
+  const uint64_t kernel[] = {0xffffffff81000100, 0xffffffff81000200, 0, 0xffffffff81000300};
+  const SampleView s = BlockedThreadSample(t, mask, kernel, &regs, &callchain);
   EXPECT_EQ(s.event, SampleEvent::kContextSwitch);
   EXPECT_EQ(s.tid, 11u);
   EXPECT_EQ(s.time_ns, 5u);
@@ -85,6 +89,30 @@ TEST(BlockedThreadTest, SampleCarriesTheRegistersInMaskOrder) {
   EXPECT_EQ(s.regs_user[3], 0x401000u);
   EXPECT_EQ(s.stack_user.size(), 8u);
   EXPECT_EQ(s.stack_user_requested, 8192u);
+  // The first return address becomes the call's own byte, taken as the interrupted instruction.
+  EXPECT_THAT(std::vector<uint64_t>(s.callchain.begin(), s.callchain.end()),
+              ::testing::ElementsAre(static_cast<uint64_t>(PERF_CONTEXT_KERNEL),
+                                     0xffffffff810000ffu, 0xffffffff81000200u));
+  // Without kernel frames, no chain at all.
+  EXPECT_TRUE(BlockedThreadSample(t, mask, {}, &regs, &callchain).callchain.empty());
+}
+
+TEST(BlockedThreadTest, ParsesTheKernelStackFile) {
+  const std::vector<KernelFrameName> frames = ParseProcStack(
+      "[<0>] hrtimer_nanosleep+0xb5/0x130\n"
+      "[<ffffffffc0001234>] ext4_read+0x1a/0x80 [ext4]\n"
+      "garbage\n"
+      "[<0>] no_offset\n"
+      "[<0>] entry_SYSCALL_64_after_hwframe+0x76/0x7e\n");
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[0].function, "hrtimer_nanosleep");
+  EXPECT_EQ(frames[0].offset, 0xb5u);
+  EXPECT_EQ(frames[0].avma, 0u);
+  EXPECT_EQ(frames[1].function, "ext4_read");
+  EXPECT_EQ(frames[1].offset, 0x1au);
+  EXPECT_EQ(frames[1].avma, 0xffffffffc0001234u);
+  EXPECT_EQ(frames[2].function, "entry_SYSCALL_64_after_hwframe");
+  EXPECT_TRUE(ParseProcStack("").empty());
 }
 
 // A thread of this process blocked in read() of a pipe: seen as blocked, with its stack; a
@@ -104,7 +132,7 @@ TEST(BlockedThreadTest, SnapshotOfARealBlockedThread) {
   std::optional<BlockedThread> seen;
   for (int i = 0; i < 200 && !seen.has_value(); ++i) {  // until it is inside read()
     absl::StatusOr<std::optional<BlockedThread>> t =
-        SnapshotBlockedThread(::getpid(), reader_tid, 4096, *maps);
+        SnapshotBlockedThread(::getpid(), reader_tid, 4096, *maps, /*kernel_frames=*/true);
     ASSERT_TRUE(t.ok()) << t.status();
     seen = *t;
     if (!seen.has_value()) ::usleep(5000);
@@ -115,9 +143,17 @@ TEST(BlockedThreadTest, SnapshotOfARealBlockedThread) {
   EXPECT_LE(seen->stack.size(), 4096u);
   EXPECT_NE(seen->ip, 0u);
   EXPECT_NE(seen->sp, 0u);
+  // The kernel's frames of the read, where this process may read them (CAP_SYS_ADMIN).
+  const std::string stack_file =
+      "/proc/self/task/" + std::to_string(reader_tid.load()) + "/stack";
+  if (::access(stack_file.c_str(), R_OK) == 0 && ::geteuid() == 0) {
+    std::vector<std::string> names;
+    for (const KernelFrameName& f : seen->kernel_frames) names.push_back(f.function);
+    EXPECT_THAT(names, ::testing::Contains(::testing::HasSubstr("read"))) << names.size();
+  }
   // This thread is running: no snapshot.
   absl::StatusOr<std::optional<BlockedThread>> self =
-      SnapshotBlockedThread(::getpid(), ::gettid(), 4096, *maps);
+      SnapshotBlockedThread(::getpid(), ::gettid(), 4096, *maps, /*kernel_frames=*/true);
   ASSERT_TRUE(self.ok()) << self.status();
   EXPECT_FALSE(self->has_value());
   ASSERT_EQ(::write(fds[1], "x", 1), 1);

@@ -74,6 +74,22 @@ TEST(ParseKallsymsTest, HiddenAddressesArePermissionDenied) {
   EXPECT_TRUE(absl::IsInvalidArgument(ParseKallsyms("garbage\n").status()));
 }
 
+// /proc/PID/stack names frames "function+offset": placed at the symbol of that name that is long
+// enough (two static functions may share one), or kept where the kernel showed an address.
+TEST(ResolveKernelFramesTest, PlacesNamedFramesAtTheSymbolLongEnough) {
+  NP_ASSERT_OK_AND_ASSIGN(SymbolTable table, ParseKallsyms("ffffffff81001000 t helper\n"
+                                                           "ffffffff81001040 T other\n"
+                                                           "ffffffff81002000 t helper\n"
+                                                           "ffffffff81002400 T next\n"));
+  const std::vector<sampler::KernelFrameName> frames = {
+      {"helper", 0x20, 0}, {"helper", 0x100, 0}, {"missing", 0x10, 0},
+      {"other", 0x5, 0xffffffff90000000}};
+  EXPECT_THAT(ResolveKernelFrames(table, frames),
+              ::testing::ElementsAre(0xffffffff81001020u, 0xffffffff81002100u, 0u,
+                                     0xffffffff90000000u));
+  EXPECT_TRUE(ResolveKernelFrames(table, {}).empty());
+}
+
 TEST(LoadKallsymsTest, SourceThatNeverEndsIsRefusedAtTheLimit) {
   // /dev/zero stands for a kallsyms path that keeps producing bytes.
   absl::StatusOr<SymbolTable> table = LoadKallsyms("/dev/zero");
