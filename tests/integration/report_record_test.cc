@@ -49,7 +49,10 @@ TEST(ReportRecordTest, ByModuleSplitsTheExecutableFromItsSharedLibrary) {
   for (auto it = fm["frames"].begin(); it != fm["frames"].end(); ++it) {
     EXPECT_GT(profile.Total(it.key()), 0u) << it.key() << " is not a frame of the folded file";
   }
-  EXPECT_EQ(fm["modules"][fm["frames"]["nofp_shared_mix"].get<size_t>()], "libnofp_shared.so");
+  // nofp_shared_call is on about a quarter of the stacks; nofp_shared_mix, its leaf, is on a
+  // few tenths of a percent: a loaded machine can leave it unsampled.
+  ASSERT_TRUE(fm["frames"].contains("nofp_shared_call")) << fm.dump();
+  EXPECT_EQ(fm["modules"][fm["frames"]["nofp_shared_call"].get<size_t>()], "libnofp_shared.so");
 
   CommandResult r = RunCommand({NativeprofBinary(), "report", folded, "--by", "module"});
   ASSERT_EQ(r.exit_code, tools::kExitOk) << r.err;
