@@ -124,4 +124,16 @@ std::vector<std::string> KnownEventNames() {
 
 EventSpec CpuClockEvent() { return *ParseEventSpec("cpu-clock"); }
 
+EventSpec NoSamplesEvent() {
+  EventSpec e;
+  e.name = "none";
+  e.type = PERF_TYPE_SOFTWARE;
+  e.config = PERF_COUNT_SW_DUMMY;
+  return e;
+}
+
+bool IsNoSamplesEvent(const EventSpec& event) {
+  return event.type == PERF_TYPE_SOFTWARE && event.config == PERF_COUNT_SW_DUMMY;
+}
+
 }  // namespace nativeprof::sampler

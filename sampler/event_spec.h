@@ -37,6 +37,10 @@ std::vector<std::string> KnownEventNames();
 
 // The software event used when a hardware sampling event is not supported (as perf does).
 EventSpec CpuClockEvent();
+// No samples at all (--no-cpu): the software dummy event, which still carries the side-band
+// records (mmap, comm, fork, exit) that place other samples' addresses (Linux 3.12+).
+EventSpec NoSamplesEvent();
+bool IsNoSamplesEvent(const EventSpec& event);
 
 }  // namespace nativeprof::sampler
 

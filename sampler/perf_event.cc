@@ -18,8 +18,12 @@ perf_event_attr MakeSamplingAttr(const SamplingAttrOptions& o) {
   attr.size = sizeof(attr);
   attr.type = o.event.type;
   attr.config = o.event.config;
-  attr.freq = 1;
-  attr.sample_freq = o.frequency_hz;
+  if (IsNoSamplesEvent(o.event)) {
+    attr.sample_period = 1;  // the dummy event never fires; perf gives it 1 as well
+  } else {
+    attr.freq = 1;
+    attr.sample_freq = o.frequency_hz;
+  }
   attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
                      PERF_SAMPLE_PERIOD;
   if (o.callchain) attr.sample_type |= PERF_SAMPLE_CALLCHAIN;

@@ -35,6 +35,7 @@ enum LongOnly {
   kWall,
   kOffCpuStack,
   kAlloc,
+  kNoCpu,
 };
 
 absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
@@ -160,6 +161,8 @@ Runs COMMAND (or attaches to PIDs) and samples the stacks of every thread and ch
                           on average (default 512K; 1 = every allocation) in OUT.alloc.*,
                           OUT.allocs.*, OUT.temporary.*, OUT.peak.*, OUT.leaked.* and an
                           OUT.heap.pb.gz pprof heap profile. Not with -p
+      --no-cpu            with --alloc: allocations only, no CPU samples (no OUT.folded CPU
+                          profile; the counters still count unless --no-counters)
   -p, --pid PID[,PID...]  attach to running processes instead of running a command
       --duration SECONDS  stop this long after sampling started (wall time)
       --no-boost          do not raise nativeprof's priority (by default, where permitted, the
@@ -199,6 +202,7 @@ const option kLongOptions[] = {
     {"wall", no_argument, nullptr, kWall},
     {"off-cpu-stack", required_argument, nullptr, kOffCpuStack},
     {"alloc", optional_argument, nullptr, kAlloc},
+    {"no-cpu", no_argument, nullptr, kNoCpu},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -325,6 +329,9 @@ absl::Status ApplyOption(int c, absl::string_view arg, const char* option_text, 
     case kNoCounters:
       o.counters = false;
       return absl::OkStatus();
+    case kNoCpu:
+      o.cpu_samples = false;
+      return absl::OkStatus();
     case kCounters: {
       absl::StatusOr<std::vector<sampler::EventSpec>> list = sampler::ParseEventList(arg);
       if (!list.ok()) return list.status();
@@ -445,6 +452,18 @@ absl::StatusOr<RecordOptions> ParseRecordOptions(int argc, char** argv) {
   if (st.o.alloc_rate_bytes.has_value() && st.o.call_graph != unwind::CallGraphMode::kDwarf) {
     return Bad("--alloc unwinds allocation stacks from stack copies, which needs --call-graph "
                "dwarf (the default); drop --call-graph fp");
+  }
+  if (!st.o.cpu_samples) {
+    if (!st.o.alloc_rate_bytes.has_value()) {
+      return Bad("--no-cpu turns CPU sampling off, which leaves nothing to record without "
+                 "--alloc: add --alloc, or drop --no-cpu");
+    }
+    if (st.o.off_cpu || st.event_explicit) {
+      return Bad(absl::StrCat("--no-cpu records allocations only; drop ",
+                              st.o.off_cpu ? (st.o.wall ? "--wall" : "--off-cpu") : "-e",
+                              " or --no-cpu"));
+    }
+    st.o.event = sampler::NoSamplesEvent();
   }
   ResolveOutputs(&st);
   return std::move(st.o);

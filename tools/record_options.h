@@ -65,6 +65,8 @@ struct RecordOptions {
   // --alloc[=RATE]: allocation profiling through the preload library; the mean bytes between
   // sampled allocations (1 = every allocation).
   std::optional<uint64_t> alloc_rate_bytes;
+  // --no-cpu (with --alloc): no CPU samples; `event` is then sampler::NoSamplesEvent().
+  bool cpu_samples = true;
   std::vector<int> pids;               // -p: attach instead of running a command
   double duration_seconds = 0;         // --duration; 0 = until the target exits / Ctrl-C
   int verbosity = 0;

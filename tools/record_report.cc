@@ -109,6 +109,7 @@ nlohmann::json RecordMetadata(const RecordOptions& o, const sampler::Session& se
   output::AddRecordingQualityJson(quality, &j);
   nlohmann::json outputs = nlohmann::json::array();
   for (const RecordOutput& out : o.outputs) {
+    if (!o.cpu_samples) break;  // --no-cpu: the allocation views are listed under "allocations"
     outputs.push_back({{"path", out.path}, {"format", output::OutputFormatName(out.format)}});
   }
   j["outputs"] = outputs;
@@ -141,7 +142,10 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   std::vector<ThreadSplit> threads;
   const symbolize::Profile* frame_modules_of = &profile;
   std::optional<symbolize::Profile> views[2];  // --off-cpu: off-CPU, wall; built when first needed
-  if (!session.off_cpu()) {
+  std::optional<symbolize::Profile> alloc_sites;  // --no-cpu: the first allocation view
+  if (!o.cpu_samples) {
+    // No CPU profile to write: an empty file beside the allocation views would only mislead.
+  } else if (!session.off_cpu()) {
     for (const RecordOutput& out : o.outputs) write(profile, out.path, out.format);
   } else {
     threads = ThreadSplits(collector);
@@ -165,8 +169,12 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
       symbolize::ProfileBuildOptions b = build;
       b.view = v.view;
       b.timeline = false;
-      write(symbolize::BuildProfile(collector, symbolizer, b), v.path, v.format);
+      symbolize::Profile p = symbolize::BuildProfile(collector, symbolizer, b);
+      write(p, v.path, v.format);
+      if (!o.cpu_samples && !alloc_sites.has_value()) alloc_sites = std::move(p);
     }
+    // Without CPU samples the frames to name are the allocation sites'.
+    if (alloc_sites.has_value()) frame_modules_of = &*alloc_sites;
   }
   const output::RecordingQuality quality =
       output::CollectRecordingQuality(session.stats(), collector, symbols, profile);
@@ -196,10 +204,18 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   if (state.alloc.has_value()) {
     for (const std::string& line : AllocSummaryLines(*state.alloc)) PrintLine(line);
   }
-  PrintLine(absl::StrFormat("%d samples, %d lost, %.2f s, %s, %s -> %s", quality.samples, lost,
-                            state.duration_seconds,
-                            output::Plural(collector.processes().thread_count(), "thread", "threads"),
-                            output::Plural(collector.processes().process_count(), "process", "processes"),
+  const std::string threads_and_processes = absl::StrCat(
+      output::Plural(collector.processes().thread_count(), "thread", "threads"), ", ",
+      output::Plural(collector.processes().process_count(), "process", "processes"));
+  if (!o.cpu_samples) {
+    const std::vector<ViewOutput> alloc_views = AllocOutputs(o);
+    PrintLine(absl::StrFormat("no CPU samples (--no-cpu), %d lost, %.2f s, %s -> %s", lost,
+                              state.duration_seconds, threads_and_processes,
+                              alloc_views.empty() ? o.MetadataPath() : alloc_views.front().path));
+    return exit_code;
+  }
+  PrintLine(absl::StrFormat("%d samples, %d lost, %.2f s, %s -> %s", quality.samples, lost,
+                            state.duration_seconds, threads_and_processes,
                             o.outputs.front().path));
   return exit_code;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -131,6 +132,26 @@ TEST(AllocTest, EveryAllocationSampledGivesExactSiteCounts) {
   FoldedProfile peak = rec.View("peak");
   EXPECT_EQ(peak.Self("medium_live_set"), 62'914'560u);
   EXPECT_EQ(peak.Self("leak_blocks"), 10'000u);
+}
+
+// --no-cpu: the same exact totals and sites, with no CPU sample and no CPU profile written.
+TEST(AllocTest, AllocationsWithoutCpuSamples) {
+  NP_SKIP_IF_NO_PERF();
+  AllocRecording rec =
+      RecordAlloc("--alloc=1", {TargetPath("alloc_workload"), "sites"}, {"--no-cpu"});
+  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+  ExpectSitesTotals(rec, 1);
+  FoldedProfile count = rec.View("allocs");
+  EXPECT_EQ(count.Self("small_temporaries"), 1'310'720u);
+  EXPECT_EQ(count.Self("big_pairs"), 120u);
+  EXPECT_GT(count.WithSequence({"main", "run_sites", "big_pairs"}), 0u);
+  EXPECT_FALSE(std::filesystem::exists(rec.folded)) << "a CPU profile was written";
+  nlohmann::json meta = nlohmann::json::parse(ReadFileOrEmpty(rec.folded + ".json"));
+  EXPECT_EQ(meta["samples"].get<uint64_t>(), 0u);
+  EXPECT_EQ(meta["event"], "none");
+  // Frames are tied to their modules from the allocation sites, for `report --by module`.
+  EXPECT_TRUE(meta["frame_modules"]["frames"].contains("big_pairs"));
+  EXPECT_THAT(rec.result.err, HasSubstr("no CPU samples (--no-cpu)"));
 }
 
 TEST(AllocTest, ReallocAlignedAndOverflowBehaveAsGlibc) {

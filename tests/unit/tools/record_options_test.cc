@@ -62,5 +62,25 @@ TEST(RecordOptionsTest, AllocOptionAndItsRefusals) {
   EXPECT_NE(fp.status().message().find("--call-graph dwarf"), absl::string_view::npos);
 }
 
+TEST(RecordOptionsTest, NoCpuRecordsAllocationsOnly) {
+  absl::StatusOr<RecordOptions> only = Parse({"record", "--alloc", "--no-cpu", "--", "true"});
+  ASSERT_TRUE(only.ok()) << only.status();
+  EXPECT_FALSE(only->cpu_samples);
+  EXPECT_TRUE(sampler::IsNoSamplesEvent(only->event));
+  EXPECT_TRUE(Parse({"record", "--alloc", "--", "true"})->cpu_samples);
+  // Nothing else to record, or a CPU half that would be empty: refused, naming the option.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"record", "--no-cpu", "--", "true"},
+        std::vector<std::string>{"record", "--alloc", "--no-cpu", "--off-cpu", "--", "true"},
+        std::vector<std::string>{"record", "--alloc", "--no-cpu", "--wall", "--", "true"},
+        std::vector<std::string>{"record", "--alloc", "--no-cpu", "-e", "task-clock", "--",
+                                 "true"}}) {
+    absl::StatusOr<RecordOptions> bad = Parse(args);
+    ASSERT_FALSE(bad.ok()) << args[2];
+    EXPECT_TRUE(absl::IsInvalidArgument(bad.status()));
+    EXPECT_NE(bad.status().message().find("--no-cpu"), absl::string_view::npos);
+  }
+}
+
 }  // namespace
 }  // namespace nativeprof::tools
