@@ -65,7 +65,9 @@ bool SamplingOn(const Control& c) {
 // Out of line: one allocation in RATE bytes' worth comes here.
 __attribute__((noinline)) bool SampleAllocation(ThreadState& t, Control& c, const void* user,
                                                 size_t size, const void* hook_frame) {
-  if (!SamplingOn(c)) return false;
+  // No reader any more (the profiler stopped, or died): nothing to copy a stack for. A child
+  // that outlives the profiler then pays the counting only.
+  if (!SamplingOn(c) || c.reader_gone.load(std::memory_order_relaxed) != 0) return false;
   ++t.busy;
   const bool written = WriteAllocSample(t, c, CallSite{hook_frame}, user, size);
   --t.busy;

@@ -4,11 +4,13 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <x86intrin.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <new>
@@ -136,7 +138,10 @@ void Wake(Control& c) {
   static std::atomic<int> wake_fd{-2};
   int fd = wake_fd.load(std::memory_order_relaxed);
   if (fd == -2) {
-    fd = ::open(c.wake_path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    // Read-write: a FIFO written with no reader left raises SIGPIPE, which would kill the
+    // program if the profiler died. With a read end of its own the write cannot fail that way
+    // (once the pipe is full it just returns EAGAIN).
+    fd = ::open(c.wake_path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
     wake_fd.store(fd, std::memory_order_relaxed);
   }
   if (fd >= 0) (void)!::write(fd, "w", 1);
@@ -146,11 +151,22 @@ void Wake(Control& c) {
 bool WaitForSpace(Control& c, perf_event_mmap_page* meta, uint64_t head, uint64_t size) {
   const uint64_t data_bytes = c.ring_data_bytes;
   uint64_t waited_since = 0;
+  uint64_t checked_at = 0;
   while (data_bytes - (head - __atomic_load_n(&meta->data_tail, __ATOMIC_ACQUIRE)) < size) {
     if (c.reader_gone.load(std::memory_order_relaxed) != 0) return false;
     const uint64_t now = NowNs();
     if (waited_since == 0) waited_since = now;
     if (now - waited_since > kMaxWaitNs) return false;
+    // A profiler killed outright never sets reader_gone: without this, every later record would
+    // wait kMaxWaitNs in vain. EPERM means it exists (a target that changed its user).
+    if (now - checked_at > kReaderCheckNs) {
+      checked_at = now;
+      if (c.reader_pid != 0 && ::kill(static_cast<pid_t>(c.reader_pid), 0) != 0 &&
+          errno == ESRCH) {
+        c.reader_gone.store(1, std::memory_order_relaxed);
+        return false;
+      }
+    }
     Wake(c);
     timespec pause{0, 50'000};
     ::nanosleep(&pause, nullptr);
@@ -449,6 +465,10 @@ void FillIdentity(ThreadState& t, SampleFields& f, bool cpu) {
 }
 
 bool Publish(Control& c, SampleFields& f) {
+  if (c.reader_gone.load(std::memory_order_relaxed) != 0) {
+    c.lost_samples.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   SizeCounter counter;
   Encode(c, f, 0, counter);
   const size_t size = counter.size();

@@ -17,6 +17,8 @@
 namespace nativeprof::preload {
 
 inline constexpr uint64_t kMaxWaitNs = 2'000'000'000;
+// How often a waiting writer checks that the profiler still exists.
+inline constexpr uint64_t kReaderCheckNs = 10'000'000;
 
 // False when the channel's sample layout has fields the preload cannot write (the profiler never
 // asks for those); sampling is then off and only the totals are counted.

@@ -1,17 +1,22 @@
 #include "sampler/alloc_channel.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <new>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "base/errno_status.h"
 #include "base/file_util.h"
 #include "sampler/record_sorter.h"
@@ -41,12 +46,36 @@ bool MonotonicClockIsTsc() {
 
 }  // namespace
 
+void RemoveStaleChannels(const std::string& dir) {
+  // "nativeprof-alloc-<pid>-<n>" and its ".wake": left behind when that profiler was killed
+  // outright. Only a pid that no longer exists marks them stale; a live one may be any
+  // process (pids are reused), so its files stay.
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  constexpr absl::string_view kPrefix = "nativeprof-alloc-";
+  while (const dirent* e = ::readdir(d)) {
+    absl::string_view name(e->d_name);
+    if (!absl::ConsumePrefix(&name, kPrefix)) continue;
+    const size_t dash = name.find('-');
+    int pid = 0;
+    if (dash == absl::string_view::npos || !absl::SimpleAtoi(name.substr(0, dash), &pid) ||
+        pid <= 0) {
+      continue;
+    }
+    if (::kill(pid, 0) != 0 && errno == ESRCH) {
+      (void)::unlinkat(::dirfd(d), e->d_name, 0);
+    }
+  }
+  ::closedir(d);
+}
+
 absl::StatusOr<AllocChannel> AllocChannel::Create(const std::string& dir, uint64_t rate_bytes,
                                                   size_t ring_data_bytes) {
   if (ring_data_bytes == 0 || (ring_data_bytes & (ring_data_bytes - 1)) != 0) {
     return absl::InvalidArgumentError("the allocation ring size must be a power of two");
   }
   static std::atomic<int> counter{0};
+  RemoveStaleChannels(dir);
   AllocChannel ch;
   const std::string stem = absl::StrCat(dir, "/nativeprof-alloc-", ::getpid(), "-",
                                         counter.fetch_add(1, std::memory_order_relaxed));
@@ -87,6 +116,7 @@ absl::StatusOr<AllocChannel> AllocChannel::Create(const std::string& dir, uint64
   c->ring_offset = alloc_channel::RingOffset(PageSize());
   c->ring_data_bytes = ring_data_bytes;
   std::memcpy(c->wake_path, fifo_path.c_str(), fifo_path.size() + 1);
+  c->reader_pid = static_cast<uint32_t>(::getpid());
   auto* meta = reinterpret_cast<perf_event_mmap_page*>(static_cast<char*>(base) + c->ring_offset);
   meta->data_offset = PageSize();
   meta->data_size = ring_data_bytes;

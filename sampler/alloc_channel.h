@@ -42,6 +42,10 @@ struct AllocTotals {
   uint64_t live_blocks() const { return alloc_calls > free_calls ? alloc_calls - free_calls : 0; }
 };
 
+// Removes the channel files in `dir` of profilers that no longer exist (killed before they
+// could remove their own). Called by AllocChannel::Create.
+void RemoveStaleChannels(const std::string& dir);
+
 class AllocChannel {
  public:
   // Creates `<dir>/nativeprof-alloc-<pid>-<n>` (mode 0600) with a ring of `ring_data_bytes` (a

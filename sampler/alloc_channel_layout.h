@@ -26,7 +26,7 @@ namespace nativeprof::alloc_channel {
 // The environment variable that names the channel file for the preload.
 inline constexpr char kEnvChannel[] = "NATIVEPROF_ALLOC_CHANNEL";
 inline constexpr uint64_t kMagic = 0x6e70616c6c6f6331ull;  // "npalloc1"
-inline constexpr uint32_t kVersion = 6;  // bumped with every change to Control or a record
+inline constexpr uint32_t kVersion = 7;  // bumped with every change to Control or a record
 
 // Identifiers (PERF_SAMPLE_IDENTIFIER) of the preload's records. The kernel numbers its events
 // from 1 up; these cannot collide.
@@ -123,6 +123,9 @@ struct alignas(64) Control {
   // across CPUs), so the preload may extrapolate record times from it (preload/record_clock.h).
   uint32_t tsc_clock;
   char wake_path[256];                // a FIFO the preload writes a byte to when the ring fills
+  // The profiler's pid: a writer that waits for room checks that it still exists, so a profiler
+  // killed outright (no reader_gone) does not keep every later record waiting.
+  uint32_t reader_pid;
 
   // Shared state.
   alignas(64) std::atomic<uint32_t> ring_lock;  // 0 free, 1 held: serializes ring writers

@@ -2,6 +2,9 @@
 // construction (tests/targets/alloc_workload.c): the exact totals must equal the construction,
 // the sampled call sites must carry the right shares (exact counts with --alloc=1), and the
 // program must behave exactly as without the preload.
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -212,6 +215,33 @@ TEST(AllocTest, ThreadsPastTheSlotsAreCounted) {
   EXPECT_LE(Exact(rec, "allocation_calls"), 85'000u + 2u * 8'500u);
   EXPECT_GE(Exact(rec, "free_calls"), 85'000u);
   EXPECT_EQ(Exact(rec, "allocation_calls") - Exact(rec, "free_calls"), Exact(rec, "leaked_blocks"));
+}
+
+// A profiler killed outright (SIGKILL) stops reading without a word. The command must neither die
+// of SIGPIPE on the wake FIFO nor wait for room in a ring nobody reads: it finishes as it would
+// have, and the next profile removes the files the killed one left.
+TEST(AllocTest, TheCommandOutlivesAProfilerKilledOutright) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string dir = MakeTempDir();
+  const std::string status = dir + "/status";
+  BackgroundProcess profiler(
+      {NativeprofBinary(), "record", "--no-counters", "--alloc=1", "-o", dir + "/k.folded", "--",
+       "/bin/sh", "-c", TargetPath("alloc_workload") + " sites 20 >/dev/null; echo $? >" + status});
+  ASSERT_GT(profiler.pid(), 0);
+  ::usleep(800'000);  // the command is running (20 rounds take ~3 s bare here)
+  ASSERT_EQ(::kill(profiler.pid(), SIGKILL), 0);
+  profiler.Wait();
+  const std::string left = "/dev/shm/nativeprof-alloc-" + std::to_string(profiler.pid()) + "-0";
+  const bool left_files = ::access(left.c_str(), F_OK) == 0;
+  // Before the fix: status 141 (SIGPIPE), or 2 s of waiting per record, for hours.
+  for (int i = 0; i < 1200 && ReadFileOrEmpty(status).empty(); ++i) ::usleep(100'000);
+  EXPECT_EQ(ReadFileOrEmpty(status), "0\n");
+  if (left_files) {
+    AllocRecording rec = RecordAlloc("--alloc", {"true"});
+    ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+    EXPECT_NE(::access(left.c_str(), F_OK), 0) << left << " was not removed";
+    EXPECT_NE(::access((left + ".wake").c_str(), F_OK), 0);
+  }
 }
 
 TEST(AllocTest, ForkedAndExecedChildrenAreCounted) {

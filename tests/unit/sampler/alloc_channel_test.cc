@@ -66,6 +66,31 @@ TEST(AllocChannelTest, ExistingFileIsNeitherReusedNorRemoved) {
   for (const std::string& path : taken) EXPECT_TRUE(Exists(path)) << path;
 }
 
+// The files of a profiler that was killed (its pid exists no more) are removed by the next one;
+// those of a live pid, and other names, are not.
+TEST(AllocChannelTest, ChannelsOfProfilersThatAreGoneAreRemoved) {
+  const std::string dir = testing::MakeTempDir();
+  const std::string dead = std::to_string(testing::ReapedPid());
+  const std::string live = std::to_string(::getppid());
+  const std::vector<std::string> stale = {"nativeprof-alloc-" + dead + "-0",
+                                          "nativeprof-alloc-" + dead + "-0.wake"};
+  const std::vector<std::string> kept = {"nativeprof-alloc-" + live + "-3",
+                                         "nativeprof-alloc-" + live + "-3.wake",
+                                         "nativeprof-alloc-x-1", "other-" + dead + "-0"};
+  for (const std::vector<std::string>* names : {&stale, &kept}) {
+    for (const std::string& name : *names) {
+      FILE* f = std::fopen((dir + "/" + name).c_str(), "w");
+      ASSERT_NE(f, nullptr);
+      std::fclose(f);
+    }
+  }
+  absl::StatusOr<AllocChannel> ch = AllocChannel::Create(dir, 1, 1 << 16);
+  ASSERT_TRUE(ch.ok()) << ch.status();
+  for (const std::string& name : stale) EXPECT_FALSE(Exists(dir + "/" + name)) << name;
+  for (const std::string& name : kept) EXPECT_TRUE(Exists(dir + "/" + name)) << name;
+  EXPECT_TRUE(Exists(ch->path()));
+}
+
 // What the preload sees of a thread's stack hint: it maps the file and probes as the layout says.
 uint64_t HintSeenByPreload(const std::string& path, uint32_t tid) {
   const int fd = ::open(path.c_str(), O_RDONLY);
