@@ -82,6 +82,19 @@ absl::StatusOr<std::vector<pid_t>> ListThreads(pid_t pid) {
   return tids;
 }
 
+absl::StatusOr<pid_t> ProcessOfThread(pid_t tid) {
+  absl::StatusOr<std::string> status = ReadSmallFile(absl::StrCat("/proc/", tid, "/status"));
+  if (!status.ok()) return absl::NotFoundError(absl::StrCat("no process with PID ", tid));
+  for (absl::string_view line : absl::StrSplit(*status, '\n')) {
+    int tgid = 0;
+    if (absl::ConsumePrefix(&line, "Tgid:") &&
+        absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &tgid) && tgid > 0) {
+      return static_cast<pid_t>(tgid);
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat("/proc/", tid, "/status has no Tgid line"));
+}
+
 absl::StatusOr<std::string> ReadThreadComm(pid_t pid, pid_t tid) {
   absl::StatusOr<std::string> comm =
       ReadSmallFile(absl::StrCat("/proc/", pid, "/task/", tid, "/comm"));

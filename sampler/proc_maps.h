@@ -39,6 +39,11 @@ absl::StatusOr<std::vector<ProcMapsEntry>> ReadProcMaps(pid_t pid);
 // The thread ids under /proc/PID/task. Errors: kNotFound when the process does not exist.
 absl::StatusOr<std::vector<pid_t>> ListThreads(pid_t pid);
 
+// The process (thread group) that thread `tid` belongs to: `tid` itself for a process's main
+// thread. From the "Tgid:" line of /proc/TID/status. Errors: kNotFound when there is no such
+// thread, kInvalidArgument when the file has no such line.
+absl::StatusOr<pid_t> ProcessOfThread(pid_t tid);
+
 // The name (comm) of thread `tid` of process `pid`, from /proc/PID/task/TID/comm. Errors: as
 // reading the file (kNotFound when the thread is gone).
 absl::StatusOr<std::string> ReadThreadComm(pid_t pid, pid_t tid);

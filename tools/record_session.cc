@@ -169,7 +169,7 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   for (int pid : o.pids) {
     absl::StatusOr<std::vector<pid_t>> tids = sampler::ListThreads(pid);
     if (!tids.ok()) {
-      return PrintCliError(CliStep::kRun, tids.status(), absl::StrCat("no process with PID ", pid));
+      return PrintCliError(CliStep::kRun, tids.status());
     }
     session_options.targets.insert(session_options.targets.end(), tids->begin(), tids->end());
   }
@@ -300,7 +300,26 @@ int RunRecording(const RecordOptions& o) {
   if (!signals.ok()) return PrintCliError(CliStep::kRun, signals.status());
 
   if (!o.pids.empty()) {
-    return RunAttached(o, **unwinder, *signals, setup_sched, std::move(scheduling));
+    // A thread id stands for its process, as with perf -p: samples, mappings and threads are
+    // the process's, and would not be found under the thread's id.
+    RecordOptions attached = o;
+    attached.pids.clear();
+    for (int pid : o.pids) {
+      absl::StatusOr<pid_t> process = sampler::ProcessOfThread(pid);
+      if (!process.ok()) {
+        return PrintCliError(CliStep::kRun, process.status(), {},
+                             "check the PID (ps -e), or run the program under record -- CMD");
+      }
+      if (*process != pid) {
+        PrintError(absl::StrCat(pid, " is a thread of process ", *process,
+                                ": recording the whole process"));
+      }
+      if (std::find(attached.pids.begin(), attached.pids.end(), *process) ==
+          attached.pids.end()) {
+        attached.pids.push_back(*process);
+      }
+    }
+    return RunAttached(attached, **unwinder, *signals, setup_sched, std::move(scheduling));
   }
 
   sampler::SpawnOptions spawn;
