@@ -69,6 +69,10 @@ std::string LostRecordsLine(uint64_t lost, const RunState& state) {
   } else if (d.boost.kind == PriorityKind::kRealtime) {
     fix = absl::StrCat("it ran at ", d.boost.Describe(),
                        " and still waited (other real-time tasks or RT throttling); lower -F");
+  } else if (d.boost.kind == PriorityKind::kNice && d.realtime_skipped) {
+    fix = absl::StrCat("it ran at ", d.boost.Describe(),
+                       " (with --off-cpu not SCHED_FIFO, which would preempt the target at each "
+                       "switch); lower -F, or copy less stack per switch with --off-cpu-stack");
   } else if (d.boost.kind == PriorityKind::kNice) {
     fix = absl::StrCat("it ran at ", d.boost.Describe(),
                        "; run as root / with CAP_SYS_NICE so it can use SCHED_FIFO, or lower -F");

@@ -28,6 +28,9 @@ namespace nativeprof::tools {
 struct DrainScheduling {
   PriorityBoost boost;          // what the drain thread ran at
   bool boost_disabled = false;  // --no-boost
+  // --off-cpu: SCHED_FIFO was not tried (RaiseThreadPriority's nice_only), so a nice boost is
+  // the most it gets, even as root.
+  bool realtime_skipped = false;
   // The drain thread's run-queue wait and CPU time (/proc/thread-self/schedstat) while sampling
   // (from enabling the events to the last drain), and its wait from the boost to the start of
   // sampling (opening events, reading maps); unset where the kernel does not report them.

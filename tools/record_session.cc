@@ -114,6 +114,7 @@ DrainScheduling BoostDrainThread(const RecordOptions& o) {
   // --off-cpu: the target switches often and every switch can wake this thread (see
   // RaiseThreadPriority): a real-time drain thread would preempt it each time.
   d.boost = RaiseThreadPriority(SchedulerCalls::Real(), /*nice_only=*/o.off_cpu);
+  d.realtime_skipped = o.off_cpu;
   if (d.boost.kind == PriorityKind::kUnchanged) {
     Logger("main")->debug("drain thread priority left as it was: {}", d.boost.why);
   } else {

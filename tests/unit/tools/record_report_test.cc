@@ -51,6 +51,13 @@ TEST(LostRecordsLineTest, AdviceFollowsWhatThePriorityWas) {
   niced.scheduling.boost.value = -5;
   EXPECT_THAT(LostRecordsLine(5, niced), HasSubstr("it ran at nice -5; run as root"));
 
+  // --off-cpu never asks for SCHED_FIFO: "run as root" would not help.
+  RunState off_cpu = niced;
+  off_cpu.scheduling.realtime_skipped = true;
+  EXPECT_THAT(LostRecordsLine(5, off_cpu),
+              AllOf(HasSubstr("it ran at nice -5 (with --off-cpu not SCHED_FIFO"),
+                    HasSubstr("--off-cpu-stack"), Not(HasSubstr("root"))));
+
   RunState fifo = Waited(1.0, 2.0);
   fifo.scheduling.boost.kind = PriorityKind::kRealtime;
   fifo.scheduling.boost.value = 1;
