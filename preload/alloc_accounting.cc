@@ -47,6 +47,11 @@ void RegisterProcess(Control& c) {
     }
     if (seen == pid) {  // an exec'd image of a process already counted
       g_pid_slot = static_cast<int>(index);
+      // The previous image's heap went with it: it stays in the leaked totals (never freed) but
+      // leaves the live heap, so the peak from now on does not count it. Its threads' changes
+      // not yet published (up to kFlushBytes each) were never added.
+      const int64_t gone = c.pid_live[index].exchange(0, std::memory_order_relaxed);
+      c.live_bytes.fetch_sub(gone, std::memory_order_relaxed);
       return;
     }
   }

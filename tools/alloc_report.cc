@@ -103,6 +103,7 @@ nlohmann::json AllocJson(const RecordOptions& o, const AllocRun& run,
       {"sampled_allocations", t.sampled},
       {"lost_samples", t.lost_samples},
       {"unmatched_frees", tracker.unmatched_frees()},
+      {"inherited_frees", tracker.inherited_frees()},
       // How much stack the preload copied per sample (it stops at the stack hint once the
       // thread's unwinds have reached its outermost frame).
       {"mean_stack_copy_bytes",

@@ -12,7 +12,8 @@ AllocTracker::Weight AllocTracker::WeightOf(uint64_t size) const {
   return {static_cast<double>(size) / p, 1.0 / p};
 }
 
-void AllocTracker::OnAlloc(uint32_t stack, uint64_t block_avma, uint64_t size, uint64_t time_ns) {
+void AllocTracker::OnAlloc(uint32_t stack, uint32_t pid, uint64_t block_avma, uint64_t size,
+                           uint64_t time_ns) {
   if (stack >= sites_.size()) sites_.resize(static_cast<size_t>(stack) + 1);
   const Weight w = WeightOf(size);
   AllocSite& site = sites_[stack];
@@ -22,7 +23,8 @@ void AllocTracker::OnAlloc(uint32_t stack, uint64_t block_avma, uint64_t size, u
   site.live_bytes += w.bytes;
   site.live_count += w.count;
   // An address that is live again was freed without a record (a lost sample): forget it.
-  auto [it, inserted] = live_.try_emplace(block_avma, LiveBlock{stack, w.bytes, w.count, time_ns});
+  auto [it, inserted] =
+      live_.try_emplace(BlockKey{block_avma, pid}, LiveBlock{stack, w.bytes, w.count, time_ns});
   if (!inserted) {
     AllocSite& stale = sites_[it->second.stack];
     stale.live_bytes -= it->second.bytes;
@@ -38,10 +40,10 @@ void AllocTracker::OnAlloc(uint32_t stack, uint64_t block_avma, uint64_t size, u
   }
 }
 
-void AllocTracker::OnFree(uint64_t block_avma, bool temporary, uint64_t time_ns) {
-  auto it = live_.find(block_avma);
+void AllocTracker::OnFree(uint32_t pid, uint64_t block_avma, bool temporary, uint64_t time_ns) {
+  auto it = live_.find(BlockKey{block_avma, pid});
   if (it == live_.end()) {
-    ++unmatched_frees_;
+    ++(forked_.contains(pid) ? inherited_frees_ : unmatched_frees_);
     return;
   }
   // The live set is at a local maximum right before a free: the moment to copy it if it is the
@@ -59,8 +61,36 @@ void AllocTracker::OnFree(uint64_t block_avma, bool temporary, uint64_t time_ns)
   live_bytes_ -= b.bytes;
 }
 
+void AllocTracker::OnProcessForked(uint32_t child) { forked_.insert(child); }
+
+void AllocTracker::OnImageEnded(uint32_t pid) {
+  forked_.erase(pid);  // a new image inherits no block
+  // Before the image's blocks leave, the live set may be at its peak.
+  if (peak_pending_ && peak_bytes_ > snapshot_bytes_ * 1.005) TakePeakSnapshot();
+  for (auto it = live_.begin(); it != live_.end();) {
+    if (it->first.pid != pid) {
+      ++it;
+      continue;
+    }
+    const LiveBlock& b = it->second;
+    AllocSite& site = sites_[b.stack];
+    site.live_bytes -= b.bytes;
+    site.live_count -= b.count;
+    site.ended_bytes += b.bytes;
+    site.ended_count += b.count;
+    live_bytes_ -= b.bytes;
+    live_.erase(it++);
+  }
+}
+
 void AllocTracker::Finish() {
   if (peak_pending_ && live_bytes_ >= snapshot_bytes_) TakePeakSnapshot();
+  for (AllocSite& s : sites_) {
+    s.live_bytes += s.ended_bytes;
+    s.live_count += s.ended_count;
+    s.ended_bytes = 0;
+    s.ended_count = 0;
+  }
 }
 
 void AllocTracker::TakePeakSnapshot() {

@@ -10,9 +10,11 @@
 #define NATIVEPROF_UNWIND_ALLOC_TRACKER_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 
 namespace nativeprof::unwind {
 
@@ -24,8 +26,10 @@ struct AllocSite {
   double temporary = 0;      // allocations freed before their thread allocated again
   double freed = 0;          // allocations freed while recording
   double lifetime_ns = 0;    // sum over freed allocations of their lifetime (count-weighted)
-  double live_bytes = 0;     // now; at the end of recording: leaked
+  double live_bytes = 0;     // now; after Finish(): leaked (with what ended images left)
   double live_count = 0;
+  double ended_bytes = 0;    // live when their process's image ended (exec): its leak, until
+  double ended_count = 0;    // Finish() adds it to live_*
   double peak_bytes = 0;     // live at the sampled live heap's peak
   double peak_count = 0;
 };
@@ -37,14 +41,26 @@ class AllocTracker {
   void set_rate(uint64_t rate_bytes) { rate_ = rate_bytes; }
   uint64_t rate() const { return rate_; }
 
-  void OnAlloc(uint32_t stack, uint64_t block_avma, uint64_t size, uint64_t time_ns);
-  void OnFree(uint64_t block_avma, bool temporary, uint64_t time_ns);
+  // Blocks are per process: two processes (a fork's parent and child) reuse each other's
+  // addresses.
+  void OnAlloc(uint32_t stack, uint32_t pid, uint64_t block_avma, uint64_t size,
+               uint64_t time_ns);
+  void OnFree(uint32_t pid, uint64_t block_avma, bool temporary, uint64_t time_ns);
+  // Process `child` was forked: its frees of blocks it inherited (sampled in its parent before
+  // the fork) are frees of copies, not unmatched ones, and leave the parent's blocks live.
+  void OnProcessForked(uint32_t child);
+  // Process `pid`'s image ended (it exec'd): its live blocks are gone with it. They stay in the
+  // leaked figures (that image never freed them) but leave the live heap, so a later peak does
+  // not count them, and their addresses are free for the new image.
+  void OnImageEnded(uint32_t pid);
   // Once the last record is in: settles the peak snapshot.
   void Finish();
 
   // Indexed by collected stack; stacks of other kinds have zero entries (or none at the end).
   const std::vector<AllocSite>& sites() const { return sites_; }
   uint64_t unmatched_frees() const { return unmatched_frees_; }
+  // Frees in a forked child of blocks sampled in its parent before the fork.
+  uint64_t inherited_frees() const { return inherited_frees_; }
   // The estimated live heap at its peak, and when that was.
   double peak_bytes() const { return peak_bytes_; }
   uint64_t peak_time_ns() const { return peak_time_ns_; }
@@ -65,17 +81,32 @@ class AllocTracker {
     double count;
     uint64_t time_ns;
   };
+  struct BlockKey {
+    uint64_t avma;
+    uint32_t pid;
+    bool operator==(const BlockKey&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const BlockKey& k) {
+      return H::combine(std::move(h), k.avma, k.pid);
+    }
+  };
   void TakePeakSnapshot();
+
 
   uint64_t rate_;
   std::vector<AllocSite> sites_;
-  absl::flat_hash_map<uint64_t, LiveBlock> live_;
+  absl::flat_hash_map<BlockKey, LiveBlock> live_;
+  // Forked processes (until they exec): a sampled block's free with no block of its own in such
+  // an image is of a block copied at the fork (or one whose allocation record was lost, which
+  // lost_samples counts).
+  absl::flat_hash_set<uint32_t> forked_;
   double live_bytes_ = 0;
   double peak_bytes_ = 0;
   uint64_t peak_time_ns_ = 0;
   double snapshot_bytes_ = 0;  // live_bytes_ when the per-site peak figures were copied
   bool peak_pending_ = false;  // a new peak was reached after the last snapshot
   uint64_t unmatched_frees_ = 0;
+  uint64_t inherited_frees_ = 0;
 };
 
 }  // namespace nativeprof::unwind

@@ -96,12 +96,12 @@ void StackCollector::OnSample(const sampler::SampleView& sample) {
       const bool complete = scratch_stack_.end == StackEnd::kComplete;
       alloc_stack_observer_(sample.tid, complete ? scratch_stack_.stack_high : 0);
     }
-    alloc_.OnAlloc(index, sample.addr, sample.period, sample.time_ns);
+    alloc_.OnAlloc(index, sample.pid, sample.addr, sample.period, sample.time_ns);
     return;
   }
   if (sample.event == sampler::SampleEvent::kFree) {
     ++stats_.free_samples;
-    alloc_.OnFree(sample.addr, (sample.period & alloc_channel::kFreeTemporary) != 0,
+    alloc_.OnFree(sample.pid, sample.addr, (sample.period & alloc_channel::kFreeTemporary) != 0,
                   sample.time_ns);
     return;
   }
@@ -215,12 +215,14 @@ void StackCollector::OnComm(const sampler::CommView& comm) {
   ForgetThreads();
   // A new image has a new stack: where the old one's copies could end says nothing about it.
   if (comm.exec && alloc_stack_observer_) alloc_stack_observer_(comm.tid, 0);
+  if (comm.exec) alloc_.OnImageEnded(comm.pid);
 }
 void StackCollector::OnTask(const sampler::TaskView& task) {
   processes_.ApplyTask(task);
   ForgetThreads();
   // A tid that ends, or starts again, is a thread with a stack of its own.
   if (alloc_stack_observer_) alloc_stack_observer_(task.tid, 0);
+  if (!task.exit && task.pid != task.ppid) alloc_.OnProcessForked(task.pid);
   if (!track_off_cpu_) return;
   if (task.exit) {
     off_cpu_.OnThreadExited(static_cast<int32_t>(task.tid), task.time_ns);

@@ -217,6 +217,39 @@ TEST(AllocTest, ThreadsPastTheSlotsAreCounted) {
   EXPECT_EQ(Exact(rec, "allocation_calls") - Exact(rec, "free_calls"), Exact(rec, "leaked_blocks"));
 }
 
+// An exec'd image's heap is gone: it stays leaked (that image never freed it) but leaves the live
+// heap, so the peak is one image's, not the sum of every image's leftovers.
+TEST(AllocTest, AnExecdImagesHeapLeavesTheLiveHeap) {
+  NP_SKIP_IF_NO_PERF();
+  AllocRecording rec = RecordAlloc("--alloc=1", {TargetPath("alloc_workload"), "execs", "3"});
+  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+  ExpectSitesTotals(rec, 4);
+  EXPECT_EQ(Exact(rec, "peak_heap_bytes"), 62'924'560u);
+  ASSERT_EQ(rec.allocations["per_process"].size(), 1u);
+  EXPECT_EQ(rec.allocations["per_process"][0]["live_bytes_at_end"].get<int64_t>(), 10'000);
+  // The sampled views agree: the peak set is one image's, the leak all four.
+  EXPECT_EQ(rec.View("peak").Self("leak_blocks"), 10'000u);
+  EXPECT_EQ(rec.View("peak").Self("medium_live_set"), 62'914'560u);
+  EXPECT_EQ(rec.View("leaked").Self("leak_blocks"), 40'000u);
+  EXPECT_EQ(rec.allocations["sampling"]["unmatched_frees"].get<uint64_t>(), 0u);
+}
+
+// A forked child frees the copies of its parent's blocks: not matched to the parent's (which
+// stay live there) and not counted as unmatched; the parent's and child's own blocks, at the
+// same addresses, are kept apart.
+TEST(AllocTest, AForkedChildsFreesOfInheritedBlocksAreKeptApart) {
+  NP_SKIP_IF_NO_PERF();
+  AllocRecording rec = RecordAlloc("--alloc=1", {TargetPath("alloc_workload"), "forkfree"});
+  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+  EXPECT_EQ(Exact(rec, "allocation_calls"), 2 * 1'326'210u + 100);
+  EXPECT_EQ(Exact(rec, "free_calls"), 2 * 1'326'200u + 200);
+  EXPECT_EQ(rec.allocations["sampling"]["unmatched_frees"].get<uint64_t>(), 0u);
+  EXPECT_EQ(rec.allocations["sampling"]["inherited_frees"].get<uint64_t>(), 100u);
+  // Each process's leak and peak set, by site: two of each.
+  EXPECT_EQ(rec.View("leaked").Self("leak_blocks"), 20'000u);
+  EXPECT_EQ(rec.View("allocs").Self("medium_live_set"), 2 * 15'360u);
+}
+
 // A profiler killed outright (SIGKILL) stops reading without a word. The command must neither die
 // of SIGPIPE on the wake FIFO nor wait for room in a ring nobody reads: it finishes as it would
 // have, and the next profile removes the files the killed one left.

@@ -26,6 +26,14 @@
 // the totals over both processes are exactly twice `sites`; exits 0 if the child exited 0.
 // (heaptrack traces only the parent.)
 //
+// Mode `execs N`: runs `sites`, then execs `/proc/self/exe execs N-1`, N times: N + 1 images of
+// one process, each leaving its 10,000 B leak live at its exec. Totals are N + 1 times `sites`;
+// the peak is one image's (62,924,560 B: an exec'd image's heap is gone), the leak all of theirs.
+//
+// Mode `forkfree`: keeps 100 x malloc(1000), forks; the child frees those 100 copies and runs
+// `sites`, the parent runs `sites`, waits, and frees its 100. Calls 2 x `sites` + 100, frees
+// 2 x `sites` + 200 (the child frees blocks it did not allocate).
+//
 // Mode `exit N`: runs `sites`, then exits with status N.
 //
 // Mode `realloc`: the less common entry points, each result checked (exit status 3: calloc or
@@ -191,6 +199,40 @@ static int RunForkExec(char* argv0) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
+static int RunExecs(char* argv0, int left) {
+  run_sites();
+  if (left <= 0) return 0;
+  char digits[12];  // no stdio (see the top): left - 1 in decimal by hand
+  int at = (int)sizeof(digits) - 1;
+  digits[at] = '\0';
+  for (int v = left - 1; at == (int)sizeof(digits) - 1 || v > 0; v /= 10) {
+    digits[--at] = (char)('0' + v % 10);
+  }
+  char* args[] = {argv0, "execs", digits + at, NULL};
+  execv("/proc/self/exe", args);
+  return 127;
+}
+
+static int RunForkFree(void) {
+  void* kept[100];
+  for (int i = 0; i < 100; ++i) {
+    kept[i] = malloc(1000);
+    touch(kept[i], 1000);
+  }
+  pid_t pid = fork();
+  if (pid < 0) return 2;
+  if (pid == 0) {
+    for (int i = 0; i < 100; ++i) free(kept[i]);
+    run_sites();
+    _exit(0);
+  }
+  run_sites();
+  int status;
+  if (waitpid(pid, &status, 0) != pid) return 2;
+  for (int i = 0; i < 100; ++i) free(kept[i]);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
 // ---- realloc and friends ----
 
 // Volatile so the compiler cannot see the overflow and fold or warn about the failing calls.
@@ -308,6 +350,8 @@ int main(int argc, char** argv) {
   }
   if (strcmp(mode, "threads") == 0) return RunThreads(argc > 2 ? atoi(argv[2]) : 4);
   if (strcmp(mode, "forkexec") == 0) return RunForkExec(argv[0]);
+  if (strcmp(mode, "execs") == 0) return RunExecs(argv[0], argc > 2 ? atoi(argv[2]) : 1);
+  if (strcmp(mode, "forkfree") == 0) return RunForkFree();
   if (strcmp(mode, "_exit") == 0) {
     for (int i = 0; i < 3; ++i) touch(malloc(1000), 1000);
     _exit(0);
@@ -320,6 +364,6 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "mmap") == 0) return RunOwnAllocator();
   if (strcmp(mode, "serial-threads") == 0) return RunSerialThreads(argc > 2 ? atoi(argv[2]) : 1);
   Say("usage: alloc_workload [sites [N] | realloc | threads [N] | serial-threads N | forkexec | "
-      "exit N | mmap]\n");
+      "execs N | forkfree | exit N | mmap]\n");
   return 2;
 }

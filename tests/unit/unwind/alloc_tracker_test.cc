@@ -8,15 +8,17 @@
 namespace nativeprof::unwind {
 namespace {
 
+constexpr uint32_t kPid = 42;
+
 TEST(AllocTrackerTest, EverySampledAllocationWeighsOneWhenTheRateIsOne) {
   AllocTracker t(1);
   EXPECT_DOUBLE_EQ(t.WeightOf(16).bytes, 16.0);
   EXPECT_DOUBLE_EQ(t.WeightOf(16).count, 1.0);
-  t.OnAlloc(0, 0x1000, 100, 1);
-  t.OnAlloc(1, 0x2000, 50, 2);
-  t.OnFree(0x1000, /*temporary=*/false, 11);
-  t.OnAlloc(1, 0x3000, 50, 12);
-  t.OnFree(0x3000, /*temporary=*/true, 13);
+  t.OnAlloc(0, kPid, 0x1000, 100, 1);
+  t.OnAlloc(1, kPid, 0x2000, 50, 2);
+  t.OnFree(kPid, 0x1000, /*temporary=*/false, 11);
+  t.OnAlloc(1, kPid, 0x3000, 50, 12);
+  t.OnFree(kPid, 0x3000, /*temporary=*/true, 13);
   t.Finish();
   ASSERT_EQ(t.sites().size(), 2u);
   EXPECT_DOUBLE_EQ(t.sites()[0].bytes, 100);
@@ -58,7 +60,7 @@ TEST(AllocTrackerTest, EstimatesOfSimulatedSamplingAreUnbiased) {
       until -= static_cast<double>(sizes[site]);
       if (until > 0) continue;
       until = next(rng);
-      t.OnAlloc(static_cast<uint32_t>(site), addr, sizes[site], /*time_ns=*/addr);
+      t.OnAlloc(static_cast<uint32_t>(site), kPid, addr, sizes[site], /*time_ns=*/addr);
       ++addr;
     }
   }
@@ -73,14 +75,51 @@ TEST(AllocTrackerTest, EstimatesOfSimulatedSamplingAreUnbiased) {
 
 TEST(AllocTrackerTest, FreesOfUnknownBlocksAreCountedNotApplied) {
   AllocTracker t(1);
-  t.OnFree(0xdead, false, 5);
+  t.OnFree(kPid, 0xdead, false, 5);
   EXPECT_EQ(t.unmatched_frees(), 1u);
   // An address allocated twice without a free in between (a lost free): the first is forgotten.
-  t.OnAlloc(0, 0x10, 10, 1);
-  t.OnAlloc(1, 0x10, 20, 2);
+  t.OnAlloc(0, kPid, 0x10, 10, 1);
+  t.OnAlloc(1, kPid, 0x10, 20, 2);
   t.Finish();
   EXPECT_DOUBLE_EQ(t.sites()[0].live_bytes, 0);
   EXPECT_DOUBLE_EQ(t.sites()[1].live_bytes, 20);
+}
+
+// A fork's parent and child reuse each other's addresses: each block is its process's, and the
+// child's frees of blocks copied at the fork are neither matched to the parent's nor unmatched.
+TEST(AllocTrackerTest, BlocksArePerProcessAndAForkedChildFreesItsCopies) {
+  AllocTracker t(1);
+  constexpr uint32_t kChild = 43;
+  t.OnAlloc(0, kPid, 0x10, 100, 1);  // live in the parent at the fork
+  t.OnProcessForked(kChild);
+  t.OnAlloc(1, kChild, 0x20, 30, 2);
+  t.OnAlloc(0, kPid, 0x20, 40, 3);   // the same address in the parent
+  t.OnFree(kChild, 0x10, false, 4);  // the child's copy of the parent's block
+  t.OnFree(kChild, 0x20, false, 5);
+  t.Finish();
+  EXPECT_EQ(t.unmatched_frees(), 0u);
+  EXPECT_EQ(t.inherited_frees(), 1u);
+  EXPECT_DOUBLE_EQ(t.sites()[0].live_bytes, 140);  // both of the parent's, leaked
+  EXPECT_DOUBLE_EQ(t.sites()[1].live_bytes, 0);
+  EXPECT_DOUBLE_EQ(t.peak_bytes(), 170);
+}
+
+// An exec ends the image: its blocks are leaked (never freed) but no longer live, so the next
+// image's peak does not count them, and its addresses are its own.
+TEST(AllocTrackerTest, AnExecEndsTheImagesBlocks) {
+  AllocTracker t(1);
+  t.OnAlloc(0, kPid, 0x10, 100, 1);
+  t.OnImageEnded(kPid);
+  t.OnAlloc(1, kPid, 0x10, 60, 2);  // the new image, at the same address
+  t.OnAlloc(1, kPid, 0x20, 30, 3);
+  t.OnFree(kPid, 0x10, false, 4);
+  t.Finish();
+  EXPECT_EQ(t.unmatched_frees(), 0u);
+  EXPECT_DOUBLE_EQ(t.peak_bytes(), 100);  // the first image's, not 100 + 90
+  EXPECT_DOUBLE_EQ(t.sites()[0].live_bytes, 100);  // leaked by the first image
+  EXPECT_DOUBLE_EQ(t.sites()[0].peak_bytes, 100);
+  EXPECT_DOUBLE_EQ(t.sites()[1].live_bytes, 30);
+  EXPECT_DOUBLE_EQ(t.sites()[1].bytes, 90);
 }
 
 }  // namespace
