@@ -92,9 +92,10 @@ std::vector<KernelFrameName> ParseProcStack(absl::string_view text) {
   return frames;
 }
 
-uint64_t GuessFramePointer(std::span<const uint8_t> stack, uint64_t sp,
-                           const std::vector<ProcMapsEntry>& maps) {
-  if (stack.size() > ~uint64_t{0} - sp) return 0;  // no such stack: user space ends far below
+std::vector<uint64_t> FramePointerGuesses(std::span<const uint8_t> stack, uint64_t sp,
+                                          const std::vector<ProcMapsEntry>& maps) {
+  std::vector<uint64_t> guesses;
+  if (stack.size() > ~uint64_t{0} - sp) return guesses;  // no such stack: user space ends below
   const uint64_t end = sp + stack.size();
   // Every address here comes from the target's stack: bounds are checked without sums that
   // could wrap.
@@ -103,26 +104,39 @@ uint64_t GuessFramePointer(std::span<const uint8_t> stack, uint64_t sp,
     std::memcpy(out, stack.data() + (at - sp), 8);
     return true;
   };
-  // A frame record is [saved rbp][return address]: the saved rbp is 0 (the outermost frame) or
-  // the next record, further up; the return address is in code.
-  auto record_at = [&](uint64_t at, uint64_t* next) {
+  auto below_code = [&](uint64_t at) {
     uint64_t ra;
-    if (!word(at, next) || !word(at + 8, &ra) || !IsCode(maps, ra)) return false;
-    return *next == 0 || (*next > at && (*next & 7) == 0);
+    return word(at + 8, &ra) && IsCode(maps, ra);
   };
-  for (uint64_t p = (sp + 7) & ~uint64_t{7}; p >= sp && end - p >= 16; p += 8) {
+  // The outermost record (saved rbp 0) is a weaker sign than a chain: a frame without frame
+  // pointers often holds a zero (a local, a saved register) right below a return address, as
+  // __nanosleep's does below its caller's. Weaker still is any word below a return address.
+  // Up to a third of the guesses of each kind, so a stack with many stray chains still has
+  // room for the others.
+  constexpr size_t kPerKind = kMaxFramePointerGuesses / 3;
+  std::vector<uint64_t> outermost, loose;
+  const uint64_t first = (sp + 7) & ~uint64_t{7};
+  for (uint64_t p = first; p >= sp && end - p >= 16; p += 8) {
+    if (!below_code(p)) continue;
     uint64_t next;
-    if (!record_at(p, &next)) continue;
-    // It links to another record (whose own saved rbp may be anything: code without frame
-    // pointers uses rbp freely), or it is the outermost, or it leads past the copy: a chain,
-    // not a stray pair of words.
-    uint64_t ra;
-    if (next == 0 || next >= end || end - next < 16 ||
-        (next < end - 8 && word(next + 8, &ra) && IsCode(maps, ra))) {
-      return p;
+    (void)word(p, &next);
+    std::vector<uint64_t>* kind = &loose;
+    if (next == 0) {
+      kind = &outermost;
+    } else if (next > p && (next & 7) == 0 &&
+               (next >= end || end - next < 16 || (next < end - 8 && below_code(next)))) {
+      // It links to another record (whose own saved rbp may be anything: code without frame
+      // pointers uses rbp freely), or it leads past the copy: a chain.
+      kind = &guesses;
+    }
+    if (kind->size() < kPerKind) kind->push_back(p);
+    if (guesses.size() == kPerKind && outermost.size() == kPerKind && loose.size() == kPerKind) {
+      break;
     }
   }
-  return 0;
+  guesses.insert(guesses.end(), outermost.begin(), outermost.end());
+  guesses.insert(guesses.end(), loose.begin(), loose.end());
+  return guesses;
 }
 
 absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
@@ -167,14 +181,14 @@ absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
     return std::nullopt;  // it ran: the copy may be of two states
   }
   t.read_ns = MonotonicNowNs();
-  t.bp = GuessFramePointer(t.stack, t.sp, maps);
+  t.bp_guesses = FramePointerGuesses(t.stack, t.sp, maps);
   return t;
 }
 
-SampleView BlockedThreadSample(const BlockedThread& t, uint64_t regs_mask,
+SampleView BlockedThreadSample(const BlockedThread& t, uint64_t bp, uint64_t regs_mask,
                                std::span<const uint64_t> kernel_avmas,
                                std::vector<uint64_t>* regs, std::vector<uint64_t>* callchain) {
-  CallerRegsLayout(regs_mask).Fill(t.ip, t.sp, t.bp, regs);
+  CallerRegsLayout(regs_mask).Fill(t.ip, t.sp, bp, regs);
   callchain->clear();
   for (const uint64_t avma : kernel_avmas) {
     if (avma == 0) break;  // a frame that could not be placed: the chain ends above it

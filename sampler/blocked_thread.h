@@ -41,10 +41,10 @@ struct BlockedThread {
   uint64_t read_ns = 0;
   uint64_t ip = 0;  // in the system call's wrapper
   uint64_t sp = 0;
-  // /proc does not show rbp. Guessed from the stack: the lowest slot that starts a chain of
-  // saved frame pointers, which is where frame-pointer code keeps it; 0 when none does. A wrong
-  // guess only matters to a frame whose CFA is rbp-based, which then fails to unwind.
-  uint64_t bp = 0;
+  // /proc does not show rbp: the places it may point to (FramePointerGuesses), most likely
+  // first. Whoever unwinds the snapshot tries them in turn (a wrong one only matters to a frame
+  // whose CFA is rbp-based, which then fails to unwind); none: rbp is taken as 0.
+  std::vector<uint64_t> bp_guesses;
   std::vector<uint8_t> stack;  // from sp up, at most the size asked for
   uint64_t stack_requested = 0;  // the size asked for (a copy this long may be truncated)
   // The kernel's frames of the call that blocked, innermost first, when they were asked for and
@@ -63,10 +63,15 @@ struct SyscallState {
 };
 std::optional<SyscallState> ParseProcSyscall(absl::string_view text);
 
-// The frame-pointer guess above, for a stack copy that starts at `sp`; `maps` tells code (an
-// executable mapping) from data.
-uint64_t GuessFramePointer(std::span<const uint8_t> stack, uint64_t sp,
-                           const std::vector<ProcMapsEntry>& maps);
+// Where rbp may point in a stack copy that starts at `sp`, most likely first (at most
+// kMaxFramePointerGuesses, a third of each kind): frame-pointer code keeps it at a frame record,
+// [saved rbp][return address]. First the records that link to another record (or past the
+// copy), lowest first; then those whose saved rbp is 0 (the outermost, but also any zero word
+// below a return address); then any word below a return address (the outermost frame-pointer function of a thread whose
+// caller has none saved a meaningless rbp). `maps` tells code (an executable mapping) from data.
+inline constexpr size_t kMaxFramePointerGuesses = 24;
+std::vector<uint64_t> FramePointerGuesses(std::span<const uint8_t> stack, uint64_t sp,
+                                          const std::vector<ProcMapsEntry>& maps);
 
 // The snapshot of thread `tid` (with its kernel frames when `kernel_frames`), or nullopt when it is not blocked in a system call (running or
 // runnable, stopped, or it ran while being read) or its stack could not be copied. Errors for a
@@ -77,11 +82,11 @@ absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
     pid_t pid, pid_t tid, size_t stack_bytes, const std::vector<ProcMapsEntry>& maps,
     bool kernel_frames);
 
-// A context-switch sample of `t` in the session's layout (`regs_mask`: attr.sample_regs_user),
-// for StackCollector::OnBlockedAtStart. `kernel_avmas` are the addresses of t.kernel_frames
+// A context-switch sample of `t`, with rbp = `bp`, in the session's layout (`regs_mask`:
+// attr.sample_regs_user), for StackCollector::OnBlockedAtStart. `kernel_avmas` are the addresses of t.kernel_frames
 // (innermost first; a 0 ends the chain there) and become its kernel callchain. Views `t`,
 // `regs` and `callchain`, which must outlive it.
-SampleView BlockedThreadSample(const BlockedThread& t, uint64_t regs_mask,
+SampleView BlockedThreadSample(const BlockedThread& t, uint64_t bp, uint64_t regs_mask,
                                std::span<const uint64_t> kernel_avmas,
                                std::vector<uint64_t>* regs, std::vector<uint64_t>* callchain);
 

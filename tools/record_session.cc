@@ -91,14 +91,21 @@ void NoteBlockedThreads(const sampler::Session& session, int pid,
     }
     kallsyms = std::move(*table);
   }
-  std::vector<uint64_t> regs, callchain;
   for (const sampler::BlockedThread& t : snapshots) {
     std::vector<uint64_t> kernel_avmas;
     if (kallsyms.has_value()) {
       kernel_avmas = symbolize::ResolveKernelFrames(*kallsyms, t.kernel_frames);
     }
-    collector->OnBlockedAtStart(
-        sampler::BlockedThreadSample(t, attr.sample_regs_user, kernel_avmas, &regs, &callchain));
+    // One view per rbp guess (each views registers of its own); none: rbp 0.
+    const size_t n = std::max<size_t>(t.bp_guesses.size(), 1);
+    std::vector<std::vector<uint64_t>> regs(n), callchains(n);
+    std::vector<sampler::SampleView> guesses;
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t bp = t.bp_guesses.empty() ? 0 : t.bp_guesses[i];
+      guesses.push_back(sampler::BlockedThreadSample(t, bp, attr.sample_regs_user, kernel_avmas,
+                                                     &regs[i], &callchains[i]));
+    }
+    collector->OnBlockedAtStart(guesses);
   }
 }
 

@@ -118,7 +118,24 @@ void StackCollector::OnSample(const sampler::SampleView& sample) {
   if (track_off_cpu_) off_cpu_.OnThreadRan(s.pid, s.tid, sample.time_ns);
 }
 
-void StackCollector::OnBlockedAtStart(const sampler::SampleView& sample) {
+void StackCollector::OnBlockedAtStart(std::span<const sampler::SampleView> guesses) {
+  if (guesses.empty()) return;
+  size_t chosen = 0;
+  if (guesses.size() > 1) {
+    sampler::Process& process = processes_.GetOrCreate(static_cast<int32_t>(guesses[0].pid));
+    const ProcessView view{process.pid, &process.address_space, &modules_};
+    // A wrong rbp can also end "complete", at a stray address where the unwind info ends the
+    // stack: of the complete ones, the deepest.
+    size_t best_frames = 0;
+    for (size_t i = 0; i < guesses.size(); ++i) {
+      unwinder_->Unwind(guesses[i], view, &scratch_stack_);
+      if (scratch_stack_.end == StackEnd::kComplete && scratch_stack_.frames.size() > best_frames) {
+        chosen = i;
+        best_frames = scratch_stack_.frames.size();
+      }
+    }
+  }
+  const sampler::SampleView& sample = guesses[chosen];
   const uint32_t index = InternSample(sample, StackKind::kSwitch);
   ++stacks_[index].samples;
   off_cpu_.NoteBlockedAtStart(stacks_[index].pid, stacks_[index].tid, sample.time_ns, index);

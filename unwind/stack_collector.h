@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <span>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -135,7 +136,9 @@ class StackCollector final : public sampler::RecordSink {
   // A thread already blocked when recording started (attach mode), described by a sample built
   // from /proc (sampler::BlockedThreadSample): unwound like a switch sample, and given to the
   // off-CPU tracker for the interval the thread is in.
-  void OnBlockedAtStart(const sampler::SampleView& sample);
+  // `guesses` are the same snapshot with each of its rbp guesses (sampler::BlockedThread), most
+  // likely first: of those that unwind completely the deepest is kept, else the first.
+  void OnBlockedAtStart(std::span<const sampler::SampleView> guesses);
 
   // Off-CPU bookkeeping (--off-cpu): thread creation, exit and CPU samples feed the tracker too.
   // The caller sets the recording start and calls Finish on the tracker once the last record is

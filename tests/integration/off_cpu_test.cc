@@ -152,6 +152,34 @@ TEST(OffCpuTest, AttachingSeesTheStacksOfThreadsAlreadyBlocked) {
   }
 }
 
+// The snapshot's rbp is a guess (/proc does not show it). Here main, built with frame pointers,
+// blocks in nanosleep itself: its frame record is the only one and saves libc's meaningless rbp,
+// so no chain of records points at it. The guesses are tried until one unwinds to _start.
+TEST(OffCpuTest, AttachingUnwindsAFramePointerMainBlockedAtTheStart) {
+  NP_SKIP_IF_NO_PERF();
+  ::setenv("OFFCPU_START_DELAY_MS", "60000", 1);
+  ::setenv("OFFCPU_START_DELAY_IN_MAIN", "1", 1);
+  BackgroundProcess target({TargetPath("offcpu_workload"), "block", "1", "10"},
+                           /*capture_stdout=*/true);
+  ::unsetenv("OFFCPU_START_DELAY_MS");
+  ::unsetenv("OFFCPU_START_DELAY_IN_MAIN");
+  ASSERT_EQ(target.ReadLine(), "ready");
+  const std::string pid = std::to_string(target.pid());
+  if (ReadFileOrEmpty("/proc/" + pid + "/task/" + pid + "/syscall").empty()) {
+    GTEST_SKIP() << "no ptrace-attach rights over the target: /proc/PID/task/TID/syscall is "
+                    "unreadable, so no stack can be read";
+  }
+  const std::string folded = MakeTempDir() + "/main.folded";
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "--off-cpu", "--duration", "1",
+                                "-p", pid, "-o", folded});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = ReadFileOrEmpty(RecordViewPath(folded, "offcpu"));
+  FoldedProfile off = FoldedProfile::Parse(text);
+  EXPECT_GT(off.WithSequence({"__libc_start_call_main", "main", "__nanosleep"}), 900'000u)
+      << text;
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("ended early"))) << text;
+}
+
 TEST(OffCpuTest, WaitingForCpuMatchesTheRunQueueWait) {
   NP_SKIP_IF_NO_PERF();
   const std::string folded = MakeTempDir() + "/runqueue.folded";

@@ -15,7 +15,8 @@
 //     0: as fast as they can, the worst case of switches per second) before handing it back.
 //     Each hand-off is a voluntary switch. Prints "switches N" (hand-offs).
 //   With OFFCPU_START_DELAY_MS set, any mode prints "ready" and sleeps that long first, so a
-//   profiler can attach before its threads start (attach tests).
+//   profiler can attach before its threads start (attach tests); with OFFCPU_START_DELAY_IN_MAIN
+//   also set, main sleeps in nanosleep itself rather than in sleep_ms.
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -230,7 +231,16 @@ int main(int argc, char** argv) {
   const char* delay = getenv("OFFCPU_START_DELAY_MS");
   if (delay != NULL) {
     printf("ready\n");
-    sleep_ms(atoi(delay));
+    if (getenv("OFFCPU_START_DELAY_IN_MAIN") != NULL) {
+      // In main itself: its frame record is the only one, and the caller's rbp it saved is not
+      // a frame pointer (libc's start code keeps none), so no chain of records leads to it.
+      const int ms = atoi(delay);
+      struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+      while (nanosleep(&ts, &ts) != 0) {
+      }
+    } else {
+      sleep_ms(atoi(delay));
+    }
   }
   if (strcmp(argv[1], "block") == 0 && argc >= 4) {
     g_rounds = atoi(argv[2]);

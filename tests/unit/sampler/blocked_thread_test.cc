@@ -32,35 +32,50 @@ TEST(BlockedThreadTest, ParsesTheSyscallFileOfABlockedThreadOnly) {
 
 // A stack copy from sp = 0x1000: a few words of a leaf without a frame, then frame records at
 // 0x1020 -> 0x1040 -> 0 whose return addresses are in the code mapping.
-TEST(BlockedThreadTest, FramePointerIsTheFirstChainOfRecordsAboveSp) {
+TEST(BlockedThreadTest, FramePointerGuessesPutChainsFirst) {
+  using ::testing::ElementsAre;
   std::vector<ProcMapsEntry> maps(2);
   maps[0] = {.start_avma = 0x1000, .end_avma = 0x2000, .prot = PROT_READ | PROT_WRITE};
   maps[1] = {.start_avma = 0x400000, .end_avma = 0x500000, .prot = PROT_READ | PROT_EXEC};
   std::vector<uint64_t> words(16, 0);
   words[0] = 0x1500;    // a pointer into the stack, but followed by data: not a record
   words[1] = 0x77;
-  words[2] = 0x400123;  // a return address with no saved rbp before it
+  words[2] = 0x400123;  // a return address: 0x1008 below it (0x77) is a loose guess
   words[4] = 0x1040;    // 0x1020: [saved rbp = 0x1040][ra]
   words[5] = 0x400456;
   words[8] = 0;         // 0x1040: the outermost record
   words[9] = 0x400789;
   std::vector<uint8_t> stack(words.size() * 8);
-  std::memcpy(stack.data(), words.data(), stack.size());
-  EXPECT_EQ(GuessFramePointer(stack, 0x1000, maps), 0x1020u);
-  // A record whose saved rbp leads to data is not a chain, and nothing else here is one.
-  words[9] = 0x1234;
-  words[8] = 0x1060;
-  std::memcpy(stack.data(), words.data(), stack.size());
-  EXPECT_EQ(GuessFramePointer(stack, 0x1000, maps), 0u);
-  EXPECT_EQ(GuessFramePointer({}, 0x1000, maps), 0u);
+  auto guesses = [&](uint64_t sp = 0x1000) {
+    std::memcpy(stack.data(), words.data(), stack.size());
+    return FramePointerGuesses(stack, sp, maps);
+  };
+  // The chain, then the outermost record, then the word below a bare return address.
+  EXPECT_THAT(guesses(), ElementsAre(0x1020u, 0x1040u, 0x1008u));
+  // A zero right below a return address (a frame without frame pointers: a zeroed local or
+  // saved register) looks like the outermost record: the chain still comes first.
+  words[0] = 0;
+  words[1] = 0x400111;
+  EXPECT_THAT(guesses(), ElementsAre(0x1020u, 0x1000u, 0x1040u, 0x1008u));
+  // The outermost frame-pointer function of a thread whose caller keeps no frame pointer saved
+  // a meaningless rbp (1 here): only a loose guess finds its record.
+  words = std::vector<uint64_t>(16, 0);
+  words[6] = 1;
+  words[7] = 0x400222;
+  EXPECT_THAT(guesses(), ElementsAre(0x1030u));
+  EXPECT_TRUE(FramePointerGuesses({}, 0x1000, maps).empty());
   // Values from the target's stack that would wrap a sum: a "saved rbp" of -16 next to a return
   // address, and a copy that ends at the top of the address space.
   words.assign(16, 0);
   words[2] = 0xfffffffffffffff0u;
   words[3] = 0x400123;
-  std::memcpy(stack.data(), words.data(), stack.size());
-  EXPECT_EQ(GuessFramePointer(stack, 0x1000, maps), 0x1010u);  // it leads past the copy
-  EXPECT_EQ(GuessFramePointer(stack, ~uint64_t{0} - 127, maps), 0u);
+  EXPECT_EQ(guesses().front(), 0x1010u);  // it leads past the copy
+  EXPECT_TRUE(guesses(~uint64_t{0} - 127).empty());
+  // No more than a third of kMaxFramePointerGuesses of one kind.
+  words.assign(64, 0);
+  stack.resize(words.size() * 8);
+  for (size_t i = 0; i < words.size(); i += 2) words[i + 1] = 0x400100 + i;
+  EXPECT_EQ(guesses().size(), kMaxFramePointerGuesses / 3);
 }
 
 TEST(BlockedThreadTest, SampleCarriesTheRegistersInMaskOrder) {
@@ -70,14 +85,13 @@ TEST(BlockedThreadTest, SampleCarriesTheRegistersInMaskOrder) {
   t.read_ns = 5;
   t.ip = 0x401000;
   t.sp = 0x7ff000;
-  t.bp = 0x7ff040;
   t.stack = {1, 2, 3, 4, 5, 6, 7, 8};
   t.stack_requested = 8192;
   std::vector<uint64_t> regs, callchain;
   const uint64_t mask = (1u << 6) | (1u << 7) | (1u << 8) | (1u << 0);  // ax, bp, sp, ip
   // The third frame could not be placed: the chain ends above it.
   const uint64_t kernel[] = {0xffffffff81000100, 0xffffffff81000200, 0, 0xffffffff81000300};
-  const SampleView s = BlockedThreadSample(t, mask, kernel, &regs, &callchain);
+  const SampleView s = BlockedThreadSample(t, 0x7ff040, mask, kernel, &regs, &callchain);
   EXPECT_EQ(s.event, SampleEvent::kContextSwitch);
   EXPECT_EQ(s.tid, 11u);
   EXPECT_EQ(s.time_ns, 5u);
@@ -94,7 +108,7 @@ TEST(BlockedThreadTest, SampleCarriesTheRegistersInMaskOrder) {
               ::testing::ElementsAre(static_cast<uint64_t>(PERF_CONTEXT_KERNEL),
                                      0xffffffff810000ffu, 0xffffffff81000200u));
   // Without kernel frames, no chain at all.
-  EXPECT_TRUE(BlockedThreadSample(t, mask, {}, &regs, &callchain).callchain.empty());
+  EXPECT_TRUE(BlockedThreadSample(t, 0x7ff040, mask, {}, &regs, &callchain).callchain.empty());
 }
 
 TEST(BlockedThreadTest, ParsesTheKernelStackFile) {
