@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -188,7 +189,9 @@ Control* internal::AttachOnce() {
   // race to attach; the compare-exchange only keeps a second attach from happening.
   int expected = 0;
   if (g_attach_state.compare_exchange_strong(expected, 3, std::memory_order_acq_rel)) {
+    const int saved_errno = errno;  // open and mmap must not show in the program's errno
     Control* c = Attach();
+    errno = saved_errno;
     if (c != nullptr) g_channel.store(c, std::memory_order_release);
     g_attach_state.store(c != nullptr ? 1 : 2, std::memory_order_release);
   }

@@ -68,9 +68,13 @@ __attribute__((noinline)) bool SampleAllocation(ThreadState& t, Control& c, cons
   // No reader any more (the profiler stopped, or died): nothing to copy a stack for. A child
   // that outlives the profiler then pays the counting only.
   if (!SamplingOn(c) || c.reader_gone.load(std::memory_order_relaxed) != 0) return false;
+  // The writer's system calls (the wake FIFO, /proc/self/maps, the profiler's liveness) may set
+  // errno; a malloc that succeeded must leave the program's as it was.
+  const int saved_errno = errno;
   ++t.busy;
   const bool written = WriteAllocSample(t, c, CallSite{hook_frame}, user, size);
   --t.busy;
+  errno = saved_errno;
   if (written) CountSampled(t, c);
   return written;
 }
@@ -114,9 +118,11 @@ NP_ALWAYS_INLINE void* Track(Control* c, void* base, size_t size, size_t offset,
 
 __attribute__((noinline)) void SampleFree(ThreadState& t, Control& c, void* user,
                                           bool temporary) {
+  const int saved_errno = errno;  // as in SampleAllocation
   ++t.busy;
   WriteFreeSample(t, c, user, temporary);
   --t.busy;
+  errno = saved_errno;
 }
 
 // Counts the release of a block of ours before glibc may hand its address out again (so its free

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -115,22 +116,38 @@ TEST(OffCpuTest, AttachingGivesTheSameSplitAsLaunching) {
   ExpectBlockedTimesMatch(folded, out, r.err);
 }
 
+// offcpu_workload started to sleep in main for far longer than a recording (it is killed at the
+// end), with its "ready" read; `in_main`: in nanosleep called from main itself, else in sleep_ms.
+std::unique_ptr<BackgroundProcess> StartSleepingTarget(bool in_main) {
+  ::setenv("OFFCPU_START_DELAY_MS", "60000", 1);
+  if (in_main) ::setenv("OFFCPU_START_DELAY_IN_MAIN", "1", 1);
+  auto target = std::make_unique<BackgroundProcess>(
+      std::vector<std::string>{TargetPath("offcpu_workload"), "block", "1", "10"},
+      /*capture_stdout=*/true);
+  ::unsetenv("OFFCPU_START_DELAY_MS");
+  ::unsetenv("OFFCPU_START_DELAY_IN_MAIN");
+  EXPECT_EQ(target->ReadLine(), "ready");
+  return target;
+}
+
+// Attaching reads a blocked thread's stack from /proc/PID/task/TID/syscall and its memory,
+// which need ptrace-attach rights over it.
+bool CanReadBlockedStacks(const std::string& pid) {
+  return !ReadFileOrEmpty("/proc/" + pid + "/task/" + pid + "/syscall").empty();
+}
+
+constexpr char kNoPtraceRights[] =
+    "no ptrace-attach rights over the target: /proc/PID/task/TID/syscall is unreadable, so no "
+    "stack can be read";
+
 // A thread that is already blocked when recording attaches has no switch-out to sample while
 // recording: its stack is read from /proc instead (the main thread here sleeps in sleep_ms,
 // under main, for the whole recording).
 TEST(OffCpuTest, AttachingSeesTheStacksOfThreadsAlreadyBlocked) {
   NP_SKIP_IF_NO_PERF();
-  // Far longer than the recording, however slow attaching is; the target is killed at the end.
-  ::setenv("OFFCPU_START_DELAY_MS", "60000", 1);
-  BackgroundProcess target({TargetPath("offcpu_workload"), "block", "1", "10"},
-                           /*capture_stdout=*/true);
-  ::unsetenv("OFFCPU_START_DELAY_MS");
-  ASSERT_EQ(target.ReadLine(), "ready");
-  const std::string pid = std::to_string(target.pid());
-  if (ReadFileOrEmpty("/proc/" + pid + "/task/" + pid + "/syscall").empty()) {
-    GTEST_SKIP() << "no ptrace-attach rights over the target: /proc/PID/task/TID/syscall is "
-                    "unreadable, so no stack can be read";
-  }
+  std::unique_ptr<BackgroundProcess> target = StartSleepingTarget(/*in_main=*/false);
+  const std::string pid = std::to_string(target->pid());
+  if (!CanReadBlockedStacks(pid)) GTEST_SKIP() << kNoPtraceRights;
   const std::string folded = MakeTempDir() + "/blocked.folded";
   CommandResult r = RunCommand({NativeprofBinary(), "record", "--off-cpu", "--duration", "1",
                                 "-p", pid, "-o", folded});
@@ -157,18 +174,9 @@ TEST(OffCpuTest, AttachingSeesTheStacksOfThreadsAlreadyBlocked) {
 // so no chain of records points at it. The guesses are tried until one unwinds to _start.
 TEST(OffCpuTest, AttachingUnwindsAFramePointerMainBlockedAtTheStart) {
   NP_SKIP_IF_NO_PERF();
-  ::setenv("OFFCPU_START_DELAY_MS", "60000", 1);
-  ::setenv("OFFCPU_START_DELAY_IN_MAIN", "1", 1);
-  BackgroundProcess target({TargetPath("offcpu_workload"), "block", "1", "10"},
-                           /*capture_stdout=*/true);
-  ::unsetenv("OFFCPU_START_DELAY_MS");
-  ::unsetenv("OFFCPU_START_DELAY_IN_MAIN");
-  ASSERT_EQ(target.ReadLine(), "ready");
-  const std::string pid = std::to_string(target.pid());
-  if (ReadFileOrEmpty("/proc/" + pid + "/task/" + pid + "/syscall").empty()) {
-    GTEST_SKIP() << "no ptrace-attach rights over the target: /proc/PID/task/TID/syscall is "
-                    "unreadable, so no stack can be read";
-  }
+  std::unique_ptr<BackgroundProcess> target = StartSleepingTarget(/*in_main=*/true);
+  const std::string pid = std::to_string(target->pid());
+  if (!CanReadBlockedStacks(pid)) GTEST_SKIP() << kNoPtraceRights;
   const std::string folded = MakeTempDir() + "/main.folded";
   CommandResult r = RunCommand({NativeprofBinary(), "record", "--off-cpu", "--duration", "1",
                                 "-p", pid, "-o", folded});
