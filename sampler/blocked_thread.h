@@ -67,14 +67,16 @@ std::optional<SyscallState> ParseProcSyscall(absl::string_view text);
 // kMaxFramePointerGuesses, a third of each kind): frame-pointer code keeps it at a frame record,
 // [saved rbp][return address]. First the records that link to another record (or past the
 // copy), lowest first; then those whose saved rbp is 0 (the outermost, but also any zero word
-// below a return address); then any word below a return address (the outermost frame-pointer function of a thread whose
-// caller has none saved a meaningless rbp). `maps` tells code (an executable mapping) from data.
+// below a return address); then any word below a return address (the outermost frame-pointer
+// function of a thread whose caller has none saved a meaningless rbp). `maps` tells code (an
+// executable mapping) from data.
 inline constexpr size_t kMaxFramePointerGuesses = 24;
 std::vector<uint64_t> FramePointerGuesses(std::span<const uint8_t> stack, uint64_t sp,
                                           const std::vector<ProcMapsEntry>& maps);
 
-// The snapshot of thread `tid` (with its kernel frames when `kernel_frames`), or nullopt when it is not blocked in a system call (running or
-// runnable, stopped, or it ran while being read) or its stack could not be copied. Errors for a
+// The snapshot of thread `tid` (with its kernel frames when `kernel_frames`), or nullopt when it
+// is not blocked in a system call (running or runnable, stopped, or it ran while being read) or
+// its stack could not be copied. Errors for a
 // thread that is gone or whose files this process may not read (/proc/PID/task/TID/syscall and
 // process_vm_readv need ptrace-attach rights, which perf_event_open does not); callers treat
 // them as "no snapshot".
@@ -83,9 +85,9 @@ absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
     bool kernel_frames);
 
 // A context-switch sample of `t`, with rbp = `bp`, in the session's layout (`regs_mask`:
-// attr.sample_regs_user), for StackCollector::OnBlockedAtStart. `kernel_avmas` are the addresses of t.kernel_frames
-// (innermost first; a 0 ends the chain there) and become its kernel callchain. Views `t`,
-// `regs` and `callchain`, which must outlive it.
+// attr.sample_regs_user), for StackCollector::OnBlockedAtStart. `kernel_avmas` are the addresses
+// of t.kernel_frames (innermost first; a 0 ends the chain there) and become its kernel
+// callchain. Views `t`, `regs` and `callchain`, which must outlive it.
 SampleView BlockedThreadSample(const BlockedThread& t, uint64_t bp, uint64_t regs_mask,
                                std::span<const uint64_t> kernel_avmas,
                                std::vector<uint64_t>* regs, std::vector<uint64_t>* callchain);

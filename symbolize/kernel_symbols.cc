@@ -312,7 +312,6 @@ absl::string_view KernelSymbols::Lookup(uint64_t avma) {
   return symbol != nullptr ? (*live_)->Name(*symbol) : absl::string_view();
 }
 
-
 std::vector<uint64_t> ResolveKernelFrames(const SymbolTable& table,
                                           std::span<const sampler::KernelFrameName> frames) {
   // One pass over the table for just the names asked for: kallsyms has ~120,000 symbols.

@@ -215,6 +215,7 @@ struct ParseState {
   std::vector<std::string> output_paths;
   std::vector<std::string> output_formats;  // parallel to output_paths; "" = infer
   std::string pending_format;               // the last --format not yet taken by an -o
+  bool no_cpu = false;                      // --no-cpu: the event becomes NoSamplesEvent()
 };
 
 absl::Status ParseFrequency(absl::string_view arg, RecordOptions* o) {
@@ -330,7 +331,7 @@ absl::Status ApplyOption(int c, absl::string_view arg, const char* option_text, 
       o.counters = false;
       return absl::OkStatus();
     case kNoCpu:
-      o.cpu_samples = false;
+      st->no_cpu = true;
       return absl::OkStatus();
     case kCounters: {
       absl::StatusOr<std::vector<sampler::EventSpec>> list = sampler::ParseEventList(arg);
@@ -453,7 +454,7 @@ absl::StatusOr<RecordOptions> ParseRecordOptions(int argc, char** argv) {
     return Bad("--alloc unwinds allocation stacks from stack copies, which needs --call-graph "
                "dwarf (the default); drop --call-graph fp");
   }
-  if (!st.o.cpu_samples) {
+  if (st.no_cpu) {
     if (!st.o.alloc_rate_bytes.has_value()) {
       return Bad("--no-cpu turns CPU sampling off, which leaves nothing to record without "
                  "--alloc: add --alloc, or drop --no-cpu");

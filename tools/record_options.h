@@ -65,14 +65,14 @@ struct RecordOptions {
   // --alloc[=RATE]: allocation profiling through the preload library; the mean bytes between
   // sampled allocations (1 = every allocation).
   std::optional<uint64_t> alloc_rate_bytes;
-  // --no-cpu (with --alloc): no CPU samples; `event` is then sampler::NoSamplesEvent().
-  bool cpu_samples = true;
   std::vector<int> pids;               // -p: attach instead of running a command
   double duration_seconds = 0;         // --duration; 0 = until the target exits / Ctrl-C
   int verbosity = 0;
   std::vector<std::string> command;    // after --
   std::string command_directory;       // where the command runs; empty: here (no CLI option:
                                        // set by `cargo nativeprof` for benches and tests)
+  // False with --no-cpu, whose sampling event (sampler::NoSamplesEvent) takes no samples.
+  bool cpu_samples() const { return !sampler::IsNoSamplesEvent(event); }
   // The counting events to open: --counters, or perf stat's default set.
   std::vector<sampler::EventSpec> CounterEvents() const;
   // Where the off-CPU (`view` kOffCpuView) or wall (kWallView) view of an output goes: beside

@@ -113,7 +113,7 @@ nlohmann::json RecordMetadata(const RecordOptions& o, const sampler::Session& se
   output::AddRecordingQualityJson(quality, &j);
   nlohmann::json outputs = nlohmann::json::array();
   for (const RecordOutput& out : o.outputs) {
-    if (!o.cpu_samples) break;  // --no-cpu: the allocation views are listed under "allocations"
+    if (!o.cpu_samples()) break;  // --no-cpu: the allocation views are listed under "allocations"
     outputs.push_back({{"path", out.path}, {"format", output::OutputFormatName(out.format)}});
   }
   j["outputs"] = outputs;
@@ -147,7 +147,7 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   const symbolize::Profile* frame_modules_of = &profile;
   std::optional<symbolize::Profile> views[2];  // --off-cpu: off-CPU, wall; built when first needed
   std::optional<symbolize::Profile> alloc_sites;  // --no-cpu: the first allocation view
-  if (!o.cpu_samples) {
+  if (!o.cpu_samples()) {
     // No CPU profile to write: an empty file beside the allocation views would only mislead.
   } else if (!session.off_cpu()) {
     for (const RecordOutput& out : o.outputs) write(profile, out.path, out.format);
@@ -175,7 +175,7 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
       b.timeline = false;
       symbolize::Profile p = symbolize::BuildProfile(collector, symbolizer, b);
       write(p, v.path, v.format);
-      if (!o.cpu_samples && !alloc_sites.has_value()) alloc_sites = std::move(p);
+      if (!o.cpu_samples() && !alloc_sites.has_value()) alloc_sites = std::move(p);
     }
     // Without CPU samples the frames to name are the allocation sites'.
     if (alloc_sites.has_value()) frame_modules_of = &*alloc_sites;
@@ -211,7 +211,7 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   const std::string threads_and_processes = absl::StrCat(
       output::Plural(collector.processes().thread_count(), "thread", "threads"), ", ",
       output::Plural(collector.processes().process_count(), "process", "processes"));
-  if (!o.cpu_samples) {
+  if (!o.cpu_samples()) {
     const std::vector<ViewOutput> alloc_views = AllocOutputs(o);
     PrintLine(absl::StrFormat("no CPU samples (--no-cpu), %d lost, %.2f s, %s -> %s", lost,
                               state.duration_seconds, threads_and_processes,

@@ -81,15 +81,15 @@ void NoteBlockedThreads(const sampler::Session& session, int pid,
   }
   // /proc shows the kernel frames by name: kallsyms places them, read once for all threads.
   std::optional<symbolize::SymbolTable> kallsyms;
-  for (const sampler::BlockedThread& t : snapshots) {
-    if (t.kernel_frames.empty() || kallsyms.has_value()) continue;
+  if (std::any_of(snapshots.begin(), snapshots.end(),
+                  [](const sampler::BlockedThread& t) { return !t.kernel_frames.empty(); })) {
     absl::StatusOr<symbolize::SymbolTable> table = symbolize::LoadKallsyms();
-    if (!table.ok()) {
+    if (table.ok()) {
+      kallsyms = std::move(*table);
+    } else {
       Logger("main")->debug("kernel frames of threads blocked at the start left out: {}",
                             table.status().ToString());
-      break;
     }
-    kallsyms = std::move(*table);
   }
   for (const sampler::BlockedThread& t : snapshots) {
     std::vector<uint64_t> kernel_avmas;

@@ -46,10 +46,7 @@ void AllocTracker::OnFree(uint32_t pid, uint64_t block_avma, bool temporary, uin
     ++(forked_.contains(pid) ? inherited_frees_ : unmatched_frees_);
     return;
   }
-  // The live set is at a local maximum right before a free: the moment to copy it if it is the
-  // peak. Copies only when the peak grew by over 0.5 % since the last copy, which bounds the
-  // copies in a growing program at the cost of a peak up to 0.5 % older than the true one.
-  if (peak_pending_ && peak_bytes_ > snapshot_bytes_ * 1.005) TakePeakSnapshot();
+  SnapshotBeforeDrop();
   const LiveBlock b = it->second;
   live_.erase(it);
   AllocSite& site = sites_[b.stack];
@@ -65,8 +62,7 @@ void AllocTracker::OnProcessForked(uint32_t child) { forked_.insert(child); }
 
 void AllocTracker::OnImageEnded(uint32_t pid) {
   forked_.erase(pid);  // a new image inherits no block
-  // Before the image's blocks leave, the live set may be at its peak.
-  if (peak_pending_ && peak_bytes_ > snapshot_bytes_ * 1.005) TakePeakSnapshot();
+  SnapshotBeforeDrop();
   for (auto it = live_.begin(); it != live_.end();) {
     if (it->first.pid != pid) {
       ++it;
@@ -91,6 +87,14 @@ void AllocTracker::Finish() {
     s.ended_bytes = 0;
     s.ended_count = 0;
   }
+}
+
+void AllocTracker::SnapshotBeforeDrop() {
+  // The live set is at a local maximum right before it drops (a free, an image's end): the
+  // moment to copy it if it is the peak. Copies only when the peak grew by over 0.5 % since the
+  // last copy, which bounds the copies in a growing program at the cost of a peak up to 0.5 %
+  // older than the true one.
+  if (peak_pending_ && peak_bytes_ > snapshot_bytes_ * 1.005) TakePeakSnapshot();
 }
 
 void AllocTracker::TakePeakSnapshot() {

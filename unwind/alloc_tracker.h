@@ -91,6 +91,7 @@ class AllocTracker {
     }
   };
   void TakePeakSnapshot();
+  void SnapshotBeforeDrop();
 
 
   uint64_t rate_;

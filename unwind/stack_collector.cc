@@ -129,7 +129,8 @@ void StackCollector::OnBlockedAtStart(std::span<const sampler::SampleView> guess
     size_t best_frames = 0;
     for (size_t i = 0; i < guesses.size(); ++i) {
       unwinder_->Unwind(guesses[i], view, &scratch_stack_);
-      if (scratch_stack_.end == StackEnd::kComplete && scratch_stack_.frames.size() > best_frames) {
+      if (scratch_stack_.end == StackEnd::kComplete &&
+          scratch_stack_.frames.size() > best_frames) {
         chosen = i;
         best_frames = scratch_stack_.frames.size();
       }

@@ -65,9 +65,9 @@ TEST(RecordOptionsTest, AllocOptionAndItsRefusals) {
 TEST(RecordOptionsTest, NoCpuRecordsAllocationsOnly) {
   absl::StatusOr<RecordOptions> only = Parse({"record", "--alloc", "--no-cpu", "--", "true"});
   ASSERT_TRUE(only.ok()) << only.status();
-  EXPECT_FALSE(only->cpu_samples);
+  EXPECT_FALSE(only->cpu_samples());
   EXPECT_TRUE(sampler::IsNoSamplesEvent(only->event));
-  EXPECT_TRUE(Parse({"record", "--alloc", "--", "true"})->cpu_samples);
+  EXPECT_TRUE(Parse({"record", "--alloc", "--", "true"})->cpu_samples());
   // Nothing else to record, or a CPU half that would be empty: refused, naming the option.
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"record", "--no-cpu", "--", "true"},
