@@ -154,6 +154,16 @@ NP_ALWAYS_INLINE bool FreeNeedsNoMore(const ThreadState& t, size_t size) {
   return t.slot != nullptr && t.pending_live - static_cast<int64_t>(size) >= -kFlushBytes;
 }
 
+// Whether a realloc's release of `old_size` then allocation of `new_size` need only the two
+// bodies (FreeNeedsNoMore, then AllocationNeedsNoMore on what the release left).
+NP_ALWAYS_INLINE bool ReallocationNeedsNoMore(const ThreadState& t, size_t old_size,
+                                              size_t new_size) {
+  const int64_t released = t.pending_live - static_cast<int64_t>(old_size);
+  return t.slot != nullptr && released >= -kFlushBytes &&
+         released + static_cast<int64_t>(new_size) <= kFlushBytes &&
+         t.until_sample > static_cast<int64_t>(new_size);
+}
+
 // Counts the free of a counted block; returns whether it was a temporary allocation.
 inline bool CountFree(ThreadState& t, alloc_channel::Control& c, const void* user, size_t size) {
   if (!t.claimed) internal::ClaimSlot(t, c);

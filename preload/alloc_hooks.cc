@@ -80,8 +80,9 @@ __attribute__((noinline)) bool SampleAllocation(ThreadState& t, Control& c, cons
 }
 
 // Writes the header of a new block and counts it. `base` is what glibc returned.
-__attribute__((noinline)) void* TrackSlow(Control* c, void* base, size_t size, size_t offset,
+__attribute__((noinline)) void* TrackSlow(void* base, size_t size, size_t offset,
                                           const void* hook_frame) {
+  Control* c = internal::g_channel.load(std::memory_order_acquire);
   char* user = static_cast<char*>(base) + offset;
   BlockHeader* h = HeaderOf(user);
   h->size = size;
@@ -98,21 +99,26 @@ __attribute__((noinline)) void* TrackSlow(Control* c, void* base, size_t size, s
   return user;
 }
 
+// The hook_frame that stands for the frame of the exported hook the always-inline code is in:
+// it is read where the rare path needs it, so no register holds it across glibc's call.
+constexpr const void* kThisHooksFrame = nullptr;
+
 // Track's common case inline, with no call: the hook then needs no registers saved around the
-// rare steps, which cost more than the counting itself.
+// rare steps, which cost more than the counting itself. `c` is the attached channel or null.
 NP_ALWAYS_INLINE void* Track(Control* c, void* base, size_t size, size_t offset,
                              const void* hook_frame) {
   if (NP_UNLIKELY(base == nullptr)) return nullptr;
   ThreadState& t = CurrentThread();
   if (NP_UNLIKELY(c == nullptr || t.busy != 0 || !AllocationNeedsNoMore(t, size))) {
-    return TrackSlow(c, base, size, offset, hook_frame);
+    return TrackSlow(base, size, offset,
+                     hook_frame != kThisHooksFrame ? hook_frame : __builtin_frame_address(0));
   }
   char* user = static_cast<char*>(base) + offset;
   BlockHeader* h = HeaderOf(user);
   h->size = size;
   h->offset = static_cast<uint32_t>(offset);
-  CountAllocationBody(t, *t.slot, user, size);
   h->tag = kTag;
+  CountAllocationBody(t, *t.slot, user, size);
   return user;
 }
 
@@ -210,7 +216,8 @@ size_t UsableSize(void* user) {
   return usable > h->offset ? usable - h->offset : 0;
 }
 
-void* Reallocate(void* user, size_t size, const void* frame) {
+// Everything realloc does but the common case (see Reallocate).
+__attribute__((noinline)) void* ReallocateSlow(void* user, size_t size, const void* frame) {
   if (user == nullptr) return Allocate(size, frame);
   if (size == 0) {  // glibc frees the block and returns NULL
     Release(user);
@@ -250,6 +257,42 @@ void* Reallocate(void* user, size_t size, const void* frame) {
   return Track(Channel(), base, size, kHeaderBytes, frame);
 }
 
+// The counting of a block glibc has resized when more than the bodies are due.
+__attribute__((noinline)) void* CountReallocation(void* user, const BlockHeader& old, void* base,
+                                                  size_t size, const void* frame) {
+  CountRelease(user, old);
+  return TrackSlow(base, size, kHeaderBytes, frame);
+}
+
+// realloc's common case inline, as Track and Release are: a counted, unsampled block of ours
+// resized by glibc, its release and the new allocation counted with no call but glibc's. A
+// growing vector reallocs often, and the general path costs about twice this.
+NP_ALWAYS_INLINE void* Reallocate(void* user, size_t size, const void* frame) {
+  if (user == nullptr) return Allocate(size, frame);  // as common as a growth: a vector's first
+  Control* c = internal::g_channel.load(std::memory_order_acquire);
+  if (NP_UNLIKELY(size == 0 || size > SIZE_MAX - kHeaderBytes || c == nullptr)) {
+    return ReallocateSlow(user, size, frame);
+  }
+  BlockHeader* h = HeaderOf(user);
+  const BlockHeader old = *h;
+  if (NP_UNLIKELY((old.tag & ~kUncounted) != kTag || old.offset != kHeaderBytes)) {
+    return ReallocateSlow(user, size, frame);
+  }
+  void* base = __libc_realloc(static_cast<char*>(user) - kHeaderBytes, size + kHeaderBytes);
+  if (NP_UNLIKELY(base == nullptr)) return nullptr;  // the old block is untouched, still counted
+  ThreadState& t = CurrentThread();
+  if (NP_UNLIKELY((old.tag & kUncounted) != 0 || t.busy != 0 ||
+                  !ReallocationNeedsNoMore(t, old.size, size))) {
+    return CountReallocation(user, old, base, size, frame);
+  }
+  (void)CountFreeBody(t, *t.slot, user, old.size);
+  char* moved = static_cast<char*>(base) + kHeaderBytes;
+  BlockHeader* nh = HeaderOf(moved);
+  nh->size = size;
+  CountAllocationBody(t, *t.slot, moved, size);
+  return moved;  // glibc kept the header's offset and tag with the block's contents
+}
+
 bool IsPowerOfTwo(size_t n) { return n != 0 && (n & (n - 1)) == 0; }
 
 size_t PageSize() {
@@ -268,7 +311,9 @@ using nativeprof::preload::Reallocate;
 // __builtin_frame_address(0) locates its caller's return address and stack.
 #define NP_EXPORT extern "C" __attribute__((visibility("default"), noinline))
 
-NP_EXPORT void* malloc(size_t size) { return Allocate(size, __builtin_frame_address(0)); }
+NP_EXPORT void* malloc(size_t size) {
+  return Allocate(size, nativeprof::preload::kThisHooksFrame);
+}
 
 NP_EXPORT void free(void* ptr) { nativeprof::preload::Release(ptr); }
 
@@ -285,8 +330,7 @@ NP_EXPORT void* calloc(size_t n, size_t size) {
     errno = ENOMEM;
     return nullptr;
   }
-  return Track(c, __libc_calloc(1, total + kHeaderBytes), total, kHeaderBytes,
-               __builtin_frame_address(0));
+  return Track(c, __libc_calloc(1, total + kHeaderBytes), total, kHeaderBytes, kThisHooksFrame);
 }
 
 NP_EXPORT void* realloc(void* ptr, size_t size) {
