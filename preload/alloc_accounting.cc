@@ -34,6 +34,8 @@ bool g_thread_key_ok = false;
 // This process's index in the channel's pid table (pid_live, pid_peak); -1 when it has none.
 // Set when the process attaches and again in a forked child, before either allocates.
 int g_pid_slot = -1;
+// Set by EndThisProcess: the process's heap has left the channel's live_bytes.
+std::atomic<bool> g_process_ended{false};
 
 void RegisterProcess(Control& c) {
   const uint32_t pid = static_cast<uint32_t>(::getpid());
@@ -152,6 +154,7 @@ void InChildAfterFork() {
   t.pending_high = 0;
   t.pid = 0;
   t.tid = 0;
+  g_process_ended.store(false, std::memory_order_relaxed);
   if (Control* c = Channel(); c != nullptr) RegisterProcess(*c);
 }
 
@@ -167,6 +170,10 @@ __attribute__((destructor)) void FiniPreload() {
   Fn freeres = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv"));
   --t.busy;
   if (freeres != nullptr) freeres();
+  // Last: a forked child's exit (a shell's, a build's) must not leave its heap in the peak of
+  // the processes that outlive it. Destructors that run after this one count for this process
+  // alone.
+  EndThisProcess();
 }
 
 __attribute__((constructor)) void InitPreload() {
@@ -236,9 +243,27 @@ void PublishThisThread() {
   if (Control* c = Channel(); c != nullptr) FlushLive(t, *c);
 }
 
+void EndThisProcess() {
+  PublishThisThread();
+  Control* c = Channel();
+  if (c == nullptr || g_pid_slot < 0) return;  // without a pid slot its heap is not known apart
+  // Not a child that shares or copied this memory without registering (vfork, a raw clone):
+  // the slot is its parent's, which goes on.
+  if (c->pids[g_pid_slot].load(std::memory_order_relaxed) != static_cast<uint32_t>(::getpid())) {
+    return;
+  }
+  // The flag first: a thread publishing meanwhile either sees it (and leaves live_bytes alone)
+  // or has added its change to pid_live as well by the time it is read below.
+  if (g_process_ended.exchange(true, std::memory_order_acq_rel)) return;
+  c->live_bytes.fetch_sub(c->pid_live[g_pid_slot].load(std::memory_order_acquire),
+                          std::memory_order_acq_rel);
+}
+
 void FlushLive(ThreadState& t, Control& c) {
   if (t.pending_live == 0 && t.pending_high == 0) return;
-  AddLive(c.live_bytes, c.peak_bytes, t.pending_live, t.pending_high);
+  if (!g_process_ended.load(std::memory_order_acquire)) {
+    AddLive(c.live_bytes, c.peak_bytes, t.pending_live, t.pending_high);
+  }
   if (g_pid_slot >= 0) {
     AddLive(c.pid_live[g_pid_slot], c.pid_peak[g_pid_slot], t.pending_live, t.pending_high);
   }

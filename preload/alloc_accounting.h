@@ -101,6 +101,11 @@ void FlushLive(ThreadState& t, alloc_channel::Control& c);
 // FlushLive for the calling thread, if it has counted anything: before a fork, at exit, and at
 // an _exit, which runs no destructor.
 void PublishThisThread();
+// The process is ending (exit, _exit): publishes the calling thread, then takes the process's
+// live heap out of the run's live heap. What it never freed stays in the leaked totals (those
+// are allocated minus freed bytes), but a later peak of the processes still running does not
+// count it. What its threads publish after this goes to its own figures only.
+void EndThisProcess();
 
 // What every counted allocation does to the thread's counts. CountAllocation is this plus the
 // rare steps (claiming a slot, publishing the live heap, sampling); a hook may call it alone when

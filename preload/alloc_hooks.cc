@@ -399,10 +399,11 @@ NP_EXPORT void* pvalloc(size_t size) {
 NP_EXPORT size_t malloc_usable_size(void* ptr) { return nativeprof::preload::UsableSize(ptr); }
 
 // _exit and _Exit end the process without the destructor that publishes the calling thread's
-// last live-heap change (up to 4 KiB of a rise, which may be the peak): publish it, then exit
-// as glibc's _exit does. glibc's own exit path calls its internal _exit, not these.
+// last live-heap change (up to 4 KiB of a rise, which may be the peak) and takes the process's
+// heap out of the live heap: do both, then exit as glibc's _exit does. glibc's own exit path
+// calls its internal _exit, not these.
 NP_EXPORT __attribute__((noreturn)) void _exit(int status) {
-  nativeprof::preload::PublishThisThread();
+  nativeprof::preload::EndThisProcess();
   for (;;) ::syscall(SYS_exit_group, status);
 }
 

@@ -22,6 +22,8 @@ void AllocTracker::OnAlloc(uint32_t stack, uint32_t pid, uint64_t block_avma, ui
   ++site.samples;
   site.live_bytes += w.bytes;
   site.live_count += w.count;
+  // An ended image's block at this address is gone for certain: the address is this pid's again.
+  if (!ended_.empty()) ended_.erase(BlockKey{block_avma, pid});
   // An address that is live again was freed without a record (a lost sample): forget it.
   auto [it, inserted] =
       live_.try_emplace(BlockKey{block_avma, pid}, LiveBlock{stack, w.bytes, w.count, time_ns});
@@ -43,6 +45,11 @@ void AllocTracker::OnAlloc(uint32_t stack, uint32_t pid, uint64_t block_avma, ui
 void AllocTracker::OnFree(uint32_t pid, uint64_t block_avma, bool temporary, uint64_t time_ns) {
   auto it = live_.find(BlockKey{block_avma, pid});
   if (it == live_.end()) {
+    if (auto ended = ended_.find(BlockKey{block_avma, pid}); ended != ended_.end()) {
+      FreeEnded(ended->second, temporary, time_ns);
+      ended_.erase(ended);
+      return;
+    }
     ++(forked_.contains(pid) ? inherited_frees_ : unmatched_frees_);
     return;
   }
@@ -52,9 +59,7 @@ void AllocTracker::OnFree(uint32_t pid, uint64_t block_avma, bool temporary, uin
   AllocSite& site = sites_[b.stack];
   site.live_bytes -= b.bytes;
   site.live_count -= b.count;
-  site.freed += b.count;
-  if (temporary) site.temporary += b.count;
-  site.lifetime_ns += b.count * static_cast<double>(time_ns > b.time_ns ? time_ns - b.time_ns : 0);
+  CountFreed(site, b, temporary, time_ns);
   live_bytes_ -= b.bytes;
 }
 
@@ -75,8 +80,23 @@ void AllocTracker::OnImageEnded(uint32_t pid) {
     site.ended_bytes += b.bytes;
     site.ended_count += b.count;
     live_bytes_ -= b.bytes;
+    ended_.insert_or_assign(it->first, b);
     live_.erase(it++);
   }
+}
+
+void AllocTracker::FreeEnded(const LiveBlock& b, bool temporary, uint64_t time_ns) {
+  AllocSite& site = sites_[b.stack];
+  site.ended_bytes -= b.bytes;
+  site.ended_count -= b.count;
+  CountFreed(site, b, temporary, time_ns);
+}
+
+void AllocTracker::CountFreed(AllocSite& site, const LiveBlock& b, bool temporary,
+                              uint64_t time_ns) {
+  site.freed += b.count;
+  if (temporary) site.temporary += b.count;
+  site.lifetime_ns += b.count * static_cast<double>(time_ns > b.time_ns ? time_ns - b.time_ns : 0);
 }
 
 void AllocTracker::Finish() {

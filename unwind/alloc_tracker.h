@@ -28,8 +28,8 @@ struct AllocSite {
   double lifetime_ns = 0;    // sum over freed allocations of their lifetime (count-weighted)
   double live_bytes = 0;     // now; after Finish(): leaked (with what ended images left)
   double live_count = 0;
-  double ended_bytes = 0;    // live when their process's image ended (exec): its leak, until
-  double ended_count = 0;    // Finish() adds it to live_*
+  double ended_bytes = 0;    // live when their process's image ended (exec, exit): its leak,
+  double ended_count = 0;    // until Finish() adds it to live_*
   double peak_bytes = 0;     // live at the sampled live heap's peak
   double peak_count = 0;
 };
@@ -49,9 +49,11 @@ class AllocTracker {
   // Process `child` was forked: its frees of blocks it inherited (sampled in its parent before
   // the fork) are frees of copies, not unmatched ones, and leave the parent's blocks live.
   void OnProcessForked(uint32_t child);
-  // Process `pid`'s image ended (it exec'd): its live blocks are gone with it. They stay in the
-  // leaked figures (that image never freed them) but leave the live heap, so a later peak does
-  // not count them, and their addresses are free for the new image.
+  // Process `pid`'s image ended (it exec'd, or its main thread exited): its live blocks are gone
+  // with it. They stay in the leaked figures (that image never freed them) but leave the live
+  // heap, so a later peak of the processes still running does not count them, and their
+  // addresses are free for a new image. A free of one that comes after (another thread's, in
+  // the moment before it died too) still finds it.
   void OnImageEnded(uint32_t pid);
   // Once the last record is in: settles the peak snapshot.
   void Finish();
@@ -92,11 +94,14 @@ class AllocTracker {
   };
   void TakePeakSnapshot();
   void SnapshotBeforeDrop();
+  void FreeEnded(const LiveBlock& b, bool temporary, uint64_t time_ns);
+  void CountFreed(AllocSite& site, const LiveBlock& b, bool temporary, uint64_t time_ns);
 
 
   uint64_t rate_;
   std::vector<AllocSite> sites_;
   absl::flat_hash_map<BlockKey, LiveBlock> live_;
+  absl::flat_hash_map<BlockKey, LiveBlock> ended_;  // live when their image ended
   // Forked processes (until they exec): a sampled block's free with no block of its own in such
   // an image is of a block copied at the fork (or one whose allocation record was lost, which
   // lost_samples counts).

@@ -250,6 +250,29 @@ TEST(AllocTest, AForkedChildsFreesOfInheritedBlocksAreKeptApart) {
   EXPECT_EQ(rec.View("allocs").Self("medium_live_set"), 2 * 15'360u);
 }
 
+// A child that ends (by exit or _exit) with blocks it never freed leaves them leaked, and takes
+// them out of the live heap: the parent's later peak does not add them. Before: a 22 MiB peak
+// where no moment had more than 8 MiB live.
+TEST(AllocTest, AnEndedProcessesHeapLeavesTheLiveHeap) {
+  NP_SKIP_IF_NO_PERF();
+  constexpr uint64_t kMiB = 1024 * 1024;
+  for (const char* rate : {"--alloc", "--alloc=1"}) {
+    SCOPED_TRACE(rate);
+    AllocRecording rec = RecordAlloc(rate, {TargetPath("alloc_workload"), "forkleak"});
+    ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+    EXPECT_EQ(Exact(rec, "allocation_calls"), 22u);
+    EXPECT_EQ(Exact(rec, "leaked_bytes"), 16 * kMiB);
+    EXPECT_EQ(Exact(rec, "peak_heap_bytes"), 8 * kMiB);
+    if (std::string(rate) != "--alloc=1") continue;
+    EXPECT_EQ(rec.allocations["sampling"]["unmatched_frees"].get<uint64_t>(), 0u);
+    EXPECT_EQ(rec.View("leaked").Self("child_keeps"), 16 * kMiB);
+    EXPECT_EQ(rec.View("leaked").Self("parent_after"), 0u);
+    // At the peak: one child's 8 MiB, not the parent's blocks on top of both children's.
+    EXPECT_EQ(rec.View("peak").Self("child_keeps"), 8 * kMiB);
+    EXPECT_EQ(rec.View("peak").Self("parent_after"), 0u);
+  }
+}
+
 // A profiler killed outright (SIGKILL) stops reading without a word. The command must neither die
 // of SIGPIPE on the wake FIFO nor wait for room in a ring nobody reads: it finishes as it would
 // have, and the next profile removes the files the killed one left.

@@ -34,6 +34,11 @@
 // `sites`, the parent runs `sites`, waits, and frees its 100. Calls 2 x `sites` + 100, frees
 // 2 x `sites` + 200 (the child frees blocks it did not allocate).
 //
+// Mode `forkleak`: two children, one after the other, each keeps 8 x malloc(1 MiB) and ends with
+// it live, the first by exit(0) and the second by _exit(0); once both are gone the parent runs
+// 6 x { malloc(1 MiB) } and frees them. Calls 22, bytes 22 MiB, frees 6, leaked 16 MiB; peak
+// 8 MiB: a process that has ended holds no heap (before it counted, the peak was 22 MiB).
+//
 // Mode `exit N`: runs `sites`, then exits with status N.
 //
 // Mode `realloc`: the less common entry points, each result checked (exit status 3: calloc or
@@ -233,6 +238,37 @@ static int RunForkFree(void) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
+__attribute__((noinline)) static void child_keeps(void) {
+  for (int i = 0; i < 8; ++i) touch(malloc(MIB), MIB);
+}
+
+__attribute__((noinline)) static void parent_after(void) {
+  void* blocks[6];
+  for (int i = 0; i < 6; ++i) {
+    blocks[i] = malloc(MIB);
+    touch(blocks[i], MIB);
+  }
+  for (int i = 0; i < 6; ++i) free(blocks[i]);
+}
+
+static int RunForkLeak(void) {
+  for (int child = 0; child < 2; ++child) {
+    pid_t pid = fork();
+    if (pid < 0) return 2;
+    if (pid == 0) {
+      child_keeps();
+      if (child == 0) exit(0);
+      _exit(0);
+    }
+    int status;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      return 1;
+    }
+  }
+  parent_after();
+  return 0;
+}
+
 // ---- realloc and friends ----
 
 // Volatile so the compiler cannot see the overflow and fold or warn about the failing calls.
@@ -352,6 +388,7 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "forkexec") == 0) return RunForkExec(argv[0]);
   if (strcmp(mode, "execs") == 0) return RunExecs(argv[0], argc > 2 ? atoi(argv[2]) : 1);
   if (strcmp(mode, "forkfree") == 0) return RunForkFree();
+  if (strcmp(mode, "forkleak") == 0) return RunForkLeak();
   if (strcmp(mode, "_exit") == 0) {
     for (int i = 0; i < 3; ++i) touch(malloc(1000), 1000);
     _exit(0);
@@ -364,6 +401,6 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "mmap") == 0) return RunOwnAllocator();
   if (strcmp(mode, "serial-threads") == 0) return RunSerialThreads(argc > 2 ? atoi(argv[2]) : 1);
   Say("usage: alloc_workload [sites [N] | realloc | threads [N] | serial-threads N | forkexec | "
-      "execs N | forkfree | exit N | mmap]\n");
+      "execs N | forkfree | forkleak | exit N | mmap]\n");
   return 2;
 }

@@ -122,5 +122,39 @@ TEST(AllocTrackerTest, AnExecEndsTheImagesBlocks) {
   EXPECT_DOUBLE_EQ(t.sites()[1].bytes, 90);
 }
 
+// A process that exits leaves the live heap with what it never freed, which stays leaked; a free
+// stamped after its end (another of its threads, before it died too) still finds its block.
+TEST(AllocTrackerTest, AnExitedProcessesBlocksLeaveTheLiveHeap) {
+  constexpr uint32_t kChild = kPid + 1;
+  AllocTracker t(1);
+  t.OnAlloc(0, kChild, 0x10, 100, 1);
+  t.OnAlloc(0, kChild, 0x20, 50, 2);
+  t.OnImageEnded(kChild);
+  t.OnFree(kChild, 0x20, false, 3);  // late
+  t.OnAlloc(1, kPid, 0x30, 80, 4);   // the parent, after the child is gone
+  t.Finish();
+  EXPECT_EQ(t.unmatched_frees(), 0u);
+  EXPECT_DOUBLE_EQ(t.peak_bytes(), 150);  // the child's, not 100 + 80
+  EXPECT_DOUBLE_EQ(t.sites()[0].live_bytes, 100);  // leaked by the child
+  EXPECT_DOUBLE_EQ(t.sites()[0].freed, 1);
+  EXPECT_DOUBLE_EQ(t.sites()[0].lifetime_ns, 1);
+  EXPECT_DOUBLE_EQ(t.sites()[1].live_bytes, 80);
+}
+
+// An ended image's block whose address the pid allocates again is gone: a later free of that
+// address is the new block's.
+TEST(AllocTrackerTest, AnAddressAllocatedAgainForgetsTheEndedBlock) {
+  AllocTracker t(1);
+  t.OnAlloc(0, kPid, 0x10, 100, 1);
+  t.OnImageEnded(kPid);
+  t.OnAlloc(1, kPid, 0x10, 60, 2);
+  t.OnFree(kPid, 0x10, false, 3);
+  t.OnFree(kPid, 0x10, false, 4);  // a second free of it: no block left
+  t.Finish();
+  EXPECT_EQ(t.unmatched_frees(), 1u);
+  EXPECT_DOUBLE_EQ(t.sites()[0].live_bytes, 100);
+  EXPECT_DOUBLE_EQ(t.sites()[1].live_bytes, 0);
+}
+
 }  // namespace
 }  // namespace nativeprof::unwind
