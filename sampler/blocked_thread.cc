@@ -118,8 +118,8 @@ std::vector<uint64_t> FramePointerGuesses(std::span<const uint8_t> stack, uint64
   const uint64_t first = (sp + 7) & ~uint64_t{7};
   for (uint64_t p = first; p >= sp && end - p >= 16; p += 8) {
     if (!below_code(p)) continue;
-    uint64_t next;
-    (void)word(p, &next);
+    uint64_t next = 0;
+    if (!word(p, &next)) continue;
     std::vector<uint64_t>* kind = &loose;
     if (next == 0) {
       kind = &outermost;

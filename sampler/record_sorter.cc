@@ -102,21 +102,23 @@ void RecordSorter::Merge(std::span<RingBuffer> rings, RecordSink& sink, uint64_t
   const bool leave_newer_in_rings = order_ == RingOrder::kTimeOrdered && format_.monotonic_clock;
   size_t next_held = 0;
   const std::vector<Held>& held = arena_.held;
+  // Each ring's next record and its time, read again only when that ring advances: one ring
+  // (the allocation ring under --alloc=1) often delivers millions of records in a row.
+  heads_.resize(rings.size());
+  auto read_head = [&](size_t i) {
+    heads_[i].record = rings[i].Peek();
+    heads_[i].time = heads_[i].record.empty() ? 0 : RecordTime(heads_[i].record, format_);
+  };
+  for (size_t i = 0; i < rings.size(); ++i) read_head(i);
   while (true) {
-    RingBuffer* oldest = nullptr;
-    uint64_t oldest_time = 0;
-    std::span<const uint8_t> oldest_record;
-    for (RingBuffer& ring : rings) {
-      std::span<const uint8_t> r = ring.Peek();
-      if (r.empty()) continue;
-      const uint64_t t = RecordTime(r, format_);
-      if (oldest == nullptr || t < oldest_time) {
-        oldest = &ring;
-        oldest_time = t;
-        oldest_record = r;
-      }
+    size_t oldest = rings.size();
+    for (size_t i = 0; i < rings.size(); ++i) {
+      if (heads_[i].record.empty()) continue;
+      if (oldest == rings.size() || heads_[i].time < heads_[oldest].time) oldest = i;
     }
-    if (next_held < held.size() && (oldest == nullptr || held[next_held].time <= oldest_time)) {
+    const uint64_t oldest_time = oldest < rings.size() ? heads_[oldest].time : 0;
+    if (next_held < held.size() &&
+        (oldest == rings.size() || held[next_held].time <= oldest_time)) {
       const Held& h = held[next_held++];
       if (h.time <= limit) {
         Deliver(arena_.Bytes(h), sink);
@@ -125,7 +127,7 @@ void RecordSorter::Merge(std::span<RingBuffer> rings, RecordSink& sink, uint64_t
       }
       continue;
     }
-    if (oldest == nullptr) break;
+    if (oldest == rings.size()) break;
     if (leave_newer_in_rings && oldest_time > limit &&
         std::all_of(rings.begin(), rings.end(), [](const RingBuffer& ring) {
           return ring.unread_bytes() <= ring.data_size() / (ring.writers_wait() ? 2 : 4);
@@ -134,11 +136,12 @@ void RecordSorter::Merge(std::span<RingBuffer> rings, RecordSink& sink, uint64_t
     }
     newest_seen_ = std::max(newest_seen_, oldest_time);
     if (oldest_time <= limit) {
-      Deliver(oldest_record, sink);
+      Deliver(heads_[oldest].record, sink);
     } else {
-      next_.Add(oldest_time, oldest_record, format_);
+      next_.Add(oldest_time, heads_[oldest].record, format_);
     }
-    oldest->Advance();
+    rings[oldest].Advance();
+    read_head(oldest);
   }
   for (; next_held < held.size(); ++next_held) {
     next_.Add(held[next_held].time, arena_.Bytes(held[next_held]), format_);

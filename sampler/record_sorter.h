@@ -103,6 +103,11 @@ class RecordSorter {
   Arena arena_;               // held from earlier drains (and Hold), delivered by the next one
   Arena next_;                // filled while arena_ is being delivered; swapped in after
   bool held_sorted_ = true;
+  struct RingHead {
+    std::span<const uint8_t> record;  // empty: the ring has nothing more this drain
+    uint64_t time = 0;
+  };
+  std::vector<RingHead> heads_;  // Merge's view of each ring's next record (kept for its capacity)
   uint64_t parse_errors_ = 0;
   size_t peak_held_bytes_ = 0;
 };
