@@ -179,12 +179,11 @@ NP_ALWAYS_INLINE void Release(void* user) {
     __libc_free(user);
     return;
   }
-  // The common case inline, with no call but glibc's (see Track).
+  // The common case inline, with no call but glibc's (see Track). A counted block was
+  // allocated with the channel attached, which it stays: no need to look for it.
   const BlockHeader copy = *h;
-  Control* c = internal::g_channel.load(std::memory_order_acquire);
   ThreadState& t = CurrentThread();
-  if (NP_UNLIKELY((copy.tag & (kUncounted | kSampled)) != 0 || c == nullptr ||
-                  !FreeNeedsNoMore(t, copy.size))) {
+  if (NP_UNLIKELY((copy.tag & (kUncounted | kSampled)) != 0 || !FreeNeedsNoMore(t, copy.size))) {
     ReleaseSlow(user);
     return;
   }
