@@ -223,7 +223,12 @@ bool FindDelta(const ThreadState& t, uintptr_t sp, size_t words, StackDelta* d) 
   const uint64_t* b = t.last_stack + (t.last_sp > sp ? 0 : (sp - t.last_sp) / 8);
   if (k0 > 0 && !d->Add(0, k0)) return false;
   for (size_t i = 0; i < n;) {
-    // Most words are equal: skip them four at a time.
+    // Most words are equal: skip them a block at a time with glibc's vectorized memcmp (the
+    // scalar loop below was three fifths of this function), then four at a time.
+    constexpr size_t kBlockWords = 16;
+    while (i + kBlockWords <= n && std::memcmp(a + i, b + i, kBlockWords * 8) == 0) {
+      i += kBlockWords;
+    }
     while (i + 4 <= n && ((a[i] ^ b[i]) | (a[i + 1] ^ b[i + 1]) | (a[i + 2] ^ b[i + 2]) |
                           (a[i + 3] ^ b[i + 3])) == 0) {
       i += 4;
