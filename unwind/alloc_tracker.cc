@@ -23,7 +23,9 @@ void AllocTracker::OnAlloc(uint32_t stack, uint32_t pid, uint64_t block_avma, ui
   site.live_bytes += w.bytes;
   site.live_count += w.count;
   // An ended image's block at this address is gone for certain: the address is this pid's again.
-  if (!ended_.empty()) ended_.erase(BlockKey{block_avma, pid});
+  if (!ended_.empty()) {
+    if (auto image = ended_.find(pid); image != ended_.end()) image->second.blocks.erase(block_avma);
+  }
   // An address that is live again was freed without a record (a lost sample): forget it.
   auto [it, inserted] =
       live_.try_emplace(BlockKey{block_avma, pid}, LiveBlock{stack, w.bytes, w.count, time_ns});
@@ -45,10 +47,12 @@ void AllocTracker::OnAlloc(uint32_t stack, uint32_t pid, uint64_t block_avma, ui
 void AllocTracker::OnFree(uint32_t pid, uint64_t block_avma, bool temporary, uint64_t time_ns) {
   auto it = live_.find(BlockKey{block_avma, pid});
   if (it == live_.end()) {
-    if (auto ended = ended_.find(BlockKey{block_avma, pid}); ended != ended_.end()) {
-      FreeEnded(ended->second, temporary, time_ns);
-      ended_.erase(ended);
-      return;
+    if (auto image = ended_.find(pid); image != ended_.end()) {
+      if (auto ended = image->second.blocks.find(block_avma); ended != image->second.blocks.end()) {
+        FreeEnded(ended->second, temporary, time_ns);
+        image->second.blocks.erase(ended);
+        return;
+      }
     }
     ++(forked_.contains(pid) ? inherited_frees_ : unmatched_frees_);
     return;
@@ -65,9 +69,20 @@ void AllocTracker::OnFree(uint32_t pid, uint64_t block_avma, bool temporary, uin
 
 void AllocTracker::OnProcessForked(uint32_t child) { forked_.insert(child); }
 
-void AllocTracker::OnImageEnded(uint32_t pid) {
+void AllocTracker::OnImageEnded(uint32_t pid, uint64_t time_ns) {
+  // Images that ended over kLateFreeNs ago get no more frees: only their totals (in the sites)
+  // are kept, so a run of many processes holds the blocks of those still running.
+  for (auto it = ended_.begin(); it != ended_.end();) {
+    if (time_ns > it->second.time_ns + kLateFreeNs) {
+      ended_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
   forked_.erase(pid);  // a new image inherits no block
   SnapshotBeforeDrop();
+  EndedImage& image = ended_[pid];
+  image.time_ns = time_ns;
   for (auto it = live_.begin(); it != live_.end();) {
     if (it->first.pid != pid) {
       ++it;
@@ -80,9 +95,16 @@ void AllocTracker::OnImageEnded(uint32_t pid) {
     site.ended_bytes += b.bytes;
     site.ended_count += b.count;
     live_bytes_ -= b.bytes;
-    ended_.insert_or_assign(it->first, b);
+    image.blocks.insert_or_assign(it->first.avma, b);
     live_.erase(it++);
   }
+  if (image.blocks.empty()) ended_.erase(pid);
+}
+
+size_t AllocTracker::ended_blocks() const {
+  size_t n = 0;
+  for (const auto& [pid, image] : ended_) n += image.blocks.size();
+  return n;
 }
 
 void AllocTracker::FreeEnded(const LiveBlock& b, bool temporary, uint64_t time_ns) {

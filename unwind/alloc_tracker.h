@@ -52,9 +52,10 @@ class AllocTracker {
   // Process `pid`'s image ended (it exec'd, or its main thread exited): its live blocks are gone
   // with it. They stay in the leaked figures (that image never freed them) but leave the live
   // heap, so a later peak of the processes still running does not count them, and their
-  // addresses are free for a new image. A free of one that comes after (another thread's, in
-  // the moment before it died too) still finds it.
-  void OnImageEnded(uint32_t pid);
+  // addresses are free for a new image. A free of one that comes up to kLateFreeNs after
+  // (another thread's, in the moment before it died too) still finds it.
+  void OnImageEnded(uint32_t pid, uint64_t time_ns);
+  static constexpr uint64_t kLateFreeNs = 1'000'000'000;
   // Once the last record is in: settles the peak snapshot.
   void Finish();
 
@@ -63,6 +64,8 @@ class AllocTracker {
   uint64_t unmatched_frees() const { return unmatched_frees_; }
   // Frees in a forked child of blocks sampled in its parent before the fork.
   uint64_t inherited_frees() const { return inherited_frees_; }
+  // Blocks of ended images still kept for a late free (for the tests).
+  size_t ended_blocks() const;
   // The estimated live heap at its peak, and when that was.
   double peak_bytes() const { return peak_bytes_; }
   uint64_t peak_time_ns() const { return peak_time_ns_; }
@@ -101,7 +104,12 @@ class AllocTracker {
   uint64_t rate_;
   std::vector<AllocSite> sites_;
   absl::flat_hash_map<BlockKey, LiveBlock> live_;
-  absl::flat_hash_map<BlockKey, LiveBlock> ended_;  // live when their image ended
+  // The blocks each recently ended image left live (by address), and when it ended.
+  struct EndedImage {
+    uint64_t time_ns = 0;
+    absl::flat_hash_map<uint64_t, LiveBlock> blocks;
+  };
+  absl::flat_hash_map<uint32_t, EndedImage> ended_;
   // Forked processes (until they exec): a sampled block's free with no block of its own in such
   // an image is of a block copied at the fork (or one whose allocation record was lost, which
   // lost_samples counts).

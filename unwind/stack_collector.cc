@@ -233,7 +233,7 @@ void StackCollector::OnComm(const sampler::CommView& comm) {
   ForgetThreads();
   // A new image has a new stack: where the old one's copies could end says nothing about it.
   if (comm.exec && alloc_stack_observer_) alloc_stack_observer_(comm.tid, 0);
-  if (comm.exec) alloc_.OnImageEnded(comm.pid);
+  if (comm.exec) alloc_.OnImageEnded(comm.pid, comm.time_ns);
 }
 void StackCollector::OnTask(const sampler::TaskView& task) {
   processes_.ApplyTask(task);
@@ -242,7 +242,7 @@ void StackCollector::OnTask(const sampler::TaskView& task) {
   if (alloc_stack_observer_) alloc_stack_observer_(task.tid, 0);
   if (!task.exit && task.pid != task.ppid) alloc_.OnProcessForked(task.pid);
   // A process ends with its main thread (as the process table counts it).
-  if (task.exit && task.pid == task.tid) alloc_.OnImageEnded(task.pid);
+  if (task.exit && task.pid == task.tid) alloc_.OnImageEnded(task.pid, task.time_ns);
   if (!track_off_cpu_) return;
   if (task.exit) {
     off_cpu_.OnThreadExited(static_cast<int32_t>(task.tid), task.time_ns);

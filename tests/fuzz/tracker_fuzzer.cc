@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       case 9: alloc.OnProcessForked(static_cast<uint32_t>(pid)); break;
       case 10:
-        alloc.OnImageEnded(static_cast<uint32_t>(pid));
+        alloc.OnImageEnded(static_cast<uint32_t>(pid), now);
         images_ended = true;
         break;
     }

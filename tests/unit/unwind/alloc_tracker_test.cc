@@ -109,7 +109,7 @@ TEST(AllocTrackerTest, BlocksArePerProcessAndAForkedChildFreesItsCopies) {
 TEST(AllocTrackerTest, AnExecEndsTheImagesBlocks) {
   AllocTracker t(1);
   t.OnAlloc(0, kPid, 0x10, 100, 1);
-  t.OnImageEnded(kPid);
+  t.OnImageEnded(kPid, 2);
   t.OnAlloc(1, kPid, 0x10, 60, 2);  // the new image, at the same address
   t.OnAlloc(1, kPid, 0x20, 30, 3);
   t.OnFree(kPid, 0x10, false, 4);
@@ -129,7 +129,7 @@ TEST(AllocTrackerTest, AnExitedProcessesBlocksLeaveTheLiveHeap) {
   AllocTracker t(1);
   t.OnAlloc(0, kChild, 0x10, 100, 1);
   t.OnAlloc(0, kChild, 0x20, 50, 2);
-  t.OnImageEnded(kChild);
+  t.OnImageEnded(kChild, 2);
   t.OnFree(kChild, 0x20, false, 3);  // late
   t.OnAlloc(1, kPid, 0x30, 80, 4);   // the parent, after the child is gone
   t.Finish();
@@ -146,7 +146,7 @@ TEST(AllocTrackerTest, AnExitedProcessesBlocksLeaveTheLiveHeap) {
 TEST(AllocTrackerTest, AnAddressAllocatedAgainForgetsTheEndedBlock) {
   AllocTracker t(1);
   t.OnAlloc(0, kPid, 0x10, 100, 1);
-  t.OnImageEnded(kPid);
+  t.OnImageEnded(kPid, 2);
   t.OnAlloc(1, kPid, 0x10, 60, 2);
   t.OnFree(kPid, 0x10, false, 3);
   t.OnFree(kPid, 0x10, false, 4);  // a second free of it: no block left
@@ -154,6 +154,23 @@ TEST(AllocTrackerTest, AnAddressAllocatedAgainForgetsTheEndedBlock) {
   EXPECT_EQ(t.unmatched_frees(), 1u);
   EXPECT_DOUBLE_EQ(t.sites()[0].live_bytes, 100);
   EXPECT_DOUBLE_EQ(t.sites()[1].live_bytes, 0);
+}
+
+// The blocks an ended image left are kept for a late free only for a while: a run of many
+// processes that each exit holding their heap keeps the blocks of those still running.
+TEST(AllocTrackerTest, EndedImagesBlocksAreForgottenAfterASecond) {
+  AllocTracker t(1);
+  for (uint32_t pid = 1; pid <= 3; ++pid) {
+    const uint64_t start = pid * 2 * AllocTracker::kLateFreeNs;
+    t.OnAlloc(0, pid, 0x10, 100, start);
+    t.OnAlloc(0, pid, 0x20, 100, start);
+    t.OnImageEnded(pid, start + 1);
+    EXPECT_EQ(t.ended_blocks(), 2u);  // the earlier images' are gone
+  }
+  t.OnFree(1, 0x10, false, 7 * AllocTracker::kLateFreeNs);  // too late: not matched
+  t.Finish();
+  EXPECT_EQ(t.unmatched_frees(), 1u);
+  EXPECT_DOUBLE_EQ(t.sites()[0].live_bytes, 600);  // every image's leak is still counted
 }
 
 }  // namespace
