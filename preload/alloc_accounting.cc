@@ -34,8 +34,6 @@ bool g_thread_key_ok = false;
 // This process's index in the channel's pid table (pid_live, pid_peak); -1 when it has none.
 // Set when the process attaches and again in a forked child, before either allocates.
 int g_pid_slot = -1;
-// Set by EndThisProcess: the process's heap has left the channel's live_bytes.
-std::atomic<bool> g_process_ended{false};
 
 void RegisterProcess(Control& c) {
   const uint32_t pid = static_cast<uint32_t>(::getpid());
@@ -52,9 +50,11 @@ void RegisterProcess(Control& c) {
       g_pid_slot = static_cast<int>(index);
       // The previous image's heap went with it: it stays in the leaked totals (never freed) but
       // leaves the live heap, so the peak from now on does not count it. Its threads' changes
-      // not yet published (up to kFlushBytes each) were never added.
+      // not yet published (up to kFlushBytes each) were never added. An earlier process with
+      // this pid that ended (pids wrap) took its heap out itself.
+      const bool ended = c.pid_ended[index].exchange(0, std::memory_order_acq_rel) != 0;
       const int64_t gone = c.pid_live[index].exchange(0, std::memory_order_relaxed);
-      c.live_bytes.fetch_sub(gone, std::memory_order_relaxed);
+      if (!ended) c.live_bytes.fetch_sub(gone, std::memory_order_relaxed);
       return;
     }
   }
@@ -154,7 +154,6 @@ void InChildAfterFork() {
   t.pending_high = 0;
   t.pid = 0;
   t.tid = 0;
-  g_process_ended.store(false, std::memory_order_relaxed);
   if (Control* c = Channel(); c != nullptr) RegisterProcess(*c);
 }
 
@@ -254,14 +253,14 @@ void EndThisProcess() {
   }
   // The flag first: a thread publishing meanwhile either sees it (and leaves live_bytes alone)
   // or has added its change to pid_live as well by the time it is read below.
-  if (g_process_ended.exchange(true, std::memory_order_acq_rel)) return;
+  if (c->pid_ended[g_pid_slot].exchange(1, std::memory_order_acq_rel) != 0) return;
   c->live_bytes.fetch_sub(c->pid_live[g_pid_slot].load(std::memory_order_acquire),
                           std::memory_order_acq_rel);
 }
 
 void FlushLive(ThreadState& t, Control& c) {
   if (t.pending_live == 0 && t.pending_high == 0) return;
-  if (!g_process_ended.load(std::memory_order_acquire)) {
+  if (g_pid_slot < 0 || c.pid_ended[g_pid_slot].load(std::memory_order_acquire) == 0) {
     AddLive(c.live_bytes, c.peak_bytes, t.pending_live, t.pending_high);
   }
   if (g_pid_slot >= 0) {

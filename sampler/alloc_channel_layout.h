@@ -26,7 +26,7 @@ namespace nativeprof::alloc_channel {
 // The environment variable that names the channel file for the preload.
 inline constexpr char kEnvChannel[] = "NATIVEPROF_ALLOC_CHANNEL";
 inline constexpr uint64_t kMagic = 0x6e70616c6c6f6331ull;  // "npalloc1"
-inline constexpr uint32_t kVersion = 7;  // bumped with every change to Control or a record
+inline constexpr uint32_t kVersion = 8;  // bumped with every change to Control or a record
 
 // Identifiers (PERF_SAMPLE_IDENTIFIER) of the preload's records. The kernel numbers its events
 // from 1 up; these cannot collide.
@@ -151,6 +151,10 @@ struct alignas(64) Control {
   // an exec'd image continues its pid's figures (what the old image left live stays counted).
   alignas(64) std::atomic<int64_t> pid_live[kPidSlots];
   std::atomic<int64_t> pid_peak[kPidSlots];
+  // 1 once the process has ended (exit, _exit) and its pid_live left live_bytes: what it
+  // publishes after that goes to its own figures only, and a later process with the same pid
+  // (pids wrap) must not take it out again.
+  std::atomic<uint8_t> pid_ended[kPidSlots];
   alignas(64) StackHint hints[kHintSlots];
   alignas(64) ThreadSlot overflow;     // shared by threads past kThreadSlots (atomic adds)
   ThreadSlot slots[kThreadSlots];

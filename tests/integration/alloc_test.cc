@@ -273,6 +273,20 @@ TEST(AllocTest, AnEndedProcessesHeapLeavesTheLiveHeap) {
   }
 }
 
+// Pids wrap: a process given the pid of one that ended must not take that one's heap out of the
+// live heap a second time. Before: a peak of 8 MiB where the parent alone held 10 MiB.
+TEST(AllocTest, AProcessWithAnEndedProcessesPidStartsAfresh) {
+  NP_SKIP_IF_NO_PERF();
+  constexpr uint64_t kMiB = 1024 * 1024;
+  AllocRecording rec = RecordAlloc("--alloc", {TargetPath("alloc_workload"), "pidreuse"});
+  if (rec.result.exit_code == 3) {
+    GTEST_SKIP() << "could not give a child a chosen pid (needs root for ns_last_pid)";
+  }
+  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+  EXPECT_EQ(Exact(rec, "leaked_bytes"), 12 * kMiB);
+  EXPECT_EQ(Exact(rec, "peak_heap_bytes"), 10 * kMiB);
+}
+
 // A profiler killed outright (SIGKILL) stops reading without a word. The command must neither die
 // of SIGPIPE on the wake FIFO nor wait for room in a ring nobody reads: it finishes as it would
 // have, and the next profile removes the files the killed one left.

@@ -39,6 +39,11 @@
 // 6 x { malloc(1 MiB) } and frees them. Calls 22, bytes 22 MiB, frees 6, leaked 16 MiB; peak
 // 8 MiB: a process that has ended holds no heap (before it counted, the peak was 22 MiB).
 //
+// Mode `pidreuse`: a child keeps 8 x malloc(1 MiB) and exits; a second child is given the same
+// pid (through /proc/sys/kernel/ns_last_pid, which needs root), keeps 4 x malloc(1 MiB) and
+// exits; then the parent holds 10 x malloc(1 MiB) and frees them. Peak 10 MiB, leaked 12 MiB.
+// Exits 3 when the pid could not be reused (not root, or another process took it 20 times).
+//
 // Mode `exit N`: runs `sites`, then exits with status N.
 //
 // Mode `realloc`: the less common entry points, each result checked (exit status 3: calloc or
@@ -65,6 +70,7 @@
 // every page touched, and nothing from malloc. The preload sees no heap while the RSS grows.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -269,6 +275,59 @@ static int RunForkLeak(void) {
   return 0;
 }
 
+__attribute__((noinline)) static void second_child_keeps(void) {
+  for (int i = 0; i < 4; ++i) touch(malloc(MIB), MIB);
+}
+
+__attribute__((noinline)) static void parent_holds(void) {
+  void* blocks[10];
+  for (int i = 0; i < 10; ++i) {
+    blocks[i] = malloc(MIB);
+    touch(blocks[i], MIB);
+  }
+  for (int i = 0; i < 10; ++i) free(blocks[i]);
+}
+
+// Forks with the next pid set to `pid` (0: any); the child runs `body` and exits 0. Returns the
+// child's pid once it has exited 0, -1 on failure.
+static pid_t ForkRun(pid_t pid, void (*body)(void), pid_t* got) {
+  if (pid > 0) {
+    int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY);
+    if (fd < 0) return -1;
+    char text[16];
+    int n = 0;
+    for (pid_t v = pid - 1; v > 0; v /= 10) text[n++] = (char)('0' + v % 10);
+    char out[16];
+    for (int i = 0; i < n; ++i) out[i] = text[n - 1 - i];
+    int ok = write(fd, out, (size_t)n) == n;
+    close(fd);
+    if (!ok) return -1;
+  }
+  pid_t child = fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    if (pid <= 0 || getpid() == pid) body();
+    exit(0);
+  }
+  int status;
+  if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return -1;
+  }
+  *got = child;
+  return child;
+}
+
+static int RunPidReuse(void) {
+  pid_t first = 0, second = 0;
+  if (ForkRun(0, child_keeps, &first) < 0) return 2;
+  for (int attempt = 0; attempt < 20 && second != first; ++attempt) {
+    if (ForkRun(first, second_child_keeps, &second) < 0) return 3;
+  }
+  if (second != first) return 3;
+  parent_holds();
+  return 0;
+}
+
 // ---- realloc and friends ----
 
 // Volatile so the compiler cannot see the overflow and fold or warn about the failing calls.
@@ -389,6 +448,7 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "execs") == 0) return RunExecs(argv[0], argc > 2 ? atoi(argv[2]) : 1);
   if (strcmp(mode, "forkfree") == 0) return RunForkFree();
   if (strcmp(mode, "forkleak") == 0) return RunForkLeak();
+  if (strcmp(mode, "pidreuse") == 0) return RunPidReuse();
   if (strcmp(mode, "_exit") == 0) {
     for (int i = 0; i < 3; ++i) touch(malloc(1000), 1000);
     _exit(0);
@@ -401,6 +461,6 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "mmap") == 0) return RunOwnAllocator();
   if (strcmp(mode, "serial-threads") == 0) return RunSerialThreads(argc > 2 ? atoi(argv[2]) : 1);
   Say("usage: alloc_workload [sites [N] | realloc | threads [N] | serial-threads N | forkexec | "
-      "execs N | forkfree | forkleak | exit N | mmap]\n");
+      "execs N | forkfree | forkleak | pidreuse | exit N | mmap]\n");
   return 2;
 }
