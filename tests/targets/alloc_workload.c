@@ -244,25 +244,30 @@ static int RunForkFree(void) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
-__attribute__((noinline)) static void child_keeps(void) {
-  for (int i = 0; i < 8; ++i) touch(malloc(MIB), MIB);
+// Keeps n x malloc(1 MiB) to the end of the process.
+__attribute__((noinline)) static void child_keeps(int n) {
+  for (int i = 0; i < n; ++i) touch(malloc(MIB), MIB);
 }
 
-__attribute__((noinline)) static void parent_after(void) {
-  void* blocks[6];
-  for (int i = 0; i < 6; ++i) {
+// Holds n (at most 16) x malloc(1 MiB) at once, then frees them.
+__attribute__((noinline)) static void parent_after(int n) {
+  void* blocks[16];
+  for (int i = 0; i < n; ++i) {
     blocks[i] = malloc(MIB);
     touch(blocks[i], MIB);
   }
-  for (int i = 0; i < 6; ++i) free(blocks[i]);
+  for (int i = 0; i < n; ++i) free(blocks[i]);
 }
+
+static void keep_8(void) { child_keeps(8); }
+static void keep_4(void) { child_keeps(4); }
 
 static int RunForkLeak(void) {
   for (int child = 0; child < 2; ++child) {
     pid_t pid = fork();
     if (pid < 0) return 2;
     if (pid == 0) {
-      child_keeps();
+      child_keeps(8);
       if (child == 0) exit(0);
       _exit(0);
     }
@@ -271,21 +276,8 @@ static int RunForkLeak(void) {
       return 1;
     }
   }
-  parent_after();
+  parent_after(6);
   return 0;
-}
-
-__attribute__((noinline)) static void second_child_keeps(void) {
-  for (int i = 0; i < 4; ++i) touch(malloc(MIB), MIB);
-}
-
-__attribute__((noinline)) static void parent_holds(void) {
-  void* blocks[10];
-  for (int i = 0; i < 10; ++i) {
-    blocks[i] = malloc(MIB);
-    touch(blocks[i], MIB);
-  }
-  for (int i = 0; i < 10; ++i) free(blocks[i]);
 }
 
 // Forks with the next pid set to `pid` (0: any); the child runs `body` and exits 0. Returns the
@@ -319,12 +311,12 @@ static pid_t ForkRun(pid_t pid, void (*body)(void), pid_t* got) {
 
 static int RunPidReuse(void) {
   pid_t first = 0, second = 0;
-  if (ForkRun(0, child_keeps, &first) < 0) return 2;
+  if (ForkRun(0, keep_8, &first) < 0) return 2;
   for (int attempt = 0; attempt < 20 && second != first; ++attempt) {
-    if (ForkRun(first, second_child_keeps, &second) < 0) return 3;
+    if (ForkRun(first, keep_4, &second) < 0) return 3;
   }
   if (second != first) return 3;
-  parent_holds();
+  parent_after(10);
   return 0;
 }
 
