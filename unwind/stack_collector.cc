@@ -13,6 +13,7 @@ StackCollector::StackCollector(Unwinder* unwinder, bool keep_timeline)
     : unwinder_(unwinder),
       keep_timeline_(keep_timeline),
       processes_(&modules_),
+      frame_list_index_(0, FramesHash{this}, FramesEq{this}),
       stack_index_(0, StackHash{this}, StackEq{this}) {
   scratch_stack_.frames.reserve(kMaxFrames);
   probe_.frames.reserve(kMaxFrames);
@@ -30,6 +31,32 @@ absl::string_view FrameBytes(const CollectedFrame* frames, size_t count) {
 }
 
 }  // namespace
+
+CollectedStack StackCollector::StackOrProbe(uint32_t index) const {
+  if (index != kProbe) return stacks_[index];
+  CollectedStack s;
+  s.kind = probe_.kind;
+  s.pid = probe_.pid;
+  s.tid = probe_.tid;
+  s.thread_name = probe_.thread_name;
+  s.first_frame = probe_.first_frame;
+  s.frame_count = static_cast<uint32_t>(probe_.frames.size());
+  return s;
+}
+
+absl::string_view StackCollector::FrameBytesOf(uint32_t index) const {
+  if (index == kProbe) return FrameBytes(probe_.frames.data(), probe_.frames.size());
+  const CollectedStack& s = stacks_[index];
+  return FrameBytes(frames_.data() + s.first_frame, s.frame_count);
+}
+
+size_t StackCollector::FramesHash::operator()(uint32_t index) const {
+  return absl::HashOf(owner->FrameBytesOf(index));
+}
+
+bool StackCollector::FramesEq::operator()(uint32_t a, uint32_t b) const {
+  return owner->FrameBytesOf(a) == owner->FrameBytesOf(b);
+}
 
 size_t StackCollector::HashOf(uint32_t index) const {
   if (index == kProbe) {
@@ -200,15 +227,15 @@ uint32_t StackCollector::InternSample(const sampler::SampleView& sample, StackKi
     index = *it;
   } else {
     index = static_cast<uint32_t>(stacks_.size());
-    CollectedStack s;
-    s.kind = probe_.kind;
-    s.pid = probe_.pid;
-    s.tid = probe_.tid;
-    s.thread_name = probe_.thread_name;
-    s.first_frame = static_cast<uint32_t>(frames_.size());
-    s.frame_count = static_cast<uint32_t>(probe_.frames.size());
-    frames_.insert(frames_.end(), probe_.frames.begin(), probe_.frames.end());
-    stacks_.push_back(s);
+    auto list = frame_list_index_.find(kProbe);
+    const bool new_list = list == frame_list_index_.end();
+    probe_.first_frame = new_list ? static_cast<uint32_t>(frames_.size())
+                                  : stacks_[*list].first_frame;
+    stacks_.push_back(StackOrProbe(kProbe));
+    if (new_list) {
+      frames_.insert(frames_.end(), probe_.frames.begin(), probe_.frames.end());
+      frame_list_index_.insert(index);
+    }
     stack_index_.insert(index);
   }
   if (replayed != nullptr) {

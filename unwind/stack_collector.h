@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
 #include "sampler/module_registry.h"
 #include "sampler/process_table.h"
 #include "sampler/records.h"
@@ -82,7 +83,7 @@ struct CollectedStack {
   int32_t pid = 0;
   int32_t tid = 0;
   uint32_t thread_name = 0;  // index into StackCollector::thread_names()
-  uint32_t first_frame = 0;  // into StackCollector::frames(); leaf first
+  uint32_t first_frame = 0;  // into StackCollector::frames(), shared by equal lists; leaf first
   uint32_t frame_count = 0;
   uint64_t samples = 0;      // samples (kSwitch: switch-outs) with this stack
   uint64_t weight = 0;       // sum of sample periods (kSwitch: 0)
@@ -171,6 +172,18 @@ class StackCollector final : public sampler::RecordSink {
   // Set entries are stack indexes; kProbe stands for the candidate in probe_ (heterogeneous
   // lookup without building a key object per sample).
   static constexpr uint32_t kProbe = 0xffffffffu;
+  // A new stack's frame list is interned apart from the stacks: the same frames sampled in
+  // another process or thread (the hundredth python a shell loop starts) share one range of
+  // frames_, where each (kind, pid, tid, name) kept a copy of its own. Only a new stack looks
+  // its list up; a sample of a known stack finds it in stack_index_ alone, as before.
+  struct FramesHash {
+    const StackCollector* owner;
+    size_t operator()(uint32_t index) const;
+  };
+  struct FramesEq {
+    const StackCollector* owner;
+    bool operator()(uint32_t a, uint32_t b) const;
+  };
   struct StackHash {
     const StackCollector* owner;
     size_t operator()(uint32_t index) const;
@@ -183,8 +196,12 @@ class StackCollector final : public sampler::RecordSink {
     StackKind kind = StackKind::kCpu;
     int32_t pid = 0, tid = 0;
     uint32_t thread_name = 0;
+    uint32_t first_frame = 0;  // once its frame list is interned (a new stack)
     std::vector<CollectedFrame> frames;
   };
+  // The stack `index` stands for, or probe_'s fields for kProbe.
+  CollectedStack StackOrProbe(uint32_t index) const;
+  absl::string_view FrameBytesOf(uint32_t index) const;
   size_t HashOf(uint32_t index) const;
   uint32_t InternThreadName(const std::string& name);
   // Unwinds `sample`, resolves its frames and returns the index of its (possibly new) stack.
@@ -225,6 +242,7 @@ class StackCollector final : public sampler::RecordSink {
   Probe probe_;
   std::vector<CollectedFrame> frames_;
   std::vector<CollectedStack> stacks_;
+  absl::flat_hash_set<uint32_t, FramesHash, FramesEq> frame_list_index_;  // first stack per list
   absl::flat_hash_set<uint32_t, StackHash, StackEq> stack_index_;
   std::vector<std::string> thread_names_;
   absl::flat_hash_map<std::string, uint32_t> thread_name_index_;

@@ -115,6 +115,24 @@ TEST_F(StackCollectorTest, DifferentThreadsOrFramesAreDifferentStacks) {
   EXPECT_EQ(collector_.stacks()[2].samples, 1u);
 }
 
+// Two threads with the same frames are two stacks over one copy of the frames; a stack whose
+// frames differ gets a copy of its own.
+TEST_F(StackCollectorTest, StacksWithEqualFramesShareThem) {
+  MapApp(1);
+  Sample(1, 1, {kUser, 0x400100, 0x401000});
+  Sample(1, 2, {kUser, 0x400100, 0x401000});
+  Sample(1, 3, {kUser, 0x400108, 0x401000});
+  ASSERT_EQ(collector_.stacks().size(), 3u);
+  EXPECT_EQ(collector_.frames().size(), 4u);
+  const CollectedStack& a = collector_.stacks()[0];
+  const CollectedStack& b = collector_.stacks()[1];
+  EXPECT_EQ(a.first_frame, b.first_frame);
+  EXPECT_EQ(b.tid, 2);
+  EXPECT_THAT(FramesOf(a), ElementsAre(CF(0x1100, AppModule()), CF(0x1fff, AppModule())));
+  EXPECT_THAT(FramesOf(collector_.stacks()[2]),
+              ElementsAre(CF(0x1108, AppModule()), CF(0x1fff, AppModule())));
+}
+
 // The leaf is looked up at its own address, return addresses at avma - 1 (inside the call).
 // A return address one past the end of a mapping still belongs to it; one at its very start
 // belongs to whatever precedes it.
