@@ -11,13 +11,21 @@
 namespace nativeprof::output {
 namespace {
 
-// Frames that only pass an allocation on: the site is their caller.
+// Frames that only pass an allocation on: the site is their caller. Besides the allocator's own
+// entry points, the checked wrappers C programs allocate through: libiberty's and gnulib's
+// x*alloc (GCC, binutils, coreutils, git) and GLib's g_*alloc.
 bool IsAllocatorPlumbing(const std::string& f) {
-  static const char* const kExact[] = {"malloc", "calloc", "realloc", "free", "operator new",
-                                       "operator new[]", "__rust_alloc", "__rust_alloc_zeroed",
-                                       "__rust_realloc", "__rdl_alloc", "__rdl_alloc_zeroed",
-                                       "__rdl_realloc", "__rg_alloc", "__rg_realloc",
-                                       "posix_memalign", "aligned_alloc", "strdup"};
+  static const char* const kExact[] = {
+      "malloc", "calloc", "realloc", "reallocarray", "free", "operator new", "operator new[]",
+      "__rust_alloc", "__rust_alloc_zeroed", "__rust_realloc", "__rdl_alloc",
+      "__rdl_alloc_zeroed", "__rdl_realloc", "__rg_alloc", "__rg_realloc", "posix_memalign",
+      "aligned_alloc", "memalign", "valloc", "pvalloc", "strdup", "strndup", "asprintf",
+      "vasprintf", "__vasprintf_internal", "xmalloc", "xcalloc", "xrealloc", "xzalloc",
+      "xnmalloc", "xnrealloc", "x2realloc", "x2nrealloc", "xcharalloc", "xmemdup", "xstrdup",
+      "xstrndup", "ximalloc", "xirealloc", "xicalloc", "xizalloc", "xreallocarray",
+      "xireallocarray", "g_malloc", "g_malloc0", "g_realloc", "g_malloc_n", "g_malloc0_n",
+      "g_realloc_n", "g_try_malloc", "g_try_malloc0", "g_try_realloc", "g_strdup", "g_strndup",
+      "g_memdup", "g_memdup2", "g_slice_alloc", "g_slice_alloc0"};
   for (const char* e : kExact) {
     if (f == e) return true;
   }

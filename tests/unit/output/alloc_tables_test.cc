@@ -65,5 +65,26 @@ TEST(AllocTablesTest, SitesSkipAllocatorPlumbing) {
               HasSubstr("75.00%                 300 B  build_index"));
 }
 
+// GCC's and coreutils' xmalloc, GLib's g_malloc0: the site is the caller of the wrapper.
+TEST(AllocTablesTest, SitesSkipCheckedAllocationWrappers) {
+  symbolize::Profile p;
+  for (const char* f : {"main", "parse_decl", "xmalloc", "malloc", "new_node", "g_malloc0"}) {
+    symbolize::ProfileFrame frame;
+    frame.function = f;
+    p.frames.push_back(frame);
+  }
+  symbolize::ProfileStack a;
+  a.frames = {0, 1, 2, 3};
+  a.samples = 30;
+  symbolize::ProfileStack b;
+  b.frames = {0, 4, 5, 3};
+  b.samples = 10;
+  p.stacks = {a, b};
+  const std::vector<AllocCallSite> sites = TopAllocCallSites(p, 10);
+  ASSERT_EQ(sites.size(), 2u);
+  EXPECT_EQ(sites[0].name, "parse_decl (via xmalloc)");
+  EXPECT_EQ(sites[1].name, "new_node (via g_malloc0)");
+}
+
 }  // namespace
 }  // namespace nativeprof::output
