@@ -251,11 +251,15 @@ void EndThisProcess() {
   if (c->pids[g_pid_slot].load(std::memory_order_relaxed) != static_cast<uint32_t>(::getpid())) {
     return;
   }
-  // The flag first: a thread publishing meanwhile either sees it (and leaves live_bytes alone)
-  // or has added its change to pid_live as well by the time it is read below.
-  if (c->pid_ended[g_pid_slot].exchange(1, std::memory_order_acq_rel) != 0) return;
-  c->live_bytes.fetch_sub(c->pid_live[g_pid_slot].load(std::memory_order_acquire),
-                          std::memory_order_acq_rel);
+  alloc_channel::EndPidSlot(*c, static_cast<size_t>(g_pid_slot));
+}
+
+void EndReapedProcess(pid_t pid) {
+  Control* c = Channel();
+  if (c == nullptr || pid <= 0) return;
+  const int slot = alloc_channel::FindPidSlot(*c, static_cast<uint32_t>(pid));
+  // None: it never attached (a static binary, a vfork child that did not exec).
+  if (slot >= 0) alloc_channel::EndPidSlot(*c, static_cast<size_t>(slot));
 }
 
 void FlushLive(ThreadState& t, Control& c) {

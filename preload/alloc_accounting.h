@@ -11,6 +11,8 @@
 #ifndef NATIVEPROF_PRELOAD_ALLOC_ACCOUNTING_H_
 #define NATIVEPROF_PRELOAD_ALLOC_ACCOUNTING_H_
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -106,6 +108,10 @@ void PublishThisThread();
 // are allocated minus freed bytes), but a later peak of the processes still running does not
 // count it. What its threads publish after this goes to its own figures only.
 void EndThisProcess();
+// Process `pid`, a child the calling process has just reaped (a wait call returned its exit
+// status), has ended: takes its live heap out of the run's live heap unless it did so itself.
+// It did not when a signal killed it, or when it left its heap without exit or _exit.
+void EndReapedProcess(pid_t pid);
 
 // What every counted allocation does to the thread's counts. CountAllocation is this plus the
 // rare steps (claiming a slot, publishing the live heap, sampling); a hook may call it alone when

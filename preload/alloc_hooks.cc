@@ -10,7 +10,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -192,19 +194,64 @@ NP_ALWAYS_INLINE void Release(void* user) {
   __libc_free(static_cast<char*>(user) - copy.offset);
 }
 
+// The definition of `name` after the preload's (glibc's), looked up once into `cache`; null when
+// there is none.
+template <typename Fn>
+Fn NextDefinition(std::atomic<Fn>& cache, const char* name) {
+  Fn fn = cache.load(std::memory_order_relaxed);
+  if (fn != nullptr) return fn;
+  ThreadState& t = CurrentThread();
+  ++t.busy;  // dlsym may allocate
+  fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+  --t.busy;
+  if (fn != nullptr) cache.store(fn, std::memory_order_relaxed);
+  return fn;
+}
+
 size_t RealUsableSize(void* base) {
   using Fn = size_t (*)(void*);
   static std::atomic<Fn> real{nullptr};
-  Fn fn = real.load(std::memory_order_relaxed);
+  Fn fn = NextDefinition(real, "malloc_usable_size");
+  return fn == nullptr ? 0 : fn(base);
+}
+
+// A child killed by a signal ran none of the exit paths that take its heap out of the live heap
+// (EndThisProcess); the wait call that reaps it tells its parent it is gone, so the parent does.
+pid_t Wait4(pid_t pid, int* status, int options, struct rusage* usage) {
+  using Fn = pid_t (*)(pid_t, int*, int, struct rusage*);
+  static std::atomic<Fn> real{nullptr};
+  Fn fn = NextDefinition(real, "wait4");
   if (fn == nullptr) {
-    ThreadState& t = CurrentThread();
-    ++t.busy;  // dlsym may allocate
-    fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "malloc_usable_size"));
-    --t.busy;
-    if (fn == nullptr) return 0;
-    real.store(fn, std::memory_order_relaxed);
+    errno = ENOSYS;
+    return -1;
   }
-  return fn(base);
+  int got = 0;
+  const pid_t reaped = fn(pid, &got, options, usage);
+  if (reaped > 0) {
+    if (WIFEXITED(got) || WIFSIGNALED(got)) EndReapedProcess(reaped);
+    if (status != nullptr) *status = got;
+  }
+  return reaped;
+}
+
+int WaitId(idtype_t type, id_t id, siginfo_t* info, int options) {
+  using Fn = int (*)(idtype_t, id_t, siginfo_t*, int);
+  static std::atomic<Fn> real{nullptr};
+  Fn fn = NextDefinition(real, "waitid");
+  if (fn == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  siginfo_t got{};
+  const int result = fn(type, id, &got, options);
+  if (result == 0) {
+    const bool reaped = (options & WEXITED) != 0 && (options & WNOWAIT) == 0 && got.si_pid > 0 &&
+                        (got.si_code == CLD_EXITED || got.si_code == CLD_KILLED ||
+                         got.si_code == CLD_DUMPED);
+    if (reaped) EndReapedProcess(got.si_pid);
+    if (info != nullptr) *info = got;
+  }
+  return result;
 }
 
 size_t UsableSize(void* user) {
@@ -407,3 +454,19 @@ NP_EXPORT __attribute__((noreturn)) void _exit(int status) {
 }
 
 NP_EXPORT __attribute__((noreturn)) void _Exit(int status) noexcept { _exit(status); }
+
+// The wait calls, so a child reaped by its parent leaves the live heap however it ended
+// (Wait4). glibc's system() waits through an internal call these do not see.
+NP_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* usage) {
+  return nativeprof::preload::Wait4(pid, status, options, usage);
+}
+NP_EXPORT pid_t wait3(int* status, int options, struct rusage* usage) {
+  return nativeprof::preload::Wait4(-1, status, options, usage);
+}
+NP_EXPORT pid_t waitpid(pid_t pid, int* status, int options) {
+  return nativeprof::preload::Wait4(pid, status, options, nullptr);
+}
+NP_EXPORT pid_t wait(int* status) { return nativeprof::preload::Wait4(-1, status, 0, nullptr); }
+NP_EXPORT int waitid(idtype_t type, id_t id, siginfo_t* info, int options) {
+  return nativeprof::preload::WaitId(type, id, info, options);
+}

@@ -19,6 +19,7 @@
 #include "absl/strings/strip.h"
 #include "base/errno_status.h"
 #include "base/file_util.h"
+#include "sampler/proc_maps.h"
 #include "sampler/record_sorter.h"
 
 namespace nativeprof::sampler {
@@ -161,21 +162,37 @@ RingBuffer AllocChannel::Ring() const {
   return ring;
 }
 
-void AllocChannel::AfterDrain() {
+void AllocChannel::AfterDrain(bool last) {
   char buf[64];
   while (::read(fifo_.get(), buf, sizeof(buf)) > 0) {
   }
   control()->wake_pending.store(0, std::memory_order_release);
 
   const uint64_t now = MonotonicNowNs();
-  if (!series_.empty() && now < series_.back().first + series_interval_ns_) return;
+  if (!last && !series_.empty() && now < series_.back().first + series_interval_ns_) return;
+  const int64_t live = control()->live_bytes.load(std::memory_order_relaxed);
+  const uint64_t live_bytes = live > 0 ? static_cast<uint64_t>(live) : 0;
+  if (last && !series_.empty() && now < series_.back().first + series_interval_ns_) {
+    series_.back() = {now, live_bytes};  // the end replaces a point too close before it
+    return;
+  }
   if (series_.size() >= kMaxPoints) {
     size_t kept = 0;
     for (size_t i = 0; i < series_.size(); i += 2) series_[kept++] = series_[i];
     series_.resize(kept);
     series_interval_ns_ *= 2;
   }
-  series_.emplace_back(now, Totals().live_bytes());
+  series_.emplace_back(now, live_bytes);
+}
+
+void AllocChannel::OnProcessExited(uint32_t pid) {
+  Control* c = control();
+  const int slot = alloc_channel::FindPidSlot(*c, pid);
+  if (slot < 0 || c->pid_ended[slot].load(std::memory_order_acquire) != 0) return;
+  // Still running (a main thread that ended before the others), or already a new process with
+  // this pid, which took the old one's heap out as it registered.
+  if (!ProcessHasEnded(static_cast<pid_t>(pid))) return;
+  alloc_channel::EndPidSlot(*c, static_cast<size_t>(slot));
 }
 
 void AllocChannel::SetStackHint(uint32_t tid, uint64_t stack_high) {

@@ -66,11 +66,16 @@ class AllocChannel {
   RingBuffer Ring() const;
   // Readable when the preload wants its ring drained (it filled a quarter of it).
   int wake_fd() const { return fifo_.get(); }
-  // After each drain: empties the FIFO, re-arms the preload's wakeup and notes the live heap.
-  void AfterDrain();
+  // After each drain: empties the FIFO, re-arms the preload's wakeup and notes the live heap
+  // (at most once per interval, and always after the `last` one).
+  void AfterDrain(bool last = false);
   // Tells the preload that thread `tid`'s sampled stacks need no bytes at or above
   // `stack_high` (an avma; 0 forgets the hint: copy the whole stack_user_bytes again).
   void SetStackHint(uint32_t tid, uint64_t stack_high);
+  // Process `pid`'s main thread exited (its exit record). If the process is gone without having
+  // taken its heap out of the live heap (killed by a signal and reaped where the preload's wait
+  // calls do not see it, as inside system()), takes it out, as the preload would have.
+  void OnProcessExited(uint32_t pid);
   // Writers stop waiting for room and drop samples from now on (the profiler is going away).
   void StopReading();
 
@@ -78,9 +83,10 @@ class AllocChannel {
   // Each profiled process's own heap, the largest peak first (AllocTotals::peak_bytes is of all
   // of them together).
   std::vector<ProcessHeap> ProcessHeaps() const;
-  // (CLOCK_MONOTONIC ns, exact live bytes) as of each drain, at most one point per interval; the
+  // (CLOCK_MONOTONIC ns, live bytes) as of each drain, at most one point per interval; the
   // interval doubles whenever the series would pass kMaxPoints, so a long run keeps a bounded,
-  // evenly spaced series.
+  // evenly spaced series. The live bytes are the figure the peak is of: the heap of the processes
+  // still running (an ended process's heap is leaked, not live), as the threads published it.
   const std::vector<std::pair<uint64_t, uint64_t>>& live_over_time() const { return series_; }
   static constexpr size_t kMaxPoints = 4096;
 

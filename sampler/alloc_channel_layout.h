@@ -160,6 +160,31 @@ struct alignas(64) Control {
   ThreadSlot slots[kThreadSlots];
 };
 
+// The pid slot of process `pid` (the index of `pids` it registered in), or -1 when it has none.
+// Registration takes the first empty slot probing from pid % kPidSlots, and no slot is ever
+// emptied, so an empty slot ends the search.
+inline int FindPidSlot(const Control& c, uint32_t pid) {
+  if (pid == 0) return -1;
+  for (size_t i = 0; i < kPidSlots; ++i) {
+    const size_t index = (pid + i) % kPidSlots;
+    const uint32_t seen = c.pids[index].load(std::memory_order_relaxed);
+    if (seen == pid) return static_cast<int>(index);
+    if (seen == 0) return -1;
+  }
+  return -1;
+}
+
+// Takes the heap of the process in pid slot `index` out of the run's live heap, once: by the
+// process at its end, by its parent when it reaps it, or by the profiler when it sees the process
+// gone without either. What the process never freed stays in the leaked totals.
+inline void EndPidSlot(Control& c, size_t index) {
+  // The flag first: a thread publishing meanwhile either sees it (and leaves live_bytes alone)
+  // or has added its change to pid_live as well by the time it is read below.
+  if (c.pid_ended[index].exchange(1, std::memory_order_acq_rel) != 0) return;
+  c.live_bytes.fetch_sub(c.pid_live[index].load(std::memory_order_acquire),
+                         std::memory_order_acq_rel);
+}
+
 // The ring starts on the first page boundary after the control block.
 inline constexpr size_t RingOffset(size_t page_size) {
   return (sizeof(Control) + page_size - 1) / page_size * page_size;

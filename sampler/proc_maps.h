@@ -39,6 +39,11 @@ absl::StatusOr<std::vector<ProcMapsEntry>> ReadProcMaps(pid_t pid);
 // The thread ids under /proc/PID/task. Errors: kNotFound when the process does not exist.
 absl::StatusOr<std::vector<pid_t>> ListThreads(pid_t pid);
 
+// True when no thread of process `pid` can run again: /proc has no such process, or the only
+// thread it lists is the main thread and that is a zombie (a main thread that ended while others
+// run is listed beside them).
+bool ProcessHasEnded(pid_t pid);
+
 // The process (thread group) that thread `tid` belongs to: `tid` itself for a process's main
 // thread. From the "Tgid:" line of /proc/TID/status. Errors: kNotFound when there is no such
 // thread, kInvalidArgument when the file has no such line.

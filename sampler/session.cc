@@ -271,7 +271,7 @@ void Session::Sort(RecordSink& sink, bool flush) {
   } else {
     sorter_->Drain(rings_, to);
   }
-  if (alloc_channel_ != nullptr) alloc_channel_->AfterDrain();
+  if (alloc_channel_ != nullptr) alloc_channel_->AfterDrain(/*last=*/flush);
   AddRingStats();
 }
 

@@ -385,6 +385,7 @@ int RunRecording(const RecordOptions& o) {
     sampler::AllocChannel* channel = &*alloc_channel;
     collector.set_alloc_stack_observer(
         [channel](uint32_t tid, uint64_t stack_high) { channel->SetStackHint(tid, stack_high); });
+    collector.set_process_exit_observer([channel](uint32_t pid) { channel->OnProcessExited(pid); });
   }
   const auto start = std::chrono::steady_clock::now();
   const std::optional<SchedStat> start_sched = SchedNow();

@@ -269,7 +269,10 @@ void StackCollector::OnTask(const sampler::TaskView& task) {
   if (alloc_stack_observer_) alloc_stack_observer_(task.tid, 0);
   if (!task.exit && task.pid != task.ppid) alloc_.OnProcessForked(task.pid);
   // A process ends with its main thread (as the process table counts it).
-  if (task.exit && task.pid == task.tid) alloc_.OnImageEnded(task.pid, task.time_ns);
+  if (task.exit && task.pid == task.tid) {
+    alloc_.OnImageEnded(task.pid, task.time_ns);
+    if (process_exit_observer_) process_exit_observer_(task.pid);
+  }
   if (!track_off_cpu_) return;
   if (task.exit) {
     off_cpu_.OnThreadExited(static_cast<int32_t>(task.tid), task.time_ns);

@@ -127,6 +127,13 @@ class StackCollector final : public sampler::RecordSink {
     alloc_stack_observer_ = std::move(observer);
   }
 
+  // Called when a process's main thread exits (as the process table counts a process's end),
+  // with its pid. Drain thread; must not block.
+  using ProcessExitObserver = std::function<void(uint32_t pid)>;
+  void set_process_exit_observer(ProcessExitObserver observer) {
+    process_exit_observer_ = std::move(observer);
+  }
+
   void OnSample(const sampler::SampleView& sample) override;
   void OnMmap(const sampler::MmapView& mmap) override;
   void OnComm(const sampler::CommView& comm) override;
@@ -250,6 +257,7 @@ class StackCollector final : public sampler::RecordSink {
   CollectorStats stats_;
   MappingObserver mapping_observer_;
   AllocStackObserver alloc_stack_observer_;
+  ProcessExitObserver process_exit_observer_;
   OffCpuTracker off_cpu_;
   AllocTracker alloc_;
   bool track_off_cpu_ = false;

@@ -273,6 +273,40 @@ TEST(AllocTest, AnEndedProcessesHeapLeavesTheLiveHeap) {
   }
 }
 
+// A child killed by a signal runs no exit path; its parent's wait call takes its heap out of the
+// live heap. Before: a 14 MiB peak (the parent's 6 MiB on top of the dead child's 8 MiB).
+TEST(AllocTest, AKilledChildsHeapLeavesTheLiveHeapWhenReaped) {
+  NP_SKIP_IF_NO_PERF();
+  constexpr uint64_t kMiB = 1024 * 1024;
+  for (const char* rate : {"--alloc", "--alloc=1"}) {
+    SCOPED_TRACE(rate);
+    AllocRecording rec = RecordAlloc(rate, {TargetPath("alloc_workload"), "forkkill"});
+    ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+    EXPECT_EQ(Exact(rec, "allocation_calls"), 14u);
+    EXPECT_EQ(Exact(rec, "leaked_bytes"), 8 * kMiB);
+    EXPECT_EQ(Exact(rec, "peak_heap_bytes"), 8 * kMiB);
+    if (std::string(rate) != "--alloc=1") continue;
+    EXPECT_EQ(rec.View("leaked").Self("child_keeps"), 8 * kMiB);
+    EXPECT_EQ(rec.View("peak").Self("child_keeps"), 8 * kMiB);
+    EXPECT_EQ(rec.View("peak").Self("parent_after"), 0u);
+  }
+}
+
+// A killed process reaped where no wait call returns it (SIGCHLD ignored): the profiler sees it
+// gone at its exit record and takes its heap out of the live heap. Before: the live heap ended at
+// the dead process's 8 MiB, after every process had ended.
+TEST(AllocTest, AKilledProcessReapedUnseenLeavesTheLiveHeap) {
+  NP_SKIP_IF_NO_PERF();
+  constexpr uint64_t kMiB = 1024 * 1024;
+  AllocRecording rec = RecordAlloc("--alloc", {TargetPath("alloc_workload"), "reapunseen"});
+  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+  EXPECT_GE(Exact(rec, "leaked_bytes"), 8 * kMiB);
+  EXPECT_LT(Exact(rec, "leaked_bytes"), 9 * kMiB);
+  const nlohmann::json& points = rec.allocations["live_heap_over_time"]["points"];
+  ASSERT_FALSE(points.empty());
+  EXPECT_EQ(points.back()[1].get<uint64_t>(), 0u) << points.dump();
+}
+
 // Pids wrap: a process given the pid of one that ended must not take that one's heap out of the
 // live heap a second time. Before: a peak of 8 MiB where the parent alone held 10 MiB.
 TEST(AllocTest, AProcessWithAnEndedProcessesPidStartsAfresh) {
@@ -518,7 +552,9 @@ TEST(AllocTest, TopSitesAgreeWithHeaptrack) {
         EXPECT_NEAR(o, h, 0.01 * h + 1) << f << ": ours " << o << ", heaptrack " << h;
         sites_seen += h > 0;
       }
-      if (i == 0) EXPECT_EQ(sites_seen, c.functions.size()) << theirs[i].substr(0, 2000);
+      if (i == 0) {
+        EXPECT_EQ(sites_seen, c.functions.size()) << theirs[i].substr(0, 2000);
+      }
     }
   }
 }

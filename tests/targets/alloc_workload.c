@@ -39,6 +39,15 @@
 // 6 x { malloc(1 MiB) } and frees them. Calls 22, bytes 22 MiB, frees 6, leaked 16 MiB; peak
 // 8 MiB: a process that has ended holds no heap (before it counted, the peak was 22 MiB).
 //
+// Mode `forkkill`: a child keeps 8 x malloc(1 MiB) and is killed by SIGKILL; once the parent has
+// reaped it (waitpid), the parent holds 6 x malloc(1 MiB) and frees them. Calls 14, bytes 14 MiB,
+// frees 6, leaked 8 MiB; peak 8 MiB (a killed process ran no exit path: its heap stayed in the
+// live heap, and the peak was 14 MiB).
+//
+// Mode `reapunseen`: with SIGCHLD ignored (the kernel reaps children, no wait call returns them),
+// a child keeps 8 x malloc(1 MiB) and is killed by SIGKILL; the parent's waitpid returns once it
+// is gone (ECHILD). Leaked 8 MiB; once every process has ended, nothing is live.
+//
 // Mode `pidreuse`: a child keeps 8 x malloc(1 MiB) and exits; a second child is given the same
 // pid (through /proc/sys/kernel/ns_last_pid, which needs root), keeps 4 x malloc(1 MiB) and
 // exits; then the parent holds 10 x malloc(1 MiB) and frees them. Peak 10 MiB, leaked 12 MiB.
@@ -73,6 +82,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,6 +290,37 @@ static int RunForkLeak(void) {
   return 0;
 }
 
+// Forks a child that keeps 8 x malloc(1 MiB) and is killed by SIGKILL; returns its pid (-1 when
+// fork failed).
+static pid_t ForkKilledChild(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    child_keeps(8);
+    raise(SIGKILL);
+    _exit(1);
+  }
+  return pid;
+}
+
+static int RunForkKill(void) {
+  const pid_t pid = ForkKilledChild();
+  if (pid < 0) return 2;
+  int status;
+  if (waitpid(pid, &status, 0) != pid || !WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
+    return 1;
+  }
+  parent_after(6);
+  return 0;
+}
+
+static int RunReapUnseen(void) {
+  signal(SIGCHLD, SIG_IGN);
+  const pid_t pid = ForkKilledChild();
+  if (pid < 0) return 2;
+  int status;
+  return waitpid(pid, &status, 0) == -1 && errno == ECHILD ? 0 : 1;
+}
+
 // Forks with the next pid set to `pid` (0: any); the child runs `body` and exits 0. Returns the
 // child's pid once it has exited 0, -1 on failure.
 static pid_t ForkRun(pid_t pid, void (*body)(void), pid_t* got) {
@@ -441,6 +482,8 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "forkfree") == 0) return RunForkFree();
   if (strcmp(mode, "forkleak") == 0) return RunForkLeak();
   if (strcmp(mode, "pidreuse") == 0) return RunPidReuse();
+  if (strcmp(mode, "forkkill") == 0) return RunForkKill();
+  if (strcmp(mode, "reapunseen") == 0) return RunReapUnseen();
   if (strcmp(mode, "_exit") == 0) {
     for (int i = 0; i < 3; ++i) touch(malloc(1000), 1000);
     _exit(0);

@@ -1,6 +1,9 @@
 #include "sampler/proc_maps.h"
 
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -44,6 +47,27 @@ TEST(ParseProcMapsTest, MalformedLineIsQuotedEscaped) {
       ParseProcMaps("1000-2000 r-xp 0 00:00\x1b[2J\n");
   ASSERT_FALSE(entries.ok());
   EXPECT_EQ(entries.status().message(), "malformed maps line 1: 1000-2000 r-xp 0 00:00\\x1b[2J");
+}
+
+// A running process has not ended; one that exited and waits to be reaped (a zombie) has, and
+// so has one that is gone.
+TEST(ProcessHasEndedTest, RunningZombieAndGone) {
+  EXPECT_FALSE(ProcessHasEnded(::getpid()));
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  EXPECT_FALSE(ProcessHasEnded(child));
+  ASSERT_EQ(::kill(child, SIGKILL), 0);
+  siginfo_t info{};
+  // Waits for the end without reaping: the child stays a zombie.
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
+  EXPECT_TRUE(ProcessHasEnded(child));
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(ProcessHasEnded(child));
 }
 
 }  // namespace
