@@ -215,12 +215,23 @@ size_t RealUsableSize(void* base) {
   return fn == nullptr ? 0 : fn(base);
 }
 
+using Wait4Fn = pid_t (*)(pid_t, int*, int, struct rusage*);
+using WaitIdFn = int (*)(idtype_t, id_t, siginfo_t*, int);
+std::atomic<Wait4Fn> g_wait4{nullptr};
+std::atomic<WaitIdFn> g_waitid{nullptr};
+
+// Looked up as the preload loads, not at the first call: that may be in a SIGCHLD handler, where
+// dlsym (which takes the loader's lock and may allocate) must not run.
+__attribute__((constructor)) void ResolveWaitCalls() {
+  (void)NextDefinition(g_wait4, "wait4");
+  (void)NextDefinition(g_waitid, "waitid");
+}
+
 // A child killed by a signal ran none of the exit paths that take its heap out of the live heap
 // (EndThisProcess); the wait call that reaps it tells its parent it is gone, so the parent does.
+// Async-signal-safe, as the calls it stands for are.
 pid_t Wait4(pid_t pid, int* status, int options, struct rusage* usage) {
-  using Fn = pid_t (*)(pid_t, int*, int, struct rusage*);
-  static std::atomic<Fn> real{nullptr};
-  Fn fn = NextDefinition(real, "wait4");
+  const Wait4Fn fn = g_wait4.load(std::memory_order_relaxed);
   if (fn == nullptr) {
     errno = ENOSYS;
     return -1;
@@ -235,9 +246,7 @@ pid_t Wait4(pid_t pid, int* status, int options, struct rusage* usage) {
 }
 
 int WaitId(idtype_t type, id_t id, siginfo_t* info, int options) {
-  using Fn = int (*)(idtype_t, id_t, siginfo_t*, int);
-  static std::atomic<Fn> real{nullptr};
-  Fn fn = NextDefinition(real, "waitid");
+  const WaitIdFn fn = g_waitid.load(std::memory_order_relaxed);
   if (fn == nullptr) {
     errno = ENOSYS;
     return -1;
