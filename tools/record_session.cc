@@ -161,6 +161,7 @@ void FinishOffCpu(const sampler::Session& session, uint64_t stop_monotonic_ns,
   const bool monotonic = session.attr().use_clockid != 0;
   collector->mutable_off_cpu().Finish(monotonic ? stop_monotonic_ns
                                                 : collector->stats().last_time_ns);
+  collector->CompleteBlockedAtStartStacks();
 }
 
 double MillisecondsSince(std::chrono::steady_clock::time_point t) {

@@ -145,6 +145,12 @@ void OffCpuTracker::Finish(uint64_t stop_ns) {
             });
 }
 
+void OffCpuTracker::ReplaceStack(uint32_t from, uint32_t to) {
+  for (OffCpuInterval& iv : intervals_) {
+    if (iv.stack == from) iv.stack = to;
+  }
+}
+
 std::vector<ThreadTimes> OffCpuTracker::Threads() const {
   std::vector<ThreadTimes> out;
   out.reserve(threads_.size());

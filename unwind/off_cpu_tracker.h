@@ -66,6 +66,9 @@ class OffCpuTracker {
   // ends every live thread's lifetime there. Call once, after the last record.
   void Finish(uint64_t stop_ns);
 
+  // Every interval with stack `from` gets stack `to` instead. After Finish.
+  void ReplaceStack(uint32_t from, uint32_t to);
+
   const std::vector<OffCpuInterval>& intervals() const { return intervals_; }
   // Every thread seen, by tid.
   std::vector<ThreadTimes> Threads() const;

@@ -1,5 +1,6 @@
 #include "unwind/stack_collector.h"
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -167,6 +168,48 @@ void StackCollector::OnBlockedAtStart(std::span<const sampler::SampleView> guess
   const uint32_t index = InternSample(sample, StackKind::kSwitch);
   ++stacks_[index].samples;
   off_cpu_.NoteBlockedAtStart(stacks_[index].pid, stacks_[index].tid, sample.time_ns, index);
+  blocked_at_start_.push_back(index);
+}
+
+bool StackCollector::KernelFramesExtend(const CollectedStack& whole,
+                                        const CollectedStack& part) const {
+  const CollectedFrame* w = frames_.data() + whole.first_frame;
+  const CollectedFrame* p = frames_.data() + part.first_frame;
+  auto kernel_count = [](const CollectedFrame* f, uint32_t n) {
+    uint32_t k = 0;
+    while (k < n && f[k].module() == kKernelModule) ++k;
+    return k;
+  };
+  const uint32_t wk = kernel_count(w, whole.frame_count);
+  const uint32_t pk = kernel_count(p, part.frame_count);
+  if (wk <= pk || whole.frame_count - wk != part.frame_count - pk) return false;
+  if (!std::equal(w + wk, w + whole.frame_count, p + pk)) return false;
+  uint32_t matched = 0;
+  for (uint32_t i = 0; i < wk && matched < pk; ++i) {
+    if (w[i] == p[matched]) ++matched;
+  }
+  return matched == pk;
+}
+
+void StackCollector::CompleteBlockedAtStartStacks() {
+  for (const uint32_t part : blocked_at_start_) {
+    const CollectedStack& p = stacks_[part];
+    uint32_t best = kNoSampledStack;
+    for (uint32_t i = 0; i < stacks_.size(); ++i) {
+      const CollectedStack& s = stacks_[i];
+      if (i == part || s.kind != StackKind::kSwitch || s.pid != p.pid || s.tid != p.tid ||
+          s.thread_name != p.thread_name || !KernelFramesExtend(s, p)) {
+        continue;
+      }
+      if (best == kNoSampledStack || s.samples > stacks_[best].samples) best = i;
+    }
+    if (best == kNoSampledStack) continue;
+    off_cpu_.ReplaceStack(part, best);
+    // The snapshot counted as one switch-out: it is the other stack's now.
+    --stacks_[part].samples;
+    ++stacks_[best].samples;
+  }
+  blocked_at_start_.clear();
 }
 
 uint32_t StackCollector::InternSample(const sampler::SampleView& sample, StackKind kind) {

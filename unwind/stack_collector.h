@@ -147,6 +147,13 @@ class StackCollector final : public sampler::RecordSink {
   // `guesses` are the same snapshot with each of its rbp guesses (sampler::BlockedThread), most
   // likely first: of those that unwind completely the deepest is kept, else the first.
   void OnBlockedAtStart(std::span<const sampler::SampleView> guesses);
+  // /proc lists a blocked thread's kernel stack without the scheduler's functions (schedule,
+  // do_nanosleep, schedule_hrtimeout_range, ...), which switch samples have. Each stack
+  // OnBlockedAtStart noted is replaced, in the off-CPU intervals, by the most sampled switch stack
+  // of the same thread that it is part of (the same user frames; its kernel frames among the
+  // other's, in order): the same blocked call, named as a switch sample names it. Call after the
+  // off-CPU tracker's Finish.
+  void CompleteBlockedAtStartStacks();
 
   // Off-CPU bookkeeping (--off-cpu): thread creation, exit and CPU samples feed the tracker too.
   // The caller sets the recording start and calls Finish on the tracker once the last record is
@@ -213,6 +220,9 @@ class StackCollector final : public sampler::RecordSink {
   uint32_t InternThreadName(const std::string& name);
   // Unwinds `sample`, resolves its frames and returns the index of its (possibly new) stack.
   uint32_t InternSample(const sampler::SampleView& sample, StackKind kind);
+  // True when stack `whole` has every frame of `part`, with the same user frames and `part`'s
+  // kernel frames among its own in order, and more of them.
+  bool KernelFramesExtend(const CollectedStack& whole, const CollectedStack& part) const;
   // Drops every ThreadSlot: a thread's name may have changed.
   void ForgetThreads() { ++names_generation_; }
 
@@ -261,6 +271,7 @@ class StackCollector final : public sampler::RecordSink {
   OffCpuTracker off_cpu_;
   AllocTracker alloc_;
   bool track_off_cpu_ = false;
+  std::vector<uint32_t> blocked_at_start_;  // stacks OnBlockedAtStart noted
   std::array<ThreadSlot, kThreadSlots> thread_slots_{};
   std::array<ReplayedStack, kReplayedSlots> replayed_{};
   uint64_t names_generation_ = 1;

@@ -278,6 +278,55 @@ TEST_F(StackCollectorTest, AReplayedStackIsInternedOncePerThread) {
   EXPECT_EQ(collector_.stats().unmapped_frames, 6u);
 }
 
+// Attach mode: the snapshot of a thread blocked at the start (from /proc, without the scheduler's
+// frames) takes the stack of the thread's switch samples in the same call, which have them.
+TEST_F(StackCollectorTest, BlockedAtStartTakesTheSwitchStackOfTheSameCall) {
+  MapApp(1);
+  collector_.track_off_cpu();
+  collector_.mutable_off_cpu().set_recording_start(5);
+  const uint64_t kSchedule = 0xffffffff81000100, kDoNanosleep = 0xffffffff81000200,
+                 kHrtimerNanosleep = 0xffffffff81000300, kSyscall = 0xffffffff81000400;
+  auto view = [](uint32_t tid, uint64_t time, const std::vector<uint64_t>& chain) {
+    sampler::SampleView v;
+    v.event = sampler::SampleEvent::kContextSwitch;
+    v.pid = 1;
+    v.tid = tid;
+    v.time_ns = time;
+    v.period = 1;
+    v.callchain = chain;
+    return v;
+  };
+  // /proc's stack: its first address is a return address, given as the call's byte.
+  const std::vector<uint64_t> snapshot = {kKernel, kHrtimerNanosleep - 1, kSyscall, kUser,
+                                          0x400100, 0x401000};
+  const std::vector<uint64_t> full = {kKernel, kSchedule, kDoNanosleep, kHrtimerNanosleep,
+                                      kSyscall, kUser, 0x400100, 0x401000};
+  const std::vector<uint64_t> elsewhere = {kKernel, kSchedule, kDoNanosleep, kHrtimerNanosleep,
+                                           kSyscall, kUser, 0x400108, 0x401000};
+  const sampler::SampleView at_start = view(7, 10, snapshot);
+  collector_.OnBlockedAtStart(std::span<const sampler::SampleView>(&at_start, 1));
+  collector_.OnSwitch({.pid = 1, .tid = 7, .out = false, .time_ns = 100});
+  collector_.OnSample(view(7, 200, full));
+  collector_.OnSwitch({.pid = 1, .tid = 7, .out = true, .time_ns = 200});
+  collector_.OnSwitch({.pid = 1, .tid = 7, .out = false, .time_ns = 300});
+  collector_.OnSample(view(7, 400, elsewhere));
+  collector_.OnSwitch({.pid = 1, .tid = 7, .out = true, .time_ns = 400});
+  collector_.OnSwitch({.pid = 1, .tid = 7, .out = false, .time_ns = 450});
+  collector_.mutable_off_cpu().Finish(500);
+  collector_.CompleteBlockedAtStartStacks();
+
+  const std::vector<OffCpuInterval>& intervals = collector_.off_cpu().intervals();
+  ASSERT_EQ(intervals.size(), 3u);
+  ASSERT_EQ(collector_.stacks().size(), 3u);
+  const uint32_t snapshot_stack = 0, full_stack = 1, elsewhere_stack = 2;
+  EXPECT_EQ(intervals[0].start_ns, 5u);
+  EXPECT_EQ(intervals[0].stack, full_stack);
+  EXPECT_EQ(intervals[1].stack, full_stack);
+  EXPECT_EQ(intervals[2].stack, elsewhere_stack);
+  EXPECT_EQ(collector_.stacks()[snapshot_stack].samples, 0u);
+  EXPECT_EQ(collector_.stacks()[full_stack].samples, 2u);
+}
+
 class StackCollectorNoTimelineTest : public StackCollectorTest {
  protected:
   StackCollectorNoTimelineTest() : StackCollectorTest(false) {}
