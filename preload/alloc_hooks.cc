@@ -465,7 +465,8 @@ NP_EXPORT __attribute__((noreturn)) void _exit(int status) {
 NP_EXPORT __attribute__((noreturn)) void _Exit(int status) noexcept { _exit(status); }
 
 // The wait calls, so a child reaped by its parent leaves the live heap however it ended
-// (Wait4). glibc's system() waits through an internal call these do not see.
+// (Wait4). glibc's system() reaps its shell through an internal call these do not see; nativeprof
+// ends such a process at its exit record (AllocChannel::OnProcessExited).
 NP_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* usage) {
   return nativeprof::preload::Wait4(pid, status, options, usage);
 }

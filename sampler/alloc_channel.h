@@ -73,8 +73,9 @@ class AllocChannel {
   // `stack_high` (an avma; 0 forgets the hint: copy the whole stack_user_bytes again).
   void SetStackHint(uint32_t tid, uint64_t stack_high);
   // Process `pid`'s main thread exited (its exit record). If the process is gone without having
-  // taken its heap out of the live heap (killed by a signal and reaped where the preload's wait
-  // calls do not see it, as inside system()), takes it out, as the preload would have.
+  // taken its heap out of the live heap (killed by a signal and reaped where no wait call the
+  // preload sees returned it: SIGCHLD ignored, init, glibc's system()), takes it out, as the
+  // preload would have.
   void OnProcessExited(uint32_t pid);
   // Writers stop waiting for room and drop samples from now on (the profiler is going away).
   void StopReading();
