@@ -239,6 +239,10 @@ AllocTotals AllocChannel::Totals() const {
   t.processes = c->processes.load(std::memory_order_relaxed);
   const int64_t peak = c->peak_bytes.load(std::memory_order_relaxed);
   t.peak_bytes = peak > 0 ? static_cast<uint64_t>(peak) : 0;
+  // The threads publish the live heap in steps (up to 4 KiB each); a process killed by a signal
+  // leaves its last step unpublished. With one process, what it holds now (exact) was live at
+  // once, so the peak is at least that.
+  if (t.processes == 1) t.peak_bytes = std::max(t.peak_bytes, t.live_bytes());
   return t;
 }
 
