@@ -33,18 +33,6 @@ absl::string_view FrameBytes(const CollectedFrame* frames, size_t count) {
 
 }  // namespace
 
-CollectedStack StackCollector::StackOrProbe(uint32_t index) const {
-  if (index != kProbe) return stacks_[index];
-  CollectedStack s;
-  s.kind = probe_.kind;
-  s.pid = probe_.pid;
-  s.tid = probe_.tid;
-  s.thread_name = probe_.thread_name;
-  s.first_frame = probe_.first_frame;
-  s.frame_count = static_cast<uint32_t>(probe_.frames.size());
-  return s;
-}
-
 absl::string_view StackCollector::FrameBytesOf(uint32_t index) const {
   if (index == kProbe) return FrameBytes(probe_.frames.data(), probe_.frames.size());
   const CollectedStack& s = stacks_[index];
@@ -62,11 +50,10 @@ bool StackCollector::FramesEq::operator()(uint32_t a, uint32_t b) const {
 size_t StackCollector::HashOf(uint32_t index) const {
   if (index == kProbe) {
     return absl::HashOf(probe_.kind, probe_.pid, probe_.tid, probe_.thread_name,
-                        FrameBytes(probe_.frames.data(), probe_.frames.size()));
+                        FrameBytesOf(kProbe));
   }
   const CollectedStack& s = stacks_[index];
-  return absl::HashOf(s.kind, s.pid, s.tid, s.thread_name,
-                      FrameBytes(frames_.data() + s.first_frame, s.frame_count));
+  return absl::HashOf(s.kind, s.pid, s.tid, s.thread_name, FrameBytesOf(index));
 }
 
 size_t StackCollector::StackHash::operator()(uint32_t index) const {
@@ -272,9 +259,14 @@ uint32_t StackCollector::InternSample(const sampler::SampleView& sample, StackKi
     index = static_cast<uint32_t>(stacks_.size());
     auto list = frame_list_index_.find(kProbe);
     const bool new_list = list == frame_list_index_.end();
-    probe_.first_frame = new_list ? static_cast<uint32_t>(frames_.size())
-                                  : stacks_[*list].first_frame;
-    stacks_.push_back(StackOrProbe(kProbe));
+    CollectedStack s;
+    s.kind = probe_.kind;
+    s.pid = probe_.pid;
+    s.tid = probe_.tid;
+    s.thread_name = probe_.thread_name;
+    s.first_frame = new_list ? static_cast<uint32_t>(frames_.size()) : stacks_[*list].first_frame;
+    s.frame_count = static_cast<uint32_t>(probe_.frames.size());
+    stacks_.push_back(s);
     if (new_list) {
       frames_.insert(frames_.end(), probe_.frames.begin(), probe_.frames.end());
       frame_list_index_.insert(index);

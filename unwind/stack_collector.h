@@ -210,11 +210,9 @@ class StackCollector final : public sampler::RecordSink {
     StackKind kind = StackKind::kCpu;
     int32_t pid = 0, tid = 0;
     uint32_t thread_name = 0;
-    uint32_t first_frame = 0;  // once its frame list is interned (a new stack)
     std::vector<CollectedFrame> frames;
   };
-  // The stack `index` stands for, or probe_'s fields for kProbe.
-  CollectedStack StackOrProbe(uint32_t index) const;
+  // The frames of stack `index` (probe_'s for kProbe) as raw bytes, to hash and compare.
   absl::string_view FrameBytesOf(uint32_t index) const;
   size_t HashOf(uint32_t index) const;
   uint32_t InternThreadName(const std::string& name);
