@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "base/errno_status.h"
@@ -118,31 +119,24 @@ absl::StatusOr<CounterSet> CounterSet::Open(const std::vector<EventSpec>& events
     set.slots_.push_back(std::move(slot));
     attrs.push_back(CountingAttr(event, options));
   }
-  bool have_sideband = false;
   for (size_t t = 0; t < tids.size(); ++t) {
-    NP_ASSIGN_OR_RETURN(const bool opened,
-                        set.OpenTask(tids[t], t == 0, cpus, open_fn, options.per_thread, &attrs,
-                                     &have_sideband));
+    NP_ASSIGN_OR_RETURN(const bool opened, set.OpenTask(tids[t], t == 0, cpus, open_fn, &attrs));
     if (opened) set.tids_.push_back(tids[t]);
   }
-  if (options.per_thread) NP_RETURN_IF_ERROR(set.OpenSideband(cpus, options.ring_pages, open_fn));
+  if (options.per_thread) {
+    NP_RETURN_IF_ERROR(set.OpenSideband(cpus, options.ring_pages, options.enable_on_exec,
+                                        open_fn));
+  }
   return set;
 }
 
 absl::StatusOr<bool> CounterSet::OpenTask(pid_t tid, bool first, const std::vector<int>& cpus,
-                                          const PerfEventOpenFn& open_fn, bool per_thread,
-                                          std::vector<perf_event_attr>* attrs,
-                                          bool* have_sideband) {
+                                          const PerfEventOpenFn& open_fn,
+                                          std::vector<perf_event_attr>* attrs) {
   for (size_t e = 0; e < slots_.size(); ++e) {
     Slot& slot = slots_[e];
     if (!first && slot.fds.empty()) continue;  // unsupported (found on the first task)
     perf_event_attr& attr = (*attrs)[e];
-    if (per_thread && !*have_sideband) {
-      // The first event that opens also reports thread names: COMM (incl. exec) and FORK.
-      attr.comm = 1;
-      attr.comm_exec = 1;
-      attr.task = 1;
-    }
     for (int cpu : cpus) {
       const int fd = OpenCounting(open_fn, &attr, tid, cpu, slot.event);
       if (fd >= 0) {
@@ -160,32 +154,55 @@ absl::StatusOr<bool> CounterSet::OpenTask(pid_t tid, bool first, const std::vect
       }
       NP_RETURN_IF_ERROR(OpenError(err, attr, slot.event, tid, cpu, &slot.unsupported_reason));
       slot.fds.clear();  // unsupported on one CPU or task: not counted anywhere
-      attr.comm = attr.comm_exec = attr.task = 0;
       break;
     }
-    if (!slot.fds.empty()) *have_sideband = true;
   }
   return true;
 }
 
 absl::Status CounterSet::OpenSideband(const std::vector<int>& cpus, size_t ring_pages,
-                                      const PerfEventOpenFn& open_fn) {
+                                      bool enable_on_exec, const PerfEventOpenFn& open_fn) {
+  // The kernel refuses mmap() on inherited events; a plain dummy event per CPU holds each ring,
+  // and SET_OUTPUT sends other events of that CPU (and their inherited copies) there.
+  perf_event_attr holder;
+  std::memset(&holder, 0, sizeof(holder));
+  holder.size = sizeof(holder);
+  holder.type = PERF_TYPE_SOFTWARE;
+  holder.config = PERF_COUNT_SW_DUMMY;
+  holder.disabled = 1;
+  holder.exclude_kernel = 1;
+  auto open_ring = [&](int cpu, const char* what) -> absl::StatusOr<int> {
+    NP_ASSIGN_OR_RETURN(ScopedFd ring_fd, OpenPerfEvent(holder, pid_, cpu, what, -1, open_fn));
+    NP_ASSIGN_OR_RETURN(RingBuffer ring, RingBuffer::Map(ring_fd.get(), ring_pages, cpus.size()));
+    const int fd = ring_fd.get();
+    ring_fds_.push_back(std::move(ring_fd));
+    rings_.push_back(std::move(ring));
+    return fd;
+  };
+  auto set_output = [](int fd, int ring_fd, const std::string& what) -> absl::Status {
+    if (::ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring_fd) != 0) {
+      return ErrnoError(absl::StrCat("PERF_EVENT_IOC_SET_OUTPUT(", what, ")"));
+    }
+    return absl::OkStatus();
+  };
+  // Thread names (COMM, also at exec) and FORK come from an inherited dummy event per task and
+  // CPU with a ring of its own. Every one of its records is written by the CPU whose ring it is;
+  // the READ records of exiting threads are not (see counter_threads.h), and when two CPUs write
+  // one ring at once a record can be lost, which in a shared ring left a thread with its
+  // creator's name.
+  const SampleFormat format = CounterSidebandFormat();
+  perf_event_attr tracking = holder;
+  tracking.sample_type = format.sample_type;
+  tracking.sample_id_all = 1;
+  tracking.inherit = 1;
+  tracking.comm = 1;
+  tracking.comm_exec = 1;
+  tracking.task = 1;
+  tracking.disabled = enable_on_exec ? 1 : 0;
+  tracking.enable_on_exec = enable_on_exec ? 1 : 0;
   std::vector<CounterSideband::CounterId> ids;
   for (size_t c = 0; c < cpus.size(); ++c) {
-    // The kernel refuses mmap() on inherited events; a plain dummy event per CPU holds the
-    // ring, and SET_OUTPUT sends that CPU's counting events of every task (and their inherited
-    // copies) there.
-    perf_event_attr attr;
-    std::memset(&attr, 0, sizeof(attr));
-    attr.size = sizeof(attr);
-    attr.type = PERF_TYPE_SOFTWARE;
-    attr.config = PERF_COUNT_SW_DUMMY;
-    attr.disabled = 1;
-    attr.exclude_kernel = 1;
-    NP_ASSIGN_OR_RETURN(ScopedFd ring_fd,
-                        OpenPerfEvent(attr, pid_, cpus[c], "dummy side-band event", -1, open_fn));
-    const int fd = ring_fd.get();
-    NP_ASSIGN_OR_RETURN(RingBuffer ring, RingBuffer::Map(fd, ring_pages, cpus.size()));
+    NP_ASSIGN_OR_RETURN(const int counts_ring, open_ring(cpus[c], "dummy side-band event"));
     for (size_t e = 0; e < slots_.size(); ++e) {
       Slot& slot = slots_[e];
       for (size_t t = 0; t < tids_.size() && !slot.fds.empty(); ++t) {
@@ -194,22 +211,34 @@ absl::Status CounterSet::OpenSideband(const std::vector<int>& cpus, size_t ring_
         if (::ioctl(counting_fd, PERF_EVENT_IOC_ID, &id) != 0) {
           return ErrnoError(absl::StrCat("PERF_EVENT_IOC_ID(", slot.event.name, ")"));
         }
-        if (::ioctl(counting_fd, PERF_EVENT_IOC_SET_OUTPUT, fd) != 0) {
-          return ErrnoError(absl::StrCat("PERF_EVENT_IOC_SET_OUTPUT(", slot.event.name, ")"));
-        }
+        NP_RETURN_IF_ERROR(set_output(counting_fd, counts_ring, slot.event.name));
         ids.push_back({.event = e, .owner = t, .id = id});
       }
     }
-    ring_fds_.push_back(std::move(ring_fd));
-    rings_.push_back(std::move(ring));
+    NP_ASSIGN_OR_RETURN(const int names_ring, open_ring(cpus[c], "dummy thread-name ring"));
+    for (const pid_t tid : tids_) {
+      absl::StatusOr<ScopedFd> fd =
+          OpenPerfEvent(tracking, tid, cpus[c], "dummy thread-name event", -1, open_fn);
+      // A thread of an attached process that exited since it was listed names nothing.
+      if (!fd.ok() && tid != pid_ && fd.status().code() == absl::StatusCode::kUnavailable) {
+        continue;
+      }
+      if (!fd.ok()) return fd.status();
+      NP_RETURN_IF_ERROR(set_output(fd->get(), names_ring, "dummy thread-name event"));
+      tracking_fds_.push_back(*std::move(fd));
+    }
   }
   sideband_ = std::make_unique<CounterSideband>(events_, cpus.size(), ids);
-  sorter_ = std::make_unique<RecordSorter>(CounterSidebandFormat(),
-                                           RecordSorter::RingOrder::kUnordered);
+  sorter_ = std::make_unique<RecordSorter>(format, RecordSorter::RingOrder::kUnordered);
   return absl::OkStatus();
 }
 
 absl::Status CounterSet::Enable() {
+  for (ScopedFd& fd : tracking_fds_) {
+    if (::ioctl(fd.get(), PERF_EVENT_IOC_ENABLE, 0) != 0) {
+      return ErrnoError("enable the thread-name event");
+    }
+  }
   for (Slot& slot : slots_) {
     for (ScopedFd& fd : slot.fds) {
       if (::ioctl(fd.get(), PERF_EVENT_IOC_ENABLE, 0) != 0) {
@@ -226,6 +255,11 @@ absl::Status CounterSet::Disable() {
       if (::ioctl(fd.get(), PERF_EVENT_IOC_DISABLE, 0) != 0) {
         return ErrnoError(absl::StrCat("disable counter ", slot.event.name));
       }
+    }
+  }
+  for (ScopedFd& fd : tracking_fds_) {
+    if (::ioctl(fd.get(), PERF_EVENT_IOC_DISABLE, 0) != 0) {
+      return ErrnoError("disable the thread-name event");
     }
   }
   return absl::OkStatus();

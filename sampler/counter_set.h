@@ -115,10 +115,11 @@ class CounterSet {
   // Opens every event on `tid` (on each of `cpus`), keeping the fallbacks found in `attrs`.
   // False when a task other than the `first` no longer exists (nothing of it is kept).
   absl::StatusOr<bool> OpenTask(pid_t tid, bool first, const std::vector<int>& cpus,
-                                const PerfEventOpenFn& open_fn, bool per_thread,
-                                std::vector<perf_event_attr>* attrs, bool* have_sideband);
-  // Per-thread mode: one side-band ring per CPU that every counting fd of that CPU writes to.
-  absl::Status OpenSideband(const std::vector<int>& cpus, size_t ring_pages,
+                                const PerfEventOpenFn& open_fn,
+                                std::vector<perf_event_attr>* attrs);
+  // Per-thread mode: per CPU, one ring that every counting fd of that CPU writes its READ
+  // records to, and one for thread names and creations.
+  absl::Status OpenSideband(const std::vector<int>& cpus, size_t ring_pages, bool enable_on_exec,
                             const PerfEventOpenFn& open_fn);
   // One task's value of one event, its CPUs' parts summed.
   absl::StatusOr<ReadFormatValues> ReadTask(const Slot& slot, size_t task) const;
@@ -131,8 +132,10 @@ class CounterSet {
   bool per_thread_ = false;
   std::vector<EventSpec> events_;
   std::vector<Slot> slots_;
-  // Per-thread mode: one dummy event per CPU whose ring holds that CPU's side band.
+  // Per-thread mode: the dummy events whose rings hold the side band (two per CPU), and the
+  // inherited dummy events that report thread names (one per task and CPU).
   std::vector<ScopedFd> ring_fds_;
+  std::vector<ScopedFd> tracking_fds_;
   std::vector<RingBuffer> rings_;
   std::unique_ptr<RecordSorter> sorter_;
   std::unique_ptr<CounterSideband> sideband_;

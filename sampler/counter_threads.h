@@ -1,11 +1,12 @@
 // Per-thread breakdown of inherited counting events. With attr.inherit_stat the kernel writes a
 // PERF_RECORD_READ (pid, tid, value, enabled, running, id) for every inherited thread or child
-// process when it exits, into the parent event's ring buffer; COMM and FORK records give thread
-// names. The events are opened once per CPU with one ring per CPU, as perf record does: the
-// kernel's ring-buffer writer is only safe against writers on the same CPU, and one ring shared
-// by every CPU loses or freezes records under concurrent thread start/exit. CounterSet reads
-// those rings through a RecordSorter, which parses the records and delivers them here in time
-// order; CounterSideband is the state machine they drive (unit-testable with synthetic records).
+// process when it exits, into the parent event's ring buffer; COMM and FORK records of a separate
+// inherited dummy event, in rings no other CPU writes, give thread names. The events are opened
+// once per CPU with one ring per CPU, as perf record does: the kernel's ring-buffer writer is only
+// safe against writers on the same CPU, and one ring shared by every CPU loses or freezes records
+// under concurrent thread start/exit. CounterSet reads those rings through a RecordSorter, which
+// parses the records and delivers them here in time order; CounterSideband is the state machine
+// they drive (unit-testable with synthetic records).
 #ifndef NATIVEPROF_SAMPLER_COUNTER_THREADS_H_
 #define NATIVEPROF_SAMPLER_COUNTER_THREADS_H_
 
