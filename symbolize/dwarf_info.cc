@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "symbolize/display_name.h"
 
@@ -38,28 +39,10 @@ bool OriginOf(Dwarf_Die* die, Dwarf_Die* origin) {
   return true;
 }
 
-std::string FunctionName(Dwarf_Die* die, bool full_names) {
-  const char* linkage = StringAttr(die, DW_AT_linkage_name);
-  if (linkage == nullptr) linkage = StringAttr(die, DW_AT_MIPS_linkage_name);
-  if (linkage != nullptr) return DisplayName(linkage, full_names);
-  const char* name = StringAttr(die, DW_AT_name);
-  if (name == nullptr) return std::string();
-  // No linkage name (static or C functions): qualify with the enclosing namespaces and classes.
-  std::string qualified = name;
-  Dwarf_Die origin;
-  Dwarf_Die* parents = nullptr;
-  int n = OriginOf(die, &origin) ? dwarf_getscopes_die(&origin, &parents) : 0;
-  for (int i = 1; i < n; ++i) {
-    int tag = dwarf_tag(&parents[i]);
-    if (tag != DW_TAG_namespace && tag != DW_TAG_class_type && tag != DW_TAG_structure_type &&
-        tag != DW_TAG_union_type) {
-      continue;
-    }
-    const char* scope = dwarf_diename(&parents[i]);
-    qualified = std::string(scope != nullptr ? scope : "(anonymous namespace)") + "::" + qualified;
-  }
-  free(parents);
-  return qualified;
+// The scopes that qualify a function name (namespaces, classes, structs, unions).
+bool IsNameScope(int tag) {
+  return tag == DW_TAG_namespace || tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+         tag == DW_TAG_union_type;
 }
 
 // True for producers that print their flags and show no optimization among them.
@@ -297,6 +280,46 @@ void DwarfInfo::BuildIndex(size_t cu) {
     max_end = std::max(max_end, index.ranges[i].end);
     index.max_end[i] = max_end;
   }
+}
+
+void DwarfInfo::IndexScopes(Dwarf_Die* parent, const std::string& prefix, int depth) {
+  Dwarf_Die child;
+  if (depth > kMaxScopeDepth || dwarf_child(parent, &child) != 0) return;
+  do {
+    const int tag = dwarf_tag(&child);
+    if (IsNameScope(tag)) {
+      const char* name = dwarf_diename(&child);
+      IndexScopes(&child,
+                  absl::StrCat(prefix, name != nullptr ? name : "(anonymous namespace)", "::"),
+                  depth + 1);
+    } else {
+      // Other DIEs do not qualify names (a class declared inside a function is qualified by the
+      // scopes around that function, not by the function), but may hold functions.
+      if (tag == DW_TAG_subprogram && !prefix.empty()) {
+        scope_of_.emplace(dwarf_dieoffset(&child), prefix);
+      }
+      if (dwarf_haschildren(&child)) IndexScopes(&child, prefix, depth + 1);
+    }
+  } while (dwarf_siblingof(&child, &child) == 0);
+}
+
+std::string DwarfInfo::FunctionName(Dwarf_Die* die, bool full_names) {
+  const char* linkage = StringAttr(die, DW_AT_linkage_name);
+  if (linkage == nullptr) linkage = StringAttr(die, DW_AT_MIPS_linkage_name);
+  if (linkage != nullptr) return DisplayName(linkage, full_names);
+  const char* name = StringAttr(die, DW_AT_name);
+  if (name == nullptr) return std::string();
+  // No linkage name (static or C functions): qualify with the enclosing namespaces and classes
+  // of the declaration. One walk of the declaration's unit indexes them all; libdw's
+  // dwarf_getscopes_die walks the unit from its start on every call, which for the large C
+  // units of an interpreter was most of the time spent naming frames.
+  Dwarf_Die origin;
+  if (!OriginOf(die, &origin)) return name;
+  Dwarf_Die unit;
+  if (dwarf_diecu(&origin, &unit, nullptr, nullptr) == nullptr) return name;
+  if (scoped_units_.insert(dwarf_dieoffset(&unit)).second) IndexScopes(&unit, std::string(), 0);
+  auto it = scope_of_.find(dwarf_dieoffset(&origin));
+  return it == scope_of_.end() ? std::string(name) : absl::StrCat(it->second, name);
 }
 
 const std::string& DwarfInfo::NameOf(FunctionDie& function, bool full_names) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "module/elf_image.h"
 #include "symbolize/line_program_check.h"
 
@@ -93,6 +95,12 @@ class DwarfInfo {
   void IndexChildren(Dwarf_Die* parent, int32_t parent_function, uint32_t depth, CuIndex* index,
                      Dwarf_Files* files, size_t nfiles, int* budget);
   const std::string& NameOf(FunctionDie& function, bool full_names);
+  // A function's display name: its linkage name demangled, else its name qualified by the
+  // scopes around its declaration.
+  std::string FunctionName(Dwarf_Die* die, bool full_names);
+  // Records in scope_of_ the qualifying prefix of every function declared under `parent`.
+  void IndexScopes(Dwarf_Die* parent, const std::string& prefix, int depth);
+  static constexpr int kMaxScopeDepth = 64;
 
   Dwarf* dwarf_ = nullptr;
   const module::ElfImage* elf_ = nullptr;
@@ -101,6 +109,10 @@ class DwarfInfo {
   std::vector<std::optional<Dwarf_Die>> cus_;  // parallel: each unit's DIE, once read
   std::vector<CuRange> ranges_;        // sorted by start
   std::vector<CuIndex> index_;         // parallel to cu_offsets_
+  // Units (by DIE offset) whose scopes IndexScopes walked, and what it found: by function DIE
+  // offset, "ns::Class::" for a function declared in scopes; absent for one at unit level.
+  absl::flat_hash_set<Dwarf_Off> scoped_units_;
+  absl::flat_hash_map<Dwarf_Off, std::string> scope_of_;
 };
 
 }  // namespace nativeprof::symbolize
