@@ -5,7 +5,9 @@
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
+#include "absl/types/span.h"
 
 namespace nativeprof::symbolize {
 namespace {
@@ -39,26 +41,17 @@ struct AddressKey {
   }
 };
 
-struct StackKey {
-  int32_t pid;
-  int32_t tid;
-  uint32_t thread_name;
-  std::vector<uint32_t> frames;
-  bool off_cpu;
+}  // namespace
 
-  friend bool operator==(const StackKey&, const StackKey&) = default;
-  template <typename H>
-  friend H AbslHashValue(H h, const StackKey& k) {
-    return H::combine(std::move(h), k.pid, k.tid, k.thread_name, k.frames, k.off_cpu);
-  }
-};
-
-class Builder {
+// Each distinct address is symbolized once per recording, for every view built from it: frames
+// are interned in a table of the recording's own, and a view copies those it uses into its
+// profile. (The five allocation views used to symbolize every site again each.)
+class FrameNames {
  public:
-  Builder(const unwind::StackCollector& collector, Symbolizer& symbolizer, Profile* profile)
-      : collector_(collector), symbolizer_(symbolizer), profile_(profile) {}
+  FrameNames(const unwind::StackCollector& collector, Symbolizer& symbolizer)
+      : collector_(collector), symbolizer_(symbolizer) {}
 
-  // Profile frame indexes for one collected frame, OUTERMOST first (root-first order).
+  // Recording frame indexes for one collected frame, OUTERMOST first (root-first order).
   // `leaf` is true for the sampled instruction: only there does a source line say where the time
   // went (--lines adds file:line to leaf frames), so every other position drops it.
   const std::vector<uint32_t>& FramesFor(const unwind::CollectedFrame& f, int32_t pid, bool leaf) {
@@ -88,6 +81,8 @@ class Builder {
     return by_address_.emplace(key, std::move(indexes)).first->second;
   }
 
+  const ProfileFrame& frame(uint32_t index) const { return frames_[index]; }
+
  private:
   uint32_t Intern(const SymbolizedFrame& s, const unwind::CollectedFrame& f) {
     std::string module;
@@ -112,44 +107,117 @@ class Builder {
     frame.module_offset = f.in_module() ? f.file_offset() : f.avma();
     frame.file = s.file;
     frame.line = s.line;
-    uint32_t index = static_cast<uint32_t>(profile_->frames.size());
-    profile_->frames.push_back(std::move(frame));
+    const uint32_t index = static_cast<uint32_t>(frames_.size());
+    frames_.push_back(std::move(frame));
     by_frame_.emplace(std::move(key), index);
     return index;
   }
 
   const unwind::StackCollector& collector_;
   Symbolizer& symbolizer_;
-  Profile* profile_;
   std::vector<SymbolizedFrame> scratch_;
+  std::vector<ProfileFrame> frames_;
   absl::flat_hash_map<AddressKey, std::vector<uint32_t>> by_address_;
   absl::flat_hash_map<FrameKey, uint32_t> by_frame_;
 };
 
-// Adds stacks to a profile, merging those that symbolize to the same (thread, frames, on/off).
-class StackMerger {
+namespace {
+
+// The frames of one profile: the recording's frames it uses, in the order it first used them.
+class ProfileFrames {
  public:
-  explicit StackMerger(Profile* profile) : profile_(profile) {}
-  uint32_t Add(const unwind::CollectedStack& cs, const std::string& thread_name,
-               std::vector<uint32_t> frames, bool off_cpu) {
-    StackKey key{cs.pid, cs.tid, cs.thread_name, std::move(frames), off_cpu};
-    auto [it, inserted] =
-        merged_.try_emplace(std::move(key), static_cast<uint32_t>(profile_->stacks.size()));
-    if (inserted) {
-      ProfileStack stack;
-      stack.thread_name = thread_name;
-      stack.pid = cs.pid;
-      stack.tid = cs.tid;
-      stack.frames = it->first.frames;
-      stack.off_cpu = off_cpu;
-      profile_->stacks.push_back(std::move(stack));
+  ProfileFrames(FrameNames& names, Profile* profile) : names_(names), profile_(profile) {}
+
+  // Root-first profile frames of a collected stack.
+  std::vector<uint32_t> Of(const unwind::StackCollector& collector,
+                           const unwind::CollectedStack& cs) {
+    const auto& all_frames = collector.frames();
+    std::vector<uint32_t> frames;
+    for (uint32_t k = cs.frame_count; k-- > 0;) {
+      for (uint32_t index :
+           names_.FramesFor(all_frames[cs.first_frame + k], cs.pid, /*leaf=*/k == 0)) {
+        frames.push_back(Local(index));
+      }
     }
-    return it->second;
+    return frames;
   }
 
  private:
+  static constexpr uint32_t kNotInProfile = 0xffffffffu;
+  uint32_t Local(uint32_t index) {
+    if (index >= local_.size()) local_.resize(index + 1, kNotInProfile);
+    if (local_[index] == kNotInProfile) {
+      local_[index] = static_cast<uint32_t>(profile_->frames.size());
+      profile_->frames.push_back(names_.frame(index));
+    }
+    return local_[index];
+  }
+
+  FrameNames& names_;
   Profile* profile_;
-  absl::flat_hash_map<StackKey, uint32_t> merged_;
+  std::vector<uint32_t> local_;  // recording frame -> profile frame
+};
+
+// Adds stacks to a profile, merging those that symbolize to the same (thread, frames, on/off).
+// The set holds stack indexes and reads their frames from the profile, so each stack's frames
+// are stored once.
+class StackMerger {
+ public:
+  explicit StackMerger(Profile* profile)
+      : profile_(profile), merged_(0, Hash{this}, Eq{this}) {}
+  uint32_t Add(const unwind::CollectedStack& cs, const std::string& thread_name,
+               std::vector<uint32_t> frames, bool off_cpu) {
+    const Probe probe{cs.pid, cs.tid, cs.thread_name, frames, off_cpu};
+    auto it = merged_.find(probe);
+    if (it != merged_.end()) return *it;
+    const uint32_t index = static_cast<uint32_t>(profile_->stacks.size());
+    ProfileStack stack;
+    stack.thread_name = thread_name;
+    stack.pid = cs.pid;
+    stack.tid = cs.tid;
+    stack.frames = std::move(frames);
+    stack.off_cpu = off_cpu;
+    profile_->stacks.push_back(std::move(stack));
+    thread_name_index_.push_back(cs.thread_name);
+    merged_.insert(index);
+    return index;
+  }
+
+ private:
+  struct Probe {
+    int32_t pid;
+    int32_t tid;
+    uint32_t thread_name;
+    absl::Span<const uint32_t> frames;
+    bool off_cpu;
+  };
+  Probe ProbeOf(uint32_t index) const {
+    const ProfileStack& s = profile_->stacks[index];
+    return {s.pid, s.tid, thread_name_index_[index], s.frames, s.off_cpu};
+  }
+  struct Hash {
+    using is_transparent = void;
+    const StackMerger* merger;
+    size_t operator()(const Probe& p) const {
+      return absl::HashOf(p.pid, p.tid, p.thread_name, p.frames, p.off_cpu);
+    }
+    size_t operator()(uint32_t index) const { return (*this)(merger->ProbeOf(index)); }
+  };
+  struct Eq {
+    using is_transparent = void;
+    const StackMerger* merger;
+    static bool Same(const Probe& a, const Probe& b) {
+      return a.pid == b.pid && a.tid == b.tid && a.thread_name == b.thread_name &&
+             a.off_cpu == b.off_cpu && a.frames == b.frames;
+    }
+    bool operator()(uint32_t a, uint32_t b) const { return a == b; }
+    bool operator()(uint32_t a, const Probe& b) const { return Same(merger->ProbeOf(a), b); }
+    bool operator()(const Probe& a, uint32_t b) const { return Same(a, merger->ProbeOf(b)); }
+  };
+
+  Profile* profile_;
+  std::vector<uint32_t> thread_name_index_;  // by profile stack: CollectedStack::thread_name
+  absl::flat_hash_set<uint32_t, Hash, Eq> merged_;
 };
 
 // The profile frame for a pseudo-frame such as "[waiting for CPU]".
@@ -197,8 +265,18 @@ bool IsAllocView(ProfileView view) {
          view == ProfileView::kLeakedBytes || view == ProfileView::kHeap;
 }
 
+ProfileBuilder::ProfileBuilder(const unwind::StackCollector& collector, Symbolizer& symbolizer)
+    : collector_(collector), names_(std::make_unique<FrameNames>(collector, symbolizer)) {}
+
+ProfileBuilder::~ProfileBuilder() = default;
+
 Profile BuildProfile(const unwind::StackCollector& collector, Symbolizer& symbolizer,
                      const ProfileBuildOptions& options) {
+  return ProfileBuilder(collector, symbolizer).Build(options);
+}
+
+Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
+  const unwind::StackCollector& collector = collector_;
   Profile profile;
   profile.event = options.event;
   profile.weight_unit = options.weight_unit;
@@ -214,18 +292,10 @@ Profile BuildProfile(const unwind::StackCollector& collector, Symbolizer& symbol
     profile.count_unit = "us";
   }
 
-  Builder builder(collector, symbolizer, &profile);
+  ProfileFrames profile_frames(*names_, &profile);
   StackMerger merger(&profile);
-  const auto& all_frames = collector.frames();
-  // Root-first profile frames of a collected stack.
   auto frames_of = [&](const unwind::CollectedStack& cs) {
-    std::vector<uint32_t> frames;
-    for (uint32_t k = cs.frame_count; k-- > 0;) {
-      const std::vector<uint32_t>& expanded =
-          builder.FramesFor(all_frames[cs.first_frame + k], cs.pid, /*leaf=*/k == 0);
-      frames.insert(frames.end(), expanded.begin(), expanded.end());
-    }
-    return frames;
+    return profile_frames.Of(collector, cs);
   };
 
   constexpr uint32_t kNotInView = 0xffffffffu;

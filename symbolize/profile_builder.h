@@ -5,6 +5,7 @@
 #ifndef NATIVEPROF_SYMBOLIZE_PROFILE_BUILDER_H_
 #define NATIVEPROF_SYMBOLIZE_PROFILE_BUILDER_H_
 
+#include <memory>
 #include <string>
 
 #include "symbolize/profile.h"
@@ -52,6 +53,25 @@ struct ProfileBuildOptions {
 inline constexpr char kWaitingForCpuFrame[] = "[waiting for CPU]";
 inline constexpr char kNoSwitchStackFrame[] = "[off-CPU, stack not sampled]";
 
+class FrameNames;
+
+// Builds the profiles of one recording's views. Each distinct address is symbolized once for
+// all of them.
+class ProfileBuilder {
+ public:
+  ProfileBuilder(const unwind::StackCollector& collector, Symbolizer& symbolizer);
+  ~ProfileBuilder();
+  ProfileBuilder(const ProfileBuilder&) = delete;
+  ProfileBuilder& operator=(const ProfileBuilder&) = delete;
+
+  Profile Build(const ProfileBuildOptions& options);
+
+ private:
+  const unwind::StackCollector& collector_;
+  std::unique_ptr<FrameNames> names_;
+};
+
+// One view of a recording.
 Profile BuildProfile(const unwind::StackCollector& collector, Symbolizer& symbolizer,
                      const ProfileBuildOptions& options);
 

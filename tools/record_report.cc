@@ -132,7 +132,8 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   build.sample_frequency_hz = o.frequency_hz;
   build.duration_ns = static_cast<uint64_t>(state.duration_seconds * 1e9);
   build.timeline = true;
-  symbolize::Profile profile = symbolize::BuildProfile(collector, symbolizer, build);
+  symbolize::ProfileBuilder builder(collector, symbolizer);
+  symbolize::Profile profile = builder.Build(build);
   const symbolize::SymbolizationStats symbols = symbolizer.Stats();
 
   int exit_code = state.exit_code;
@@ -158,7 +159,7 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
       if (!p.has_value()) {
         symbolize::ProfileBuildOptions b = build;
         b.view = view;
-        p = symbolize::BuildProfile(collector, symbolizer, b);
+        p = builder.Build(b);
       }
       return *p;
     };
@@ -173,7 +174,7 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
       symbolize::ProfileBuildOptions b = build;
       b.view = v.view;
       b.timeline = false;
-      symbolize::Profile p = symbolize::BuildProfile(collector, symbolizer, b);
+      symbolize::Profile p = builder.Build(b);
       write(p, v.path, v.format);
       if (!o.cpu_samples() && !alloc_sites.has_value()) alloc_sites = std::move(p);
     }
