@@ -171,9 +171,9 @@ absl::Status CounterSet::OpenSideband(const std::vector<int>& cpus, size_t ring_
   holder.config = PERF_COUNT_SW_DUMMY;
   holder.disabled = 1;
   holder.exclude_kernel = 1;
-  auto open_ring = [&](int cpu, const char* what) -> absl::StatusOr<int> {
+  auto open_ring = [&](int cpu, size_t pages, const char* what) -> absl::StatusOr<int> {
     NP_ASSIGN_OR_RETURN(ScopedFd ring_fd, OpenPerfEvent(holder, pid_, cpu, what, -1, open_fn));
-    NP_ASSIGN_OR_RETURN(RingBuffer ring, RingBuffer::Map(ring_fd.get(), ring_pages, cpus.size()));
+    NP_ASSIGN_OR_RETURN(RingBuffer ring, RingBuffer::Map(ring_fd.get(), pages, 2 * cpus.size()));
     const int fd = ring_fd.get();
     ring_fds_.push_back(std::move(ring_fd));
     rings_.push_back(std::move(ring));
@@ -200,9 +200,15 @@ absl::Status CounterSet::OpenSideband(const std::vector<int>& cpus, size_t ring_
   tracking.task = 1;
   tracking.disabled = enable_on_exec ? 1 : 0;
   tracking.enable_on_exec = enable_on_exec ? 1 : 0;
+  // A thread's FORK, COMM and EXIT records take about 150 bytes, its READ records that much per
+  // CPU and event: a quarter of the pages suffices, and keeps both rings of a CPU (82 pages at
+  // the default 64) within the locked memory an unprivileged user may map per CPU
+  // (perf_event_mlock_kb, 516 KiB).
+  const size_t names_pages = std::max<size_t>(1, ring_pages / 4);
   std::vector<CounterSideband::CounterId> ids;
   for (size_t c = 0; c < cpus.size(); ++c) {
-    NP_ASSIGN_OR_RETURN(const int counts_ring, open_ring(cpus[c], "dummy side-band event"));
+    NP_ASSIGN_OR_RETURN(const int counts_ring,
+                        open_ring(cpus[c], ring_pages, "dummy side-band event"));
     for (size_t e = 0; e < slots_.size(); ++e) {
       Slot& slot = slots_[e];
       for (size_t t = 0; t < tids_.size() && !slot.fds.empty(); ++t) {
@@ -215,7 +221,8 @@ absl::Status CounterSet::OpenSideband(const std::vector<int>& cpus, size_t ring_
         ids.push_back({.event = e, .owner = t, .id = id});
       }
     }
-    NP_ASSIGN_OR_RETURN(const int names_ring, open_ring(cpus[c], "dummy thread-name ring"));
+    NP_ASSIGN_OR_RETURN(const int names_ring,
+                        open_ring(cpus[c], names_pages, "dummy thread-name ring"));
     for (const pid_t tid : tids_) {
       absl::StatusOr<ScopedFd> fd =
           OpenPerfEvent(tracking, tid, cpus[c], "dummy thread-name event", -1, open_fn);
