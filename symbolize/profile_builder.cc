@@ -298,6 +298,29 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
     return profile_frames.Of(collector, cs);
   };
 
+  // The wall view: a thread's CPU samples share out its on-CPU time, which the switch records
+  // give exactly (unwind::ThreadTimes::on_cpu_ns), so its on- and off-CPU time add up to its
+  // lifetime. By tid: the samples' periods are scaled by this.
+  absl::flat_hash_map<int32_t, double> wall_scale;
+  if (cpu && off) {
+    absl::flat_hash_map<int32_t, uint64_t> sampled;
+    for (const unwind::CollectedStack& cs : collector.stacks()) {
+      if (cs.kind == unwind::StackKind::kCpu) sampled[cs.tid] += cs.weight;
+    }
+    for (const unwind::ThreadTimes& t : collector.off_cpu().Threads()) {
+      auto it = sampled.find(t.tid);
+      if (it != sampled.end() && it->second > 0 && t.ran) {
+        wall_scale[t.tid] = static_cast<double>(t.on_cpu_ns()) / static_cast<double>(it->second);
+      }
+    }
+  }
+  auto wall_weight = [&](int32_t tid, uint64_t weight) {
+    auto it = wall_scale.find(tid);
+    return it == wall_scale.end()
+               ? weight
+               : static_cast<uint64_t>(std::llround(static_cast<double>(weight) * it->second));
+  };
+
   constexpr uint32_t kNotInView = 0xffffffffu;
   std::vector<uint32_t> collected_to_profile(collector.stacks().size(), kNotInView);
   for (size_t i = 0; i < collector.stacks().size() && cpu; ++i) {
@@ -307,7 +330,7 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
         merger.Add(cs, collector.thread_names()[cs.thread_name], frames_of(cs), false);
     ProfileStack& stack = profile.stacks[index];
     stack.samples += cs.samples;
-    stack.weight += cs.weight;
+    stack.weight += off ? wall_weight(cs.tid, cs.weight) : cs.weight;
     collected_to_profile[i] = index;
   }
 
@@ -405,7 +428,7 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
         uint64_t weight = 0;
         if (off) {
           const unwind::CollectedStack& cs = collector.stacks()[index];
-          weight = cs.samples == 0 ? 0 : cs.weight / cs.samples;
+          weight = cs.samples == 0 ? 0 : wall_weight(cs.tid, cs.weight) / cs.samples;
         }
         profile.timeline.push_back(TimedSample{time, stack, weight});
       }

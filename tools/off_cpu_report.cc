@@ -18,7 +18,8 @@ std::vector<ThreadSplit> ThreadSplits(const unwind::StackCollector& collector) {
     ThreadSplit split;
     split.times = t;
     split.name = collector.processes().ThreadName(t.pid, t.tid);
-    if (auto it = on_cpu.find(t.tid); it != on_cpu.end()) split.on_cpu_ns = it->second;
+    split.on_cpu_ns = t.on_cpu_ns();
+    if (auto it = on_cpu.find(t.tid); it != on_cpu.end()) split.sampled_on_cpu_ns = it->second;
     out.push_back(std::move(split));
   }
   return out;
@@ -69,6 +70,7 @@ nlohmann::json OffCpuJson(const RecordOptions& o, const unwind::StackCollector& 
                     {"name", t.name},
                     {"lifetime_ns", t.lifetime_ns()},
                     {"on_cpu_ns", t.on_cpu_ns},
+                    {"on_cpu_sampled_ns", t.sampled_on_cpu_ns},
                     {"blocked_ns", t.times.blocked_ns},
                     {"waiting_ns", t.times.waiting_ns},
                     {"switches", t.times.switches},

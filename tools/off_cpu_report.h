@@ -20,8 +20,9 @@ namespace nativeprof::tools {
 struct ThreadSplit {
   unwind::ThreadTimes times;
   std::string name;
-  uint64_t on_cpu_ns = 0;  // CPU samples' periods (an estimate: sampled at -F)
-  uint64_t lifetime_ns() const { return times.last_ns - times.first_ns; }
+  uint64_t on_cpu_ns = 0;          // times.on_cpu_ns(): exact from the switch records
+  uint64_t sampled_on_cpu_ns = 0;  // the thread's CPU samples' periods (an estimate)
+  uint64_t lifetime_ns() const { return times.lifetime_ns(); }
 };
 
 std::vector<ThreadSplit> ThreadSplits(const unwind::StackCollector& collector);

@@ -38,6 +38,17 @@ struct ThreadTimes {
   uint64_t switches = 0;     // switch-outs
   bool ran = false;          // was on a CPU at some point while recording
   bool exited = false;
+
+  uint64_t lifetime_ns() const { return last_ns - first_ns; }
+  // Time on a CPU: the lifetime outside the off-CPU intervals, exact from the switch records.
+  // CPU samples (count times period) estimate the same time with sampling error, and at tens of
+  // thousands of switches per second the kernel's cpu-clock also counts the switch path's own
+  // work (the switch sample's stack copy): in a mutex ping-pong, samples said 16 % more than
+  // this, and samples plus off-CPU time came to 105-111 % of the lifetime.
+  uint64_t on_cpu_ns() const {
+    const uint64_t off = blocked_ns + waiting_ns;
+    return lifetime_ns() > off ? lifetime_ns() - off : 0;
+  }
 };
 
 class OffCpuTracker {

@@ -265,7 +265,9 @@ TEST(OffCpuTest, CpuProfileIsTheSameWithAndWithoutOffCpu) {
 }
 
 // A speedscope output holds the wall view (both halves on one timeline per thread), and its CPU
-// and off-CPU halves alone beside it: per thread, wall = CPU + off-CPU.
+// and off-CPU halves alone beside it. Per thread, the wall view adds up to the lifetime: its
+// off-CPU half plus the exact on-CPU time of the switch records, which the CPU samples share
+// out. The CPU view keeps the samples' own periods, an estimate of that time.
 TEST(OffCpuTest, SpeedscopeGetsTheWallViewAndEachHalfBesideIt) {
   NP_SKIP_IF_NO_PERF();
   const std::string dir = MakeTempDir();
@@ -287,11 +289,29 @@ TEST(OffCpuTest, SpeedscopeGetsTheWallViewAndEachHalfBesideIt) {
     }
   }
   ASSERT_EQ(ns[0].size(), 2u);  // the two threads of the ping-pong
+  nlohmann::json meta =
+      nlohmann::json::parse(ReadFileOrEmpty(dir + "/t.speedscope.json.json"), nullptr, false);
+  ASSERT_TRUE(meta.contains("off_cpu")) << r.err;
+  std::map<std::string, nlohmann::json> times;  // by "name (pid/tid)", as speedscope names them
+  for (const nlohmann::json& t : meta["off_cpu"]["threads"]) {
+    times[absl::StrCat(t["name"].get<std::string>(), " (", t["pid"].get<int>(), "/",
+                       t["tid"].get<int>(), ")")] = t;
+  }
   for (const auto& [thread, wall] : ns[0]) {
     SCOPED_TRACE(thread);
+    ASSERT_TRUE(times.contains(thread));
+    const nlohmann::json& t = times[thread];
     EXPECT_GT(ns[1][thread], 0.1 * wall);  // each thread runs and blocks
     EXPECT_GT(ns[2][thread], 0.1 * wall);
-    EXPECT_NEAR(ns[1][thread] + ns[2][thread], wall, 0.01 * wall);
+    const double lifetime = t["lifetime_ns"].get<double>();
+    const double on_cpu = t["on_cpu_ns"].get<double>();
+    EXPECT_NEAR(wall, lifetime, 0.01 * lifetime);
+    EXPECT_NEAR(wall - ns[2][thread], on_cpu, 0.01 * lifetime);
+    EXPECT_NEAR(on_cpu + t["blocked_ns"].get<double>() + t["waiting_ns"].get<double>(), lifetime,
+                0.001 * lifetime);
+    // The samples estimate the same on-CPU time; the kernel's clock also counts the switch
+    // path's own work, a few percent at these ten thousand switches per second.
+    EXPECT_NEAR(ns[1][thread], on_cpu, 0.2 * on_cpu);
   }
 }
 
