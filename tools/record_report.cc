@@ -36,7 +36,7 @@ output::QualityContext QualityContextFor(const RecordOptions& o, const RunState&
   c.depth_limit = c.dwarf ? absl::StrCat(unwind::kMaxFrames, " frames")
                           : absl::StrCat(unwind::KernelMaxStack(),
                                          " frames (/proc/sys/kernel/perf_event_max_stack)");
-  if (lost > 0) c.lost_line = LostRecordsLine(lost, state);
+  if (lost > 0) c.lost_line = LostRecordsLine(lost, state, o.off_cpu);
   return c;
 }
 
@@ -55,12 +55,15 @@ nlohmann::json SchedulingJson(const DrainScheduling& d) {
 
 }  // namespace
 
-std::string LostRecordsLine(uint64_t lost, const RunState& state) {
+std::string LostRecordsLine(uint64_t lost, const RunState& state, bool off_cpu) {
   const DrainScheduling& d = state.scheduling;
   if (!d.wait_seconds.has_value() || state.duration_seconds <= 0 ||
       *d.wait_seconds < kStarvedWaitShare * state.duration_seconds) {
-    return absl::StrCat(lost, " records lost because the ring buffer was full; try a larger -m ",
-                        "or a lower -F");
+    // With --off-cpu every switch copies a stack: copying less of it frees the most room.
+    return absl::StrCat(lost, " records lost because the ring buffer was full; try a larger -m",
+                        off_cpu ? ", a lower -F, or less stack per switch (--off-cpu-stack 0 "
+                                  "keeps only the kernel's frame-pointer chain)"
+                                : " or a lower -F");
   }
   // A larger ring would only fill later: the drain thread was runnable but not running.
   std::string fix;

@@ -58,8 +58,9 @@ struct RunState {
 inline constexpr double kStarvedWaitShare = 0.05;
 
 // The one-line explanation of `lost` records for the summary: the machine was saturated and
-// nativeprof waited for a CPU (with what to do about it), or the ring was too small.
-std::string LostRecordsLine(uint64_t lost, const RunState& state);
+// nativeprof waited for a CPU (with what to do about it), or the ring was too small. `off_cpu`:
+// the run sampled every context switch (--off-cpu), whose stack copies a smaller one saves.
+std::string LostRecordsLine(uint64_t lost, const RunState& state, bool off_cpu = false);
 
 
 // Writes everything and returns the exit code: the target's (state.exit_code), or kExitOutput

@@ -29,6 +29,11 @@ TEST(LostRecordsLineTest, BlamesTheRingWhenTheDrainThreadGotACpu) {
   RunState unknown;
   unknown.duration_seconds = 2.0;
   EXPECT_THAT(LostRecordsLine(3, unknown), HasSubstr("try a larger -m"));
+  // With --off-cpu, the stack copied at every switch is the lever.
+  EXPECT_EQ(LostRecordsLine(12, Waited(0.01, 2.0), /*off_cpu=*/true),
+            "12 records lost because the ring buffer was full; try a larger -m, a lower -F, or "
+            "less stack per switch (--off-cpu-stack 0 keeps only the kernel's frame-pointer "
+            "chain)");
 }
 
 TEST(LostRecordsLineTest, BlamesTheCpuWhenTheDrainThreadWaitedForOne) {
