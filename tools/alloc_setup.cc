@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/logging.h"
 #include "base/scoped_fd.h"
 #include "sampler/alloc_channel_layout.h"
 
@@ -106,6 +107,11 @@ std::vector<std::pair<std::string, std::string>> AllocEnvironment(
   std::string ld_preload = preload;
   if (const char* user = std::getenv("LD_PRELOAD"); user != nullptr && *user != '\0') {
     absl::StrAppend(&ld_preload, ":", user);
+    // Our hooks call glibc's allocator, so a malloc defined later in the list is never called.
+    Logger("main")->warn(
+        "LD_PRELOAD={} comes after nativeprof's allocation library: if it replaces malloc "
+        "(jemalloc, tcmalloc), the program runs on glibc's malloc while --alloc records",
+        user);
   }
   return {{"LD_PRELOAD", ld_preload}, {alloc_channel::kEnvChannel, channel.path()}};
 }
