@@ -1,7 +1,9 @@
 #include "output/recording_quality.h"
 
 #include <algorithm>
+#include <string_view>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/text_escape.h"
@@ -24,6 +26,31 @@ double NamedFrameShare(const symbolize::Profile& profile) {
     }
   }
   return total == 0 ? 1.0 : static_cast<double>(named) / static_cast<double>(total);
+}
+
+bool OutermostFrameIsRoot(const std::string& function) {
+  // glibc's and musl's process entry and thread start, the dynamic loader's own entry, and Go's.
+  static constexpr std::string_view kRoots[] = {
+      "_start",        "__libc_start_main", "__libc_start_call_main", "__libc_start_main_impl",
+      "_start_c",      "_dl_start",         "_dl_start_user",         "start_thread",
+      "clone",         "clone3",            "__clone",                "__clone3",
+      "thread_start",  "runtime.goexit",    "runtime.rt0_go",         "runtime.mstart"};
+  for (std::string_view root : kRoots) {
+    if (function == root) return true;
+  }
+  // Rust's std::thread entry (std::sys::unix::thread::Thread::new::thread_start and kin).
+  return absl::EndsWith(function, "::thread_start");
+}
+
+uint64_t RootlessSamples(const symbolize::Profile& profile) {
+  uint64_t rootless = 0;
+  for (const symbolize::ProfileStack& s : profile.stacks) {
+    if (s.off_cpu || s.frames.empty()) continue;
+    const symbolize::ProfileFrame& outermost = profile.frames[s.frames.front()];
+    if (outermost.kind == symbolize::ProfileFrameKind::kKernel) continue;  // no user part
+    if (!OutermostFrameIsRoot(outermost.function)) rootless += s.samples;
+  }
+  return rootless;
 }
 
 RecordingQuality CollectRecordingQuality(const sampler::SessionStats& session,
@@ -53,6 +80,7 @@ RecordingQuality CollectRecordingQuality(const sampler::SessionStats& session,
   q.replayed_stacks = u.replayed_stacks;
   q.symbols = symbols;
   q.named_frame_share = NamedFrameShare(profile);
+  q.rootless_samples = RootlessSamples(profile);
   return q;
 }
 
@@ -78,6 +106,7 @@ void AddRecordingQualityJson(const RecordingQuality& q, nlohmann::json* metadata
                  {"fp_fallback_frames", q.fp_fallback_frames},
                  {"expr_frames", q.expr_frames},
                  {"replayed_stacks", q.replayed_stacks},
+                 {"rootless_samples", q.rootless_samples},
                  {"ends", ends}};
   nlohmann::json worst = nlohmann::json::array();
   for (const auto& m : q.symbols.worst_modules) {
@@ -129,6 +158,16 @@ std::vector<std::string> RecordingQualityLines(const RecordingQuality& q,
   if (max_depth > 0) {
     lines.push_back(absl::StrCat(Plural(max_depth, "stack", "stacks"),
                                  " hit the depth limit of ", context.depth_limit));
+  }
+  // The kernel's frame-pointer walk ends where a frame pointer is not one, so a chain broken by
+  // code built without frame pointers looks finished: only its outermost frame tells.
+  if (!context.dwarf && q.samples > 0 && q.rootless_samples * 100 >= q.samples) {
+    lines.push_back(absl::StrFormat(
+        "%d of %d samples (%.1f%%) have frame-pointer chains that stop before any program or "
+        "thread entry (code built without frame pointers), so their callers are missing; record "
+        "with --call-graph dwarf or build with -fno-omit-frame-pointer",
+        q.rootless_samples, q.samples,
+        100.0 * static_cast<double>(q.rootless_samples) / static_cast<double>(q.samples)));
   }
   if (context.dwarf) {
     for (int e = 0; e < unwind::kStackEndCount; ++e) {

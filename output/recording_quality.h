@@ -42,6 +42,10 @@ struct RecordingQuality {
   uint64_t fp_fallback_frames = 0;
   uint64_t expr_frames = 0;
   uint64_t replayed_stacks = 0;
+  // CPU samples whose outermost frame is user code but no entry point or thread start
+  // (OutermostFrameIsRoot): with frame-pointer chains, a chain that broke in code built without
+  // frame pointers, which the kernel's walk cannot tell from a finished one.
+  uint64_t rootless_samples = 0;
   // Symbolization.
   symbolize::SymbolizationStats symbols;
   double named_frame_share = 1.0;  // sampled frames (weighted by samples) that got a name
@@ -52,6 +56,13 @@ RecordingQuality CollectRecordingQuality(const sampler::SessionStats& session,
                                          const unwind::StackCollector& collector,
                                          const symbolize::SymbolizationStats& symbols,
                                          const symbolize::Profile& profile);
+
+// Whether a stack's outermost frame is where a process or thread starts (`_start`,
+// `__libc_start_call_main`, `start_thread`, `clone3`, ...), so no caller is missing above it.
+bool OutermostFrameIsRoot(const std::string& function);
+
+// Samples of `profile` whose outermost frame is a user frame that is not a root.
+uint64_t RootlessSamples(const symbolize::Profile& profile);
 
 // Share of sampled frames (each stack's frames weighted by its samples) that got a name;
 // "[libfoo.so]" and "[unknown]" are the unnamed ones (and "module+0x..." with --addresses).

@@ -32,6 +32,42 @@ RecordingQuality Clean() {
   return q;
 }
 
+// With frame-pointer chains, stacks that end in user code short of an entry point are chains the
+// kernel could not follow: said once a percent of the samples has them, with the fix.
+TEST(RecordingQualityTest, FramePointerChainsThatStopShortOfTheEntryAreNamed) {
+  symbolize::Profile profile;
+  for (const char* f : {"deep_rec", "main", "_start", "schedule", "start_thread"}) {
+    symbolize::ProfileFrame frame;
+    frame.function = f;
+    if (std::string(f) == "schedule") frame.kind = symbolize::ProfileFrameKind::kKernel;
+    profile.frames.push_back(frame);
+  }
+  auto stack = [&](std::vector<uint32_t> frames, uint64_t samples) {
+    symbolize::ProfileStack s;
+    s.frames = std::move(frames);
+    s.samples = samples;
+    profile.stacks.push_back(s);
+  };
+  stack({2, 1, 0}, 500);  // _start;main;deep_rec
+  stack({4, 0}, 300);     // start_thread;deep_rec
+  stack({3}, 50);         // kernel only
+  stack({0}, 150);        // deep_rec: the chain broke
+  EXPECT_EQ(RootlessSamples(profile), 150u);
+  EXPECT_TRUE(OutermostFrameIsRoot("std::sys::unix::thread::Thread::new::thread_start"));
+  EXPECT_FALSE(OutermostFrameIsRoot("[unknown]"));
+
+  RecordingQuality q = Clean();
+  q.rootless_samples = 150;
+  QualityContext fp = Dwarf();
+  fp.dwarf = false;
+  EXPECT_THAT(RecordingQualityLines(q, fp),
+              ElementsAre(HasSubstr("150 of 1000 samples (15.0%) have frame-pointer chains")));
+  // DWARF stacks say why they ended themselves; under a percent is noise (a libc frame).
+  EXPECT_THAT(RecordingQualityLines(q, Dwarf()), IsEmpty());
+  q.rootless_samples = 9;
+  EXPECT_THAT(RecordingQualityLines(q, fp), IsEmpty());
+}
+
 TEST(RecordingQualityTest, ACompleteProfileHasNothingToSay) {
   EXPECT_THAT(RecordingQualityLines(Clean(), Dwarf()), IsEmpty());
 }
