@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -268,10 +269,37 @@ class PprofEncoder {
     return out.Take();
   }
 
+  // pprof takes the first mapping for the main binary (its "File:" line, and where it looks for
+  // symbols): the program whose `_start` was sampled, else the first module that is not a shared
+  // object or pseudo-module, goes first. Mapping ids stay as they were.
+  std::vector<size_t> MappingOrder() const {
+    std::vector<size_t> order(mappings_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto is_program = [](const std::string& path) {
+      const std::string_view base = std::string_view(path).substr(path.rfind('/') + 1);
+      return !base.empty() && base.front() != '[' && base.find(".so") == std::string_view::npos;
+    };
+    size_t main = mappings_.size();
+    for (size_t i = 0; i < profile_.frames.size() && main == mappings_.size(); ++i) {
+      // The dynamic loader has a `_start` too.
+      if (profile_.frames[i].function == "_start" && frame_mapping_[i] != 0 &&
+          is_program(mappings_[frame_mapping_[i] - 1].file)) {
+        main = frame_mapping_[i] - 1;
+      }
+    }
+    for (size_t i = 0; i < mappings_.size() && main == mappings_.size(); ++i) {
+      if (is_program(mappings_[i].file)) main = i;
+    }
+    if (main < mappings_.size()) std::rotate(order.begin(), order.begin() + main,
+                                             order.begin() + main + 1);
+    return order;
+  }
+
   std::string EncodeMappings() {
     ProtoEncoder out;
     ProtoEncoder m;
-    for (const MappingInfo& info : mappings_) {
+    for (size_t index : MappingOrder()) {
+      const MappingInfo& info = mappings_[index];
       m.Clear();
       m.Varint(pb::kMappingId, info.id);
       m.Varint(pb::kMappingMemoryStart, 0);

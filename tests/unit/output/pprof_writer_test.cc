@@ -42,6 +42,7 @@ struct Decoded {
     uint64_t limit = 0;
   };
   std::map<uint64_t, Mapping> mappings;
+  std::vector<uint64_t> mapping_order;  // ids as written
   uint64_t default_sample_type = 0;
 };
 
@@ -88,6 +89,7 @@ Decoded Decode(const std::string& bytes) {
         if (s.field == 6) m.build_id = str(s.varint);
       }
       d.mappings[id] = m;
+      d.mapping_order.push_back(id);
     } else if (f.field == 4) {
       uint64_t id = 0;
       Decoded::Location loc;
@@ -178,6 +180,31 @@ TEST(PprofWriterTest, RecordedProfileHasTwoValuesMappingsLabelsAndInlineLines) {
   EXPECT_EQ(compute_loc.address, 0x1200u);
   EXPECT_GT(m.limit, 0x1200u);
   EXPECT_EQ(d.mappings.size(), 2u);
+}
+
+// pprof names its first mapping as the profile's binary: the program, not the first library a
+// stack happened to reach (libc's start_thread in a threaded program), nor the loader's _start.
+TEST(PprofWriterTest, TheProgramIsTheFirstMapping) {
+  Profile p;
+  p.event = "cpu-clock";
+  p.frames = {
+      {"start_thread", ProfileFrameKind::kUser, "/usr/lib/libc.so.6", "", 0x100, "", 0},
+      {"_start", ProfileFrameKind::kUser, "/usr/lib/ld-linux-x86-64.so.2", "", 0x10, "", 0},
+      {"work", ProfileFrameKind::kUser, "/usr/bin/app", "", 0x2000, "", 0},
+      {"_start", ProfileFrameKind::kUser, "/usr/bin/app", "", 0x1000, "", 0},
+  };
+  p.stacks.push_back({"app", 10, 11, {0, 2}, 3, 3});
+  p.stacks.push_back({"app", 10, 10, {1}, 1, 1});
+  p.stacks.push_back({"app", 10, 10, {3, 2}, 1, 1});
+  const Decoded d = Decode(EncodePprof(p));
+  ASSERT_EQ(d.mapping_order.size(), 3u);
+  EXPECT_EQ(d.mappings.at(d.mapping_order[0]).file, "/usr/bin/app");
+  // Without a sampled _start: the first module that is no shared object.
+  p.stacks.pop_back();
+  p.frames.pop_back();
+  const Decoded without = Decode(EncodePprof(p));
+  ASSERT_EQ(without.mapping_order.size(), 3u);
+  EXPECT_EQ(without.mappings.at(without.mapping_order[0]).file, "/usr/bin/app");
 }
 
 TEST(PprofWriterTest, FoldedProfileHasOnlySampleCounts) {
