@@ -94,7 +94,7 @@ bool AllocStackDecoder::Rebuild(const SampleView& sample, Copy& copy) {
     copy.sp = sp;
   }
   copy.deltas = sequence;
-  regs_.Fill(ip, sp, bp, &copy.regs);  // what the whole record would have carried
+  regs_.Update(ip, sp, bp, &copy.regs);  // what the whole record would have carried
   return true;
 }
 

@@ -22,6 +22,12 @@ CallerRegsLayout::CallerRegsLayout(uint64_t sample_regs_user)
 void CallerRegsLayout::Fill(uint64_t ip, uint64_t sp, uint64_t bp,
                             std::vector<uint64_t>* regs) const {
   regs->assign(count_, 0);
+  Update(ip, sp, bp, regs);
+}
+
+void CallerRegsLayout::Update(uint64_t ip, uint64_t sp, uint64_t bp,
+                              std::vector<uint64_t>* regs) const {
+  if (regs->size() != count_) regs->assign(count_, 0);
   if (ip_index_ >= 0) (*regs)[ip_index_] = ip;
   if (sp_index_ >= 0) (*regs)[sp_index_] = sp;
   if (bp_index_ >= 0) (*regs)[bp_index_] = bp;

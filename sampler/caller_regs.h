@@ -19,6 +19,9 @@ class CallerRegsLayout {
   int sp_index() const { return sp_index_; }
   // `regs` becomes the block: ip, sp and bp in their places, zeros elsewhere.
   void Fill(uint64_t ip, uint64_t sp, uint64_t bp, std::vector<uint64_t>* regs) const;
+  // As Fill, for a block that only Fill and Update have written: its zeros are still zeros, so
+  // only the three are stored (the allocation ring's decoder does this for every record).
+  void Update(uint64_t ip, uint64_t sp, uint64_t bp, std::vector<uint64_t>* regs) const;
 
  private:
   int ip_index_, sp_index_, bp_index_;  // -1: not in the mask
