@@ -163,18 +163,21 @@ class ProfileFrames {
 // are stored once.
 class StackMerger {
  public:
-  explicit StackMerger(Profile* profile)
-      : profile_(profile), merged_(0, Hash{this}, Eq{this}) {}
+  // `merge_threads`: stacks of threads with the same name are one (ProfileBuildOptions).
+  StackMerger(Profile* profile, bool merge_threads)
+      : profile_(profile), merge_threads_(merge_threads), merged_(0, Hash{this}, Eq{this}) {}
   uint32_t Add(const unwind::CollectedStack& cs, const std::string& thread_name,
                std::vector<uint32_t> frames, bool off_cpu) {
-    const Probe probe{cs.pid, cs.tid, cs.thread_name, frames, off_cpu};
+    const int32_t pid = merge_threads_ ? 0 : cs.pid;
+    const int32_t tid = merge_threads_ ? 0 : cs.tid;
+    const Probe probe{pid, tid, cs.thread_name, frames, off_cpu};
     auto it = merged_.find(probe);
     if (it != merged_.end()) return *it;
     const uint32_t index = static_cast<uint32_t>(profile_->stacks.size());
     ProfileStack stack;
     stack.thread_name = thread_name;
-    stack.pid = cs.pid;
-    stack.tid = cs.tid;
+    stack.pid = pid;
+    stack.tid = tid;
     stack.frames = std::move(frames);
     stack.off_cpu = off_cpu;
     profile_->stacks.push_back(std::move(stack));
@@ -216,6 +219,7 @@ class StackMerger {
   };
 
   Profile* profile_;
+  bool merge_threads_;
   std::vector<uint32_t> thread_name_index_;  // by profile stack: CollectedStack::thread_name
   absl::flat_hash_set<uint32_t, Hash, Eq> merged_;
 };
@@ -293,7 +297,7 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
   }
 
   ProfileFrames profile_frames(*names_, &profile);
-  StackMerger merger(&profile);
+  StackMerger merger(&profile, options.merge_threads && alloc);
   auto frames_of = [&](const unwind::CollectedStack& cs) {
     return profile_frames.Of(collector, cs);
   };

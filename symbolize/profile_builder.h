@@ -47,6 +47,10 @@ struct ProfileBuildOptions {
   uint64_t sample_frequency_hz = 0;
   uint64_t duration_ns = 0;
   bool timeline = false;  // copy the collector's per-sample timeline (and off-CPU intervals)
+  // Allocation views: merge the same stack of every thread and process with the same name into
+  // one (pid and tid 0), for outputs that show names only (folded, SVG). A run of many processes
+  // otherwise builds one stack per process for each call site.
+  bool merge_threads = false;
 };
 
 // The leaf frame of off-CPU time spent runnable, and of off-CPU time with no sampled stack.

@@ -177,6 +177,8 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
       symbolize::ProfileBuildOptions b = build;
       b.view = v.view;
       b.timeline = false;
+      b.merge_threads = v.format == output::OutputFormat::kFolded ||
+                        v.format == output::OutputFormat::kSvg;
       symbolize::Profile p = builder.Build(b);
       write(p, v.path, v.format);
       if (!o.cpu_samples() && !alloc_sites.has_value()) alloc_sites = std::move(p);
