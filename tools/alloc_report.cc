@@ -131,6 +131,23 @@ nlohmann::json AllocJson(const RecordOptions& o, const AllocRun& run,
   return j;
 }
 
+namespace {
+
+// With --alloc=1: how many allocations were written. One counted but not written was in flight
+// when its process ended (exit() from another thread, a fatal signal); those the ring had no
+// room for are the lost ones, said beside.
+std::string EverySampledText(const sampler::AllocTotals& t) {
+  const uint64_t accounted = t.sampled + t.lost_samples;
+  if (accounted >= t.alloc_calls) {
+    return absl::StrCat("every allocation sampled (", output::WithThousands(t.sampled), ")");
+  }
+  return absl::StrCat("every allocation sampled (", output::WithThousands(t.sampled), "; ",
+                      output::WithThousands(t.alloc_calls - accounted),
+                      " in flight when its process ended)");
+}
+
+}  // namespace
+
 std::vector<std::string> AllocSummaryLines(const AllocRun& run) {
   const sampler::AllocTotals& t = run.totals;
   std::vector<std::string> lines;
@@ -160,8 +177,7 @@ std::vector<std::string> AllocSummaryLines(const AllocRun& run) {
   lines.push_back(absl::StrCat(
       peak, "; leaked ", FormatBytes(static_cast<double>(t.live_bytes())), " in ",
       output::Plural(t.live_blocks(), "block", "blocks"), "; ",
-      run.rate_bytes <= 1
-          ? absl::StrCat("every allocation sampled (", output::WithThousands(t.sampled), ")")
+      run.rate_bytes <= 1 ? EverySampledText(t)
           : absl::StrCat(output::WithThousands(t.sampled), " allocations sampled (one per ",
                          FormatBytes(static_cast<double>(run.rate_bytes)), " on average)"),
       t.lost_samples != 0 ? absl::StrCat(", ", output::WithThousands(t.lost_samples), " lost")

@@ -84,5 +84,31 @@ TEST(VersionTest, HeaderMacrosMatchTheProjectVersion) {
             NATIVEPROF_VERSION_STRING);
 }
 
+// --alloc=1: an allocation counted but never written (in flight when its process ended, as with
+// exit() from another thread) is said, not hidden behind "every allocation sampled".
+TEST(AllocSummaryLinesTest, EverySampledSaysWhatWasInFlight) {
+  AllocRun run;
+  run.rate_bytes = 1;
+  run.duration_seconds = 1;
+  run.totals.processes = 1;
+  run.totals.alloc_calls = 251'996;
+  run.totals.free_calls = 251'996;
+  run.totals.sampled = 251'996;
+  auto summary = [&run] {
+    std::string all;
+    for (const std::string& line : AllocSummaryLines(run)) absl::StrAppend(&all, line, "\n");
+    return all;
+  };
+  EXPECT_THAT(summary(), AllOf(HasSubstr("every allocation sampled (251,996)"),
+                               Not(HasSubstr("in flight"))));
+  run.totals.sampled = 251'995;
+  EXPECT_THAT(summary(),
+              HasSubstr("every allocation sampled (251,995; 1 in flight when its process ended)"));
+  // Dropped for want of room: counted as lost, not in flight.
+  run.totals.lost_samples = 1;
+  EXPECT_THAT(summary(), AllOf(HasSubstr("every allocation sampled (251,995), 1 lost"),
+                               Not(HasSubstr("in flight"))));
+}
+
 }  // namespace
 }  // namespace nativeprof::tools
