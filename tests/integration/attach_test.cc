@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -49,7 +50,14 @@ TEST(AttachTest, SamplesEveryThreadOfARunningServerAndLeavesItServing) {
   ASSERT_THAT(port_line, HasSubstr("PORT "));
   const int port = std::stoi(port_line.substr(5));
   ASSERT_EQ(Ask(port, "ping"), "pong\n");
-  const double rate_before = std::stod(Ask(port, "rate"));
+  // The best of several 200 ms readings: one reading taken while another test of the suite
+  // holds a CPU can be half of one taken on an idle machine.
+  auto best_rate = [port] {
+    double best = 0;
+    for (int i = 0; i < 5; ++i) best = std::max(best, std::stod(Ask(port, "rate")));
+    return best;
+  };
+  const double rate_before = best_rate();
   ASSERT_GT(rate_before, 0);
 
   std::string dir = MakeTempDir();
@@ -79,7 +87,7 @@ TEST(AttachTest, SamplesEveryThreadOfARunningServerAndLeavesItServing) {
   // And at full speed: the workers' rate after detaching is not below half the rate before
   // (a generous bound: the machine is shared, but a leftover event would not slow it this much
   // either - the point is that nothing keeps sampling or stops the process).
-  const double rate_after = std::stod(Ask(port, "rate"));
+  const double rate_after = best_rate();
   EXPECT_GT(rate_after, rate_before * 0.5);
 }
 
