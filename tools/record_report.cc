@@ -87,6 +87,27 @@ std::string LostRecordsLine(uint64_t lost, const RunState& state, bool off_cpu) 
                          lost, *d.wait_seconds * 1e3, fix);
 }
 
+std::optional<std::string> SampleCoverageLine(uint64_t sampled_ns,
+                                              const std::vector<sampler::CounterValue>& counters,
+                                              uint64_t frequency_hz) {
+  constexpr double kMinTaskClockNs = 100e6;
+  for (const sampler::CounterValue& c : counters) {
+    if (c.event.name != "task-clock" || !c.supported || !c.counted) continue;
+    const double task_clock_ns = c.scaled;
+    if (task_clock_ns < kMinTaskClockNs || static_cast<double>(sampled_ns) >= 0.5 * task_clock_ns) {
+      return std::nullopt;
+    }
+    return absl::StrFormat(
+        "the samples cover %.0f%% of the command's CPU time (%.0f of %.0f ms task-clock): "
+        "processes or threads that each run less than a sampling period (%.1f ms at -F %d) are "
+        "mostly missed; raise -F",
+        100.0 * static_cast<double>(sampled_ns) / task_clock_ns,
+        static_cast<double>(sampled_ns) / 1e6, task_clock_ns / 1e6,
+        frequency_hz == 0 ? 0.0 : 1e3 / static_cast<double>(frequency_hz), frequency_hz);
+  }
+  return std::nullopt;
+}
+
 nlohmann::json RecordMetadata(const RecordOptions& o, const sampler::Session& session,
                               const unwind::StackCollector& collector,
                               const output::RecordingQuality& quality,
@@ -207,6 +228,15 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   for (const std::string& line :
        output::RecordingQualityLines(quality, QualityContextFor(o, state, lost))) {
     PrintLine(line);
+  }
+  if (o.cpu_samples() && build.weight_unit == "nanoseconds" && o.pids.empty()) {
+    uint64_t sampled_ns = 0;
+    for (const unwind::CollectedStack& s : collector.stacks()) {
+      if (s.kind == unwind::StackKind::kCpu) sampled_ns += s.weight;
+    }
+    if (std::optional<std::string> line = SampleCoverageLine(sampled_ns, counters, o.frequency_hz)) {
+      PrintLine(*line);
+    }
   }
   if (session.off_cpu()) {
     for (const std::string& line : OffCpuSummaryLines(collector, threads)) PrintLine(line);

@@ -62,6 +62,14 @@ inline constexpr double kStarvedWaitShare = 0.05;
 // the run sampled every context switch (--off-cpu), whose stack copies a smaller one saves.
 std::string LostRecordsLine(uint64_t lost, const RunState& state, bool off_cpu = false);
 
+// When the CPU samples (`sampled_ns`: their periods summed) cover under half of the command's
+// task-clock, the line that says so and why: a process or thread that runs less than a sampling
+// period each is mostly missed (the kernel starts every new task's timer afresh), as in a shell
+// loop of short commands. Nothing for runs under 100 ms of CPU, or without a counted task-clock.
+std::optional<std::string> SampleCoverageLine(uint64_t sampled_ns,
+                                              const std::vector<sampler::CounterValue>& counters,
+                                              uint64_t frequency_hz);
+
 
 // Writes everything and returns the exit code: the target's (state.exit_code), or kExitOutput
 // when an output could not be written (the others are still written).

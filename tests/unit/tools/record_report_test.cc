@@ -110,5 +110,22 @@ TEST(AllocSummaryLinesTest, EverySampledSaysWhatWasInFlight) {
                                Not(HasSubstr("in flight"))));
 }
 
+// A shell loop of short commands: each new process starts its sampling timer afresh, so most of
+// its CPU time is never sampled. The line says how much the samples cover, and only then.
+TEST(SampleCoverageLineTest, SaysWhenSamplesMissMostOfTheCpuTime) {
+  sampler::CounterValue task_clock =
+      sampler::MakeCounterValue(*sampler::ParseEventSpec("task-clock"), 170'400'000, 1, 1);
+  EXPECT_EQ(SampleCoverageLine(18'000'000, {task_clock}, 999),
+            "the samples cover 11% of the command's CPU time (18 of 170 ms task-clock): processes "
+            "or threads that each run less than a sampling period (1.0 ms at -F 999) are mostly "
+            "missed; raise -F");
+  EXPECT_EQ(SampleCoverageLine(160'000'000, {task_clock}, 999), std::nullopt);
+  // Too short to tell, or no task-clock to compare with.
+  sampler::CounterValue short_run =
+      sampler::MakeCounterValue(*sampler::ParseEventSpec("task-clock"), 50'000'000, 1, 1);
+  EXPECT_EQ(SampleCoverageLine(1'000'000, {short_run}, 999), std::nullopt);
+  EXPECT_EQ(SampleCoverageLine(1'000'000, {}, 999), std::nullopt);
+}
+
 }  // namespace
 }  // namespace nativeprof::tools
