@@ -307,10 +307,7 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
   // lifetime. By tid: the samples' periods are scaled by this.
   absl::flat_hash_map<int32_t, double> wall_scale;
   if (cpu && off) {
-    absl::flat_hash_map<int32_t, uint64_t> sampled;
-    for (const unwind::CollectedStack& cs : collector.stacks()) {
-      if (cs.kind == unwind::StackKind::kCpu) sampled[cs.tid] += cs.weight;
-    }
+    const absl::flat_hash_map<int32_t, uint64_t> sampled = collector.CpuWeightByTid();
     for (const unwind::ThreadTimes& t : collector.off_cpu().Threads()) {
       auto it = sampled.find(t.tid);
       if (it != sampled.end() && it->second > 0 && t.ran) {

@@ -21,6 +21,19 @@ double Share(uint64_t part, uint64_t whole) {
   return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
 }
 
+// With --alloc=1: how many allocations were written. One counted but not written was in flight
+// when its process ended (exit() from another thread, a fatal signal); those the ring had no
+// room for are the lost ones, said beside.
+std::string EverySampledText(const sampler::AllocTotals& t) {
+  const uint64_t accounted = t.sampled + t.lost_samples;
+  if (accounted >= t.alloc_calls) {
+    return absl::StrCat("every allocation sampled (", output::WithThousands(t.sampled), ")");
+  }
+  return absl::StrCat("every allocation sampled (", output::WithThousands(t.sampled), "; ",
+                      output::WithThousands(t.alloc_calls - accounted),
+                      " in flight when its process ended)");
+}
+
 }  // namespace
 
 std::span<const AllocView> AllocViews() { return kViews; }
@@ -130,23 +143,6 @@ nlohmann::json AllocJson(const RecordOptions& o, const AllocRun& run,
   j["outputs"] = std::move(files);
   return j;
 }
-
-namespace {
-
-// With --alloc=1: how many allocations were written. One counted but not written was in flight
-// when its process ended (exit() from another thread, a fatal signal); those the ring had no
-// room for are the lost ones, said beside.
-std::string EverySampledText(const sampler::AllocTotals& t) {
-  const uint64_t accounted = t.sampled + t.lost_samples;
-  if (accounted >= t.alloc_calls) {
-    return absl::StrCat("every allocation sampled (", output::WithThousands(t.sampled), ")");
-  }
-  return absl::StrCat("every allocation sampled (", output::WithThousands(t.sampled), "; ",
-                      output::WithThousands(t.alloc_calls - accounted),
-                      " in flight when its process ended)");
-}
-
-}  // namespace
 
 std::vector<std::string> AllocSummaryLines(const AllocRun& run) {
   const sampler::AllocTotals& t = run.totals;

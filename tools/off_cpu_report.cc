@@ -9,10 +9,7 @@
 namespace nativeprof::tools {
 
 std::vector<ThreadSplit> ThreadSplits(const unwind::StackCollector& collector) {
-  absl::flat_hash_map<int32_t, uint64_t> on_cpu;
-  for (const unwind::CollectedStack& s : collector.stacks()) {
-    if (s.kind == unwind::StackKind::kCpu) on_cpu[s.tid] += s.weight;
-  }
+  const absl::flat_hash_map<int32_t, uint64_t> on_cpu = collector.CpuWeightByTid();
   std::vector<ThreadSplit> out;
   for (const unwind::ThreadTimes& t : collector.off_cpu().Threads()) {
     ThreadSplit split;

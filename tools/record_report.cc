@@ -231,9 +231,7 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   }
   if (o.cpu_samples() && build.weight_unit == "nanoseconds" && o.pids.empty()) {
     uint64_t sampled_ns = 0;
-    for (const unwind::CollectedStack& s : collector.stacks()) {
-      if (s.kind == unwind::StackKind::kCpu) sampled_ns += s.weight;
-    }
+    for (const auto& [tid, ns] : collector.CpuWeightByTid()) sampled_ns += ns;
     if (std::optional<std::string> line = SampleCoverageLine(sampled_ns, counters, o.frequency_hz)) {
       PrintLine(*line);
     }

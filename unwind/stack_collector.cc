@@ -85,6 +85,14 @@ bool StackCollector::StackEq::operator()(uint32_t a, uint32_t b) const {
          (fa.empty() || std::memcmp(fa.data(), fb.data(), fa.size() * sizeof(CollectedFrame)) == 0);
 }
 
+absl::flat_hash_map<int32_t, uint64_t> StackCollector::CpuWeightByTid() const {
+  absl::flat_hash_map<int32_t, uint64_t> by_tid;
+  for (const CollectedStack& s : stacks_) {
+    if (s.kind == StackKind::kCpu) by_tid[s.tid] += s.weight;
+  }
+  return by_tid;
+}
+
 uint32_t StackCollector::InternThreadName(const std::string& name) {
   auto it = thread_name_index_.find(name);
   if (it != thread_name_index_.end()) return it->second;

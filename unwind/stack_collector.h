@@ -167,6 +167,8 @@ class StackCollector final : public sampler::RecordSink {
   OffCpuTracker& mutable_off_cpu() { return off_cpu_; }
 
   const std::vector<CollectedStack>& stacks() const { return stacks_; }
+  // By tid, the periods of its CPU samples summed: the on-CPU time the samples estimate.
+  absl::flat_hash_map<int32_t, uint64_t> CpuWeightByTid() const;
   const std::vector<CollectedFrame>& frames() const { return frames_; }
   const std::vector<std::string>& thread_names() const { return thread_names_; }
   // (time_ns, stack index) per sample, in arrival order; empty unless keep_timeline.
