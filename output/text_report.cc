@@ -13,7 +13,7 @@
 namespace nativeprof::output {
 
 std::string Plural(uint64_t n, const char* one, const char* many) {
-  return absl::StrCat(n, " ", n == 1 ? one : many);
+  return absl::StrCat(WithThousands(n), " ", n == 1 ? one : many);
 }
 
 std::string WithThousands(uint64_t value) {

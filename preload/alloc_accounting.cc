@@ -37,6 +37,10 @@ int g_pid_slot = -1;
 
 void RegisterProcess(Control& c) {
   const uint32_t pid = static_cast<uint32_t>(::getpid());
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  const uint64_t now_ns =
+      static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
   g_pid_slot = -1;
   for (size_t i = 0; i < alloc_channel::kPidSlots; ++i) {
     const size_t index = (pid + i) % alloc_channel::kPidSlots;
@@ -44,10 +48,12 @@ void RegisterProcess(Control& c) {
     uint32_t seen = slot.load(std::memory_order_relaxed);
     if (seen == 0 && slot.compare_exchange_strong(seen, pid, std::memory_order_relaxed)) {
       g_pid_slot = static_cast<int>(index);
+      c.pid_attach_ns[index].store(now_ns, std::memory_order_relaxed);
       break;
     }
     if (seen == pid) {  // an exec'd image of a process already counted
       g_pid_slot = static_cast<int>(index);
+      c.pid_attach_ns[index].store(now_ns, std::memory_order_relaxed);
       // The previous image's heap went with it: it stays in the leaked totals (never freed) but
       // leaves the live heap, so the peak from now on does not count it. Its threads' changes
       // not yet published (up to kFlushBytes each) were never added. An earlier process with

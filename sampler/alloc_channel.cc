@@ -262,4 +262,16 @@ std::vector<ProcessHeap> AllocChannel::ProcessHeaps() const {
   return out;
 }
 
+std::optional<bool> AllocChannel::ImageAttached(uint32_t pid, uint64_t exec_ns) const {
+  const Control* c = control();
+  const int slot = alloc_channel::FindPidSlot(*c, pid);
+  if (slot >= 0) return c->pid_attach_ns[slot].load(std::memory_order_relaxed) > exec_ns;
+  // Registration fills the first empty slot from pid % kPidSlots: with none left, a pid may
+  // have attached and found no room.
+  for (size_t i = 0; i < alloc_channel::kPidSlots; ++i) {
+    if (c->pids[i].load(std::memory_order_relaxed) == 0) return false;
+  }
+  return std::nullopt;
+}
+
 }  // namespace nativeprof::sampler

@@ -9,6 +9,7 @@
 #include <linux/perf_event.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,6 +85,9 @@ class AllocChannel {
   // Each profiled process's own heap, the largest peak first (AllocTotals::peak_bytes is of all
   // of them together).
   std::vector<ProcessHeap> ProcessHeaps() const;
+  // Whether the image process `pid` started with an exec at `exec_ns` (CLOCK_MONOTONIC) loaded
+  // the preload and attached; nullopt when the channel cannot tell (its pid table is full).
+  std::optional<bool> ImageAttached(uint32_t pid, uint64_t exec_ns) const;
   // (CLOCK_MONOTONIC ns, live bytes) as of each drain, at most one point per interval; the
   // interval doubles whenever the series would pass kMaxPoints, so a long run keeps a bounded,
   // evenly spaced series. The live bytes are the figure the peak is of: the heap of the processes

@@ -26,7 +26,7 @@ namespace nativeprof::alloc_channel {
 // The environment variable that names the channel file for the preload.
 inline constexpr char kEnvChannel[] = "NATIVEPROF_ALLOC_CHANNEL";
 inline constexpr uint64_t kMagic = 0x6e70616c6c6f6331ull;  // "npalloc1"
-inline constexpr uint32_t kVersion = 8;  // bumped with every change to Control or a record
+inline constexpr uint32_t kVersion = 9;  // bumped with every change to Control or a record
 
 // Identifiers (PERF_SAMPLE_IDENTIFIER) of the preload's records. The kernel numbers its events
 // from 1 up; these cannot collide.
@@ -155,6 +155,11 @@ struct alignas(64) Control {
   // publishes after that goes to its own figures only, and a later process with the same pid
   // (pids wrap) must not take it out again.
   std::atomic<uint8_t> pid_ended[kPidSlots];
+  // When pids[i]'s current image attached (CLOCK_MONOTONIC ns; the preload attaches as it
+  // loads). An image started by an exec later than this never attached: it is static, setuid,
+  // runs as a user who cannot open the channel, or had LD_PRELOAD cleared, and its allocations
+  // are not counted.
+  alignas(64) std::atomic<uint64_t> pid_attach_ns[kPidSlots];
   alignas(64) StackHint hints[kHintSlots];
   alignas(64) ThreadSlot overflow;     // shared by threads past kThreadSlots (atomic adds)
   ThreadSlot slots[kThreadSlots];

@@ -67,6 +67,7 @@ void ProcessTable::ApplyComm(const CommView& c) {
     p.address_space.Clear();
     p.thread_names.clear();
     p.exited = false;
+    p.exec_ns = c.time_ns;
   }
   if (c.pid == c.tid) p.name = std::string(c.comm);
   tids_seen_.insert(static_cast<int32_t>(c.tid));

@@ -23,6 +23,7 @@ struct Process {
   AddressSpace address_space;
   absl::flat_hash_map<int32_t, std::string> thread_names;
   bool exited = false;
+  uint64_t exec_ns = 0;  // time of the exec that started its current image; 0: none recorded
 };
 
 class ProcessTable {

@@ -34,6 +34,23 @@ std::string EverySampledText(const sampler::AllocTotals& t) {
                       " in flight when its process ended)");
 }
 
+// Programs that ran without the preload: up to three named, the rest counted.
+std::string UnhookedLine(const std::vector<std::pair<uint32_t, std::string>>& unhooked) {
+  constexpr size_t kNamed = 3;
+  std::string names;
+  for (size_t i = 0; i < unhooked.size() && i < kNamed; ++i) {
+    absl::StrAppend(&names, i == 0 ? "" : ", ", unhooked[i].second, " [", unhooked[i].first, "]");
+  }
+  if (unhooked.size() > kNamed) absl::StrAppend(&names, " and ", unhooked.size() - kNamed, " more");
+  return absl::StrCat(
+      "allocations: ", output::Plural(unhooked.size(), "program", "programs"),
+      " started by the command ran without the allocation library and ",
+      unhooked.size() == 1 ? "is" : "are", " not counted: ", names,
+      " (statically linked, setuid, switched to a user who cannot open nativeprof's files, or "
+      "LD_PRELOAD cleared); to count ", unhooked.size() == 1 ? "it" : "them",
+      ", record that program directly, as its user");
+}
+
 }  // namespace
 
 std::span<const AllocView> AllocViews() { return kViews; }
@@ -111,6 +128,11 @@ nlohmann::json AllocJson(const RecordOptions& o, const AllocRun& run,
   if (run.process_heaps.size() > kMaxListed) {
     j["per_process_not_listed"] = run.process_heaps.size() - kMaxListed;
   }
+  nlohmann::json unhooked = nlohmann::json::array();
+  for (size_t i = 0; i < run.unhooked.size() && i < kMaxListed; ++i) {
+    unhooked.push_back({{"pid", run.unhooked[i].first}, {"command", run.unhooked[i].second}});
+  }
+  j["unhooked_processes"] = std::move(unhooked);
   const unwind::AllocTracker& tracker = collector.allocations();
   j["sampling"] = {
       {"sampled_allocations", t.sampled},
@@ -174,13 +196,17 @@ std::vector<std::string> AllocSummaryLines(const AllocRun& run) {
       peak, "; leaked ", FormatBytes(static_cast<double>(t.live_bytes())), " in ",
       output::Plural(t.live_blocks(), "block", "blocks"), "; ",
       run.rate_bytes <= 1 ? EverySampledText(t)
-          : absl::StrCat(output::WithThousands(t.sampled), " allocations sampled (one per ",
-                         FormatBytes(static_cast<double>(run.rate_bytes)), " on average)"),
+          : absl::StrCat(output::Plural(t.sampled, "allocation", "allocations"),
+                         " sampled (one per ", FormatBytes(static_cast<double>(run.rate_bytes)),
+                         " on average)"),
       t.lost_samples != 0 ? absl::StrCat(", ", output::WithThousands(t.lost_samples), " lost")
                           : ""));
-  // A process whose memory grew far past what malloc handed out allocates some other way.
+  if (!run.unhooked.empty()) lines.push_back(UnhookedLine(run.unhooked));
+  // A process whose memory grew far past what malloc handed out allocates some other way. With
+  // unhooked programs the RSS may be theirs.
   constexpr uint64_t kUnexplainedRss = uint64_t{64} << 20;
-  if (run.peak_rss_bytes > kUnexplainedRss && t.peak_bytes < run.peak_rss_bytes / 8) {
+  if (run.unhooked.empty() && run.peak_rss_bytes > kUnexplainedRss &&
+      t.peak_bytes < run.peak_rss_bytes / 8) {
     lines.push_back(absl::StrCat(
         "allocations: RSS peaked at ", FormatBytes(static_cast<double>(run.peak_rss_bytes)),
         " but malloc and friends had at most ", FormatBytes(static_cast<double>(t.peak_bytes)),

@@ -27,6 +27,9 @@ struct NamedProcessHeap {
 struct AllocRun {
   sampler::AllocTotals totals;
   std::vector<NamedProcessHeap> process_heaps;  // AllocChannel::ProcessHeaps' order
+  // Images started by an exec that never loaded the preload (AllocChannel::ImageAttached):
+  // (pid, command), by pid.
+  std::vector<std::pair<uint32_t, std::string>> unhooked;
   uint64_t rate_bytes = 0;
   double duration_seconds = 0;
   uint64_t peak_rss_bytes = 0;  // of the largest profiled process; 0 when unknown

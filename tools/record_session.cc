@@ -421,6 +421,16 @@ int RunRecording(const RecordOptions& o) {
       const auto pid = static_cast<int32_t>(heap.pid);
       run.process_heaps.push_back({heap, collector.processes().ThreadName(pid, pid)});
     }
+    // Exec records carry the channel's clock only with use_clockid (a kernel from 4.1).
+    if ((*session)->attr().use_clockid != 0) {
+      for (const auto& [pid, process] : collector.processes().processes()) {
+        if (process->exec_ns == 0) continue;
+        if (alloc_channel->ImageAttached(static_cast<uint32_t>(pid), process->exec_ns) == false) {
+          run.unhooked.push_back({static_cast<uint32_t>(pid), process->name});
+        }
+      }
+      std::sort(run.unhooked.begin(), run.unhooked.end());
+    }
     run.rate_bytes = alloc_channel->rate_bytes();
     run.duration_seconds = state.duration_seconds;
     run.live_over_time = alloc_channel->live_over_time();

@@ -585,6 +585,40 @@ TEST(AllocTest, AnAllocatorOfItsOwnIsNamed) {
   EXPECT_THAT(plain.result.err, ::testing::Not(HasSubstr("its own allocator")));
 }
 
+// A program the command starts but the library cannot reach (a static binary here, one that
+// changed to another user below) is named, instead of its allocations silently missing.
+TEST(AllocTest, ProgramsTheLibraryCannotReachAreNamed) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string both =
+      absl::StrCat(TargetPath("alloc_static"), " sites && ", TargetPath("alloc_workload"), " sites");
+  AllocRecording mixed = RecordAlloc("--alloc", {"/bin/sh", "-c", both});
+  ASSERT_EQ(mixed.result.exit_code, 0) << mixed.result.err;
+  EXPECT_THAT(mixed.result.err, HasSubstr("1 program started by the command ran without the "
+                                          "allocation library and is not counted: alloc_static ["));
+  ASSERT_EQ(mixed.allocations["unhooked_processes"].size(), 1u) << mixed.allocations.dump();
+  EXPECT_EQ(mixed.allocations["unhooked_processes"][0]["command"], "alloc_static");
+  // alloc_workload, which loaded it, is counted.
+  EXPECT_GE(mixed.exact["allocation_calls"].get<uint64_t>(), 1000u) << mixed.allocations.dump();
+
+  // A chain of execs that all load the library: nothing named.
+  AllocRecording execs = RecordAlloc("--alloc", {TargetPath("alloc_workload"), "execs", "3"});
+  ASSERT_EQ(execs.result.exit_code, 0) << execs.result.err;
+  EXPECT_THAT(execs.result.err, ::testing::Not(HasSubstr("without the allocation library")));
+  EXPECT_TRUE(execs.allocations["unhooked_processes"].empty()) << execs.allocations.dump();
+
+  if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "the change of user needs root and setpriv (util-linux)";
+  }
+  // setpriv loads the library as root, then execs the program as nobody, who cannot open the
+  // channel nativeprof made (mode 0600).
+  AllocRecording nobody = RecordAlloc(
+      "--alloc", {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                  TargetPath("alloc_workload"), "sites"});
+  ASSERT_EQ(nobody.result.exit_code, 0) << nobody.result.err;
+  EXPECT_THAT(nobody.result.err, HasSubstr("ran without the allocation library and is not "
+                                           "counted: alloc_workload ["));
+}
+
 TEST(AllocTest, BadUsesAreRefusedWithOneLine) {
   // A static binary: its malloc cannot be interposed.
   CommandResult st = RunCommand({NativeprofBinary(), "record", "--alloc", "-o",
