@@ -134,17 +134,15 @@ void Wake(Control& c) {
   // line the profiler writes would fence and pull that line across CPUs each time.
   if (c.wake_pending.load(std::memory_order_relaxed) != 0) return;
   if (c.wake_pending.exchange(1, std::memory_order_acq_rel) != 0) return;
-  // Opened once per process image (the profiler holds the read end); a fork shares it.
-  static std::atomic<int> wake_fd{-2};
-  int fd = wake_fd.load(std::memory_order_relaxed);
-  if (fd == -2) {
-    // Read-write: a FIFO written with no reader left raises SIGPIPE, which would kill the
-    // program if the profiler died. With a read end of its own the write cannot fail that way
-    // (once the pipe is full it just returns EAGAIN).
-    fd = ::open(c.wake_path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-    wake_fd.store(fd, std::memory_order_relaxed);
-  }
-  if (fd >= 0) (void)!::write(fd, "w", 1);
+  // Opened for each wake (at most one per drain), never kept: a program may close descriptors
+  // it did not open (a daemon's start-up loop, close_range) and reuse the number for a file of
+  // its own, which a kept descriptor would then write to. Read-write: a FIFO written with no
+  // reader left raises SIGPIPE, which would kill the program if the profiler died; with a read
+  // end of its own the write cannot fail that way (once the pipe is full it returns EAGAIN).
+  const int fd = ::open(c.wake_path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)!::write(fd, "w", 1);
+  ::close(fd);
 }
 
 // Waits, holding the lock, until `size` bytes are free; false if the reader is gone or too slow.

@@ -619,6 +619,18 @@ TEST(AllocTest, ProgramsTheLibraryCannotReachAreNamed) {
                                            "counted: alloc_workload ["));
 }
 
+// A program that closes the descriptors it did not open and reuses their numbers gets nothing
+// of the library's in its files. The library kept the wake FIFO open once and wrote its wake
+// bytes to whatever file took that number: "kept\nwwwwwwww...".
+TEST(AllocTest, DescriptorsTheProgramReusesAreNotWrittenTo) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string file = MakeTempDir() + "/program.log";
+  AllocRecording rec = RecordAlloc("--alloc=1", {TargetPath("alloc_workload"), "closefds", file});
+  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+  EXPECT_EQ(ReadFileOrEmpty(file), "kept\n");
+  EXPECT_EQ(rec.exact["allocation_calls"], 2 * 1'326'210) << rec.exact.dump();
+}
+
 TEST(AllocTest, BadUsesAreRefusedWithOneLine) {
   // A static binary: its malloc cannot be interposed.
   CommandResult st = RunCommand({NativeprofBinary(), "record", "--alloc", "-o",

@@ -75,6 +75,11 @@
 // Mode `_exit`: 3 x malloc(1000), never freed, then _exit(0), which runs no destructor: calls
 // 3, bytes 3,000, peak 3,000 B (a rise below the preload's 4 KiB publishing step), leaked 3,000.
 //
+// Mode `closefds PATH`: runs `sites`, closes every descriptor from 3 to 1023 (as a daemon does
+// at start-up), creates PATH (which takes the lowest free number), writes "kept\n" to it, runs
+// `sites` again and closes it: PATH must hold exactly "kept\n" (nothing of the profiler's may
+// write to a number the program closed and reused). Totals are twice `sites`.
+//
 // Mode `mmap`: an allocator of its own, as jemalloc or mimalloc would be: 96 MiB from mmap,
 // every page touched, and nothing from malloc. The preload sees no heap while the RSS grows.
 #define _GNU_SOURCE
@@ -468,6 +473,16 @@ static int RunOwnAllocator(void) {
   return munmap(arena, bytes) == 0 ? 0 : 8;
 }
 
+static int RunCloseFds(const char* path) {
+  run_sites();
+  for (int fd = 3; fd < 1024; ++fd) close(fd);
+  const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return 9;
+  if (write(fd, "kept\n", 5) != 5) return 9;
+  run_sites();
+  return close(fd) == 0 ? 0 : 9;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "sites";
   if (strcmp(mode, "sites") == 0) {
@@ -494,8 +509,9 @@ int main(int argc, char** argv) {
   }
   if (strcmp(mode, "realloc") == 0) return RunRealloc();
   if (strcmp(mode, "mmap") == 0) return RunOwnAllocator();
+  if (strcmp(mode, "closefds") == 0 && argc > 2) return RunCloseFds(argv[2]);
   if (strcmp(mode, "serial-threads") == 0) return RunSerialThreads(argc > 2 ? atoi(argv[2]) : 1);
   Say("usage: alloc_workload [sites [N] | realloc | threads [N] | serial-threads N | forkexec | "
-      "execs N | forkfree | forkleak | pidreuse | exit N | mmap]\n");
+      "execs N | forkfree | forkleak | pidreuse | exit N | mmap | closefds PATH]\n");
   return 2;
 }
