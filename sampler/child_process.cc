@@ -18,8 +18,14 @@ namespace nativeprof::sampler {
 namespace {
 
 // Runs in the forked child: only async-signal-safe calls until exec.
-[[noreturn]] void ChildMain(int release_fd, int error_fd, char** argv, char** envp,
-                            std::optional<int> nice, const char* working_directory) {
+[[noreturn]] void ChildMain(int release_fd, int error_fd, int parents_ends[2], char** argv,
+                            char** envp, std::optional<int> nice,
+                            const char* working_directory) {
+  // The parent's ends of both pipes: with the release pipe's write end open here too, the read
+  // below would never see the end of file that a parent killed before releasing leaves, and the
+  // child would wait forever.
+  ::close(parents_ends[0]);
+  ::close(parents_ends[1]);
   // Restore default dispositions the parent may have changed, so the target behaves as if run
   // from a shell (SIGINT terminates it, SIGPIPE is not ignored).
   struct sigaction dfl {};
@@ -86,7 +92,9 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
   pid_t pid = ::fork();
   if (pid < 0) return ErrnoError("fork");
   if (pid == 0) {
-    ChildMain(release_read.get(), error_write.get(), cargv.data(), cenv.data(), options.nice,
+    int parents_ends[2] = {release_write.get(), error_read.get()};
+    ChildMain(release_read.get(), error_write.get(), parents_ends, cargv.data(), cenv.data(),
+              options.nice,
               options.working_directory.empty() ? nullptr : options.working_directory.c_str());
   }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -279,6 +280,11 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
 }  // namespace
 
 int RunRecording(const RecordOptions& o) {
+  // A reader of nativeprof's stderr that went away (`2>&1 | head`) must not kill it mid-run
+  // (the command would be left waiting to be released, the profile unwritten, its exit status
+  // replaced by 141): writes to it fail instead. The command gets the default back
+  // (ChildProcess).
+  std::signal(SIGPIPE, SIG_IGN);
   // First of all: on a saturated machine every slice of CPU that this thread uses at normal
   // priority costs a wait behind every other runnable task (a few ms of setup and one event
   // opened per thread and CPU became seconds). The command forked later must not inherit it:
