@@ -140,25 +140,64 @@ size_t RemoveStaleTempFiles(const std::string& path) {
   return removed;
 }
 
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
+namespace {
+
+// Where writing `path` lands: the file its symlinks end at (so the link stays a link), whether
+// or not that file exists yet. A loop, or a chain longer than the kernel's 40, stays as given.
+std::string FollowSymlinks(const std::string& path) {
+  std::string at = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st;
+    if (::lstat(at.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return at;
+    char target[4096];
+    const ssize_t n = ::readlink(at.c_str(), target, sizeof(target) - 1);
+    if (n <= 0) return at;
+    const std::string link(target, static_cast<size_t>(n));
+    at = link.front() == '/' ? link : absl::StrCat(DirectoryOf(at), "/", link);
+  }
+  return path;
+}
+
+// An existing file that is not a regular one (/dev/null, a FIFO, a terminal): what the user
+// named is written into, as perf does, since renaming over it would replace the device.
+bool IsSpecialFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+absl::Status WriteAll(int fd, absl::string_view contents, const std::string& name) {
+  const char* p = contents.data();
+  size_t left = contents.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(absl::StrCat("cannot write ", name));
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteFileAtomically(const std::string& given_path, absl::string_view contents,
                                  bool durable) {
+  const std::string path = FollowSymlinks(given_path);
+  if (IsSpecialFile(path)) {
+    ScopedFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd.valid()) return ErrnoError(absl::StrCat("cannot open ", path));
+    return WriteAll(fd.get(), contents, path);
+  }
   RemoveStaleTempFiles(path);
   std::string tmp = absl::StrCat(path, kTempInfix, ::getpid());
   {
     ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (!fd.valid()) return ErrnoError(absl::StrCat("cannot create ", tmp));
-    const char* p = contents.data();
-    size_t left = contents.size();
-    while (left > 0) {
-      ssize_t n = ::write(fd.get(), p, left);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        absl::Status st = ErrnoError(absl::StrCat("cannot write ", tmp));
-        ::unlink(tmp.c_str());
-        return st;
-      }
-      p += n;
-      left -= static_cast<size_t>(n);
+    if (absl::Status st = WriteAll(fd.get(), contents, tmp); !st.ok()) {
+      ::unlink(tmp.c_str());
+      return st;
     }
     if (durable && ::fsync(fd.get()) != 0 && errno != EINVAL) {
       absl::Status st = ErrnoError(absl::StrCat("cannot fsync ", tmp));
@@ -174,11 +213,18 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   return absl::OkStatus();
 }
 
-absl::Status CheckOutputWritable(const std::string& path) {
-  if (path.empty()) return absl::InvalidArgumentError("output path is empty");
+absl::Status CheckOutputWritable(const std::string& given_path) {
+  if (given_path.empty()) return absl::InvalidArgumentError("output path is empty");
+  const std::string path = FollowSymlinks(given_path);
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat("output path ", path, " is a directory"));
+    return absl::FailedPreconditionError(absl::StrCat("output path ", given_path, " is a directory"));
+  }
+  if (IsSpecialFile(path)) {
+    if (::access(path.c_str(), W_OK) != 0) {
+      return ErrnoError(absl::StrCat("output ", given_path, " is not writable"));
+    }
+    return absl::OkStatus();
   }
   std::string dir = DirectoryOf(path);
   if (::stat(dir.c_str(), &st) != 0) {

@@ -40,7 +40,9 @@ absl::StatusOr<int64_t> ReadIntegerFile(const std::string& path);
 // writes `path`.tmp.<pid> in the same directory, fsyncs it (unless `durable` is false: caches
 // that validate what they read and can rebuild it need not wait for the disk), then renames it
 // over `path`. First removes what earlier writers of `path` that died before their rename
-// left behind (RemoveStaleTempFiles).
+// left behind (RemoveStaleTempFiles). A symlink is followed (the file it ends at is replaced;
+// the link stays), and an existing file that is not a regular one (/dev/null, a FIFO, a
+// terminal) is written into directly, never replaced.
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
                                  bool durable = true);
 
@@ -58,8 +60,9 @@ bool IsStaleTempFile(absl::string_view file_name, absl::string_view output_name)
 size_t RemoveStaleTempFiles(const std::string& path);
 
 // Checks, before any work is done, that `path` can later be written by WriteFileAtomically:
-// its directory exists and accepts new files. Errors: kNotFound, kPermissionDenied,
-// kFailedPrecondition (the path is a directory).
+// its directory exists and accepts new files, or it is an existing special file (a device, a
+// FIFO) that can be opened for writing. Symlinks are followed. Errors: kNotFound,
+// kPermissionDenied, kFailedPrecondition (the path is a directory).
 absl::Status CheckOutputWritable(const std::string& path);
 
 }  // namespace nativeprof

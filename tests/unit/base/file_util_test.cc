@@ -50,6 +50,44 @@ TEST(ReadSmallFileTest, FifoWithoutWriterReadsEmptyInsteadOfBlocking) {
   EXPECT_EQ(text, "");
 }
 
+// Renaming a new file over the output would replace a symlink with a file, and /dev/null (as
+// root) with a regular file: the link is followed and a special file written into.
+TEST(WriteFileAtomicallyTest, FollowsSymlinksAndWritesIntoSpecialFiles) {
+  const std::string dir = MakeTempDir();
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/real", "old"));
+  ASSERT_EQ(::symlink("real", (dir + "/link").c_str()), 0);
+  NP_ASSERT_OK(CheckOutputWritable(dir + "/link"));
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/link", "new"));
+  struct stat st;
+  ASSERT_EQ(::lstat((dir + "/link").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  NP_ASSERT_OK_AND_ASSIGN(std::string real, ReadSmallFile(dir + "/real", 100));
+  EXPECT_EQ(real, "new");
+  // A dangling link: the file it names is created.
+  ASSERT_EQ(::symlink("later", (dir + "/dangling").c_str()), 0);
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/dangling", "made"));
+  NP_ASSERT_OK_AND_ASSIGN(std::string later, ReadSmallFile(dir + "/later", 100));
+  EXPECT_EQ(later, "made");
+
+  ASSERT_EQ(::symlink("/dev/null", (dir + "/null").c_str()), 0);
+  NP_ASSERT_OK(CheckOutputWritable("/dev/null"));
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/null", "gone"));
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+
+  const std::string fifo = dir + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  NP_ASSERT_OK(WriteFileAtomically(fifo, "through"));
+  char buf[16] = {};
+  EXPECT_EQ(::read(reader, buf, sizeof(buf)), 7);
+  EXPECT_EQ(std::string(buf), "through");
+  ::close(reader);
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
 TEST(StaleTempFileTest, OnlyTheExactNameOfADeadWriterIsStale) {
   const std::string dead = std::to_string(testing::ReapedPid());
   const std::string live = std::to_string(::getppid());
