@@ -13,6 +13,7 @@
 #include "output/text_report.h"
 #include "symbolize/profile_builder.h"
 #include "tools/cli_error.h"
+#include "tools/output_fallback.h"
 #include "tools/off_cpu_report.h"
 #include "unwind/dwarf_stack_size.h"
 #include "unwind/kernel_callchain.h"
@@ -161,12 +162,12 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   const symbolize::SymbolizationStats symbols = symbolizer.Stats();
 
   int exit_code = state.exit_code;
+  OutputFallback fallback;
   auto write = [&](const symbolize::Profile& p, const std::string& path,
                    output::OutputFormat format) {
-    absl::Status st = output::WriteProfile(p, path, format, o.write);
-    if (!st.ok()) {
-      exit_code = PrintCliError(CliStep::kWriteOutput, st, absl::StrCat("cannot write ", path));
-    }
+    fallback.Write(
+        path, [&](const std::string& to) { return output::WriteProfile(p, to, format, o.write); },
+        &exit_code);
   };
   std::vector<ThreadSplit> threads;
   const symbolize::Profile* frame_modules_of = &profile;
@@ -214,12 +215,10 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   metadata["frame_modules"] = output::FrameModulesJson(*frame_modules_of);
   if (session.off_cpu()) metadata["off_cpu"] = OffCpuJson(o, collector, threads);
   if (state.alloc.has_value()) metadata["allocations"] = AllocJson(o, *state.alloc, collector);
-  if (absl::Status st =
-          WriteFileAtomically(o.MetadataPath(), output::RenderJsonDocument(metadata) + "\n");
-      !st.ok()) {
-    exit_code =
-        PrintCliError(CliStep::kWriteOutput, st, absl::StrCat("cannot write ", o.MetadataPath()));
-  }
+  const std::string metadata_text = output::RenderJsonDocument(metadata) + "\n";
+  fallback.Write(
+      o.MetadataPath(),
+      [&](const std::string& to) { return WriteFileAtomically(to, metadata_text); }, &exit_code);
 
   if (!counters.empty()) {
     std::fputs(output::FormatCounterTable(counters, state.duration_seconds).c_str(), stderr);
@@ -249,12 +248,13 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
     const std::vector<ViewOutput> alloc_views = AllocOutputs(o);
     PrintLine(absl::StrFormat("no CPU samples (--no-cpu), %d lost, %.2f s, %s -> %s", lost,
                               state.duration_seconds, threads_and_processes,
-                              alloc_views.empty() ? o.MetadataPath() : alloc_views.front().path));
+                              fallback.WrittenPath(alloc_views.empty() ? o.MetadataPath()
+                                                                       : alloc_views.front().path)));
     return exit_code;
   }
   PrintLine(absl::StrFormat("%d samples, %d lost, %.2f s, %s -> %s", quality.samples, lost,
                             state.duration_seconds, threads_and_processes,
-                            o.outputs.front().path));
+                            fallback.WrittenPath(o.outputs.front().path)));
   return exit_code;
 }
 

@@ -27,6 +27,7 @@
 #include "sampler/record_loop.h"
 #include "sampler/target.h"
 #include "tools/cli_error.h"
+#include "tools/output_fallback.h"
 #include "tools/commands.h"
 #include "tools/exit_codes.h"
 
@@ -333,12 +334,13 @@ int RunStatCommand(int argc, char** argv) {
   std::string table = output::FormatCounterSummary(summary);
   std::fputs(table.c_str(), stderr);
   if (!options.json_path.empty()) {
-    absl::Status written = WriteFileAtomically(
-        options.json_path, output::RenderJsonDocument(output::CounterSummaryToJson(summary)));
-    if (!written.ok()) {
-      return PrintCliError(CliStep::kWriteOutput, written,
-                           absl::StrCat("cannot write '", options.json_path, "'"));
-    }
+    const std::string json = output::RenderJsonDocument(output::CounterSummaryToJson(summary));
+    OutputFallback fallback;
+    int write_exit = kExitOk;
+    fallback.Write(
+        options.json_path, [&](const std::string& to) { return WriteFileAtomically(to, json); },
+        &write_exit);
+    if (write_exit != kExitOk) return write_exit;
   }
   return exit_code;
 }

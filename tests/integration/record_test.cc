@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -70,6 +72,35 @@ TEST(RecordTest, MeasuresThreeToOneSplitBetweenTwoFunctions) {
   EXPECT_GT(r.profile.WithSequence({"main", "run_chunks", "heavy_function"}), heavy * 0.95);
   // Nearly every sample lands in the two workload functions.
   EXPECT_GT((heavy + light) / static_cast<double>(r.profile.total()), 0.9);
+}
+
+// An output directory that is gone when the run ends (removed, or a disk that filled up): the
+// profile goes to a directory of its own under $TMPDIR, the message says where, and the exit
+// status is the output error's.
+TEST(RecordTest, AProfileThatCannotBeWrittenWhereAskedGoesElsewhere) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string gone = MakeTempDir() + "/gone";
+  ASSERT_TRUE(std::filesystem::create_directory(gone));
+  const std::string tmpdir = MakeTempDir();
+  CommandResult run = RunCommand(
+      {"env", "TMPDIR=" + tmpdir, NativeprofBinary(), "record", "--no-counters", "-o",
+       gone + "/p.folded", "-o", gone + "/p.svg", "--", "/bin/sh", "-c",
+       "rm -r " + gone + " && exec " + TargetPath("fp_split") + " 300"});
+  EXPECT_EQ(run.exit_code, 4) << run.err;
+  std::vector<std::string> moved;
+  for (const auto& entry : std::filesystem::directory_iterator(tmpdir)) {
+    moved.push_back(entry.path().string());
+  }
+  ASSERT_EQ(moved.size(), 1u) << run.err;
+  EXPECT_THAT(moved[0], HasSubstr("/nativeprof-output-"));
+  for (const char* name : {"/p.folded", "/p.svg", "/p.folded.json"}) {
+    EXPECT_THAT(run.err, HasSubstr(absl::StrCat("cannot write ", gone, name)));
+    EXPECT_THAT(run.err, HasSubstr(absl::StrCat("wrote it to ", moved[0], name, " instead")));
+    EXPECT_TRUE(std::filesystem::exists(moved[0] + name)) << name;
+  }
+  const FoldedProfile profile = FoldedProfile::Parse(ReadFileOrEmpty(moved[0] + "/p.folded"));
+  EXPECT_GT(profile.Self("heavy_function"), 100u) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("-> " + moved[0] + "/p.folded"));
 }
 
 TEST(RecordTest, DefaultsToDwarfCallGraphs) {
