@@ -51,6 +51,7 @@ int SignalReader::Read() {
     n = ::read(fd_.get(), &info, sizeof(info));
   } while (n < 0 && errno == EINTR);
   if (n != static_cast<ssize_t>(sizeof(info))) return 0;
+  last_from_kernel_ = info.ssi_code == SI_KERNEL;
   return static_cast<int>(info.ssi_signo);
 }
 

@@ -41,6 +41,9 @@ class SignalReader {
   int fd() const { return fd_.get(); }
   // Consumes the next pending signal of the set and returns its number; 0 when none is pending.
   int Read();
+  // Whether the signal Read() last returned was sent by the kernel (SI_KERNEL), as a terminal's
+  // Ctrl-C, Ctrl-\\ and hangup are, rather than by a process (kill, timeout).
+  bool last_from_kernel() const { return last_from_kernel_; }
   // Whether a signal of the set is pending, without consuming it.
   bool Pending() const;
 
@@ -52,6 +55,7 @@ class SignalReader {
   sigset_t old_mask_{};
   bool blocked_ = false;  // false in a moved-from reader: it restores nothing
   bool discard_unread_ = false;
+  bool last_from_kernel_ = false;
 };
 
 }  // namespace nativeprof

@@ -75,7 +75,7 @@ absl::StatusOr<RecordLoopResult> RunRecordLoop(Target& target, const RecordLoopO
       bool stop = false;
       while (int sig = options.signals->Read()) {
         ++result.signals_received;
-        stop |= target.OnSignal(sig) == SignalVerdict::kStop;
+        stop |= target.OnSignal(sig, options.signals->last_from_kernel()) == SignalVerdict::kStop;
       }
       if (stop) {
         result.end = LoopEnd::kSignal;

@@ -35,15 +35,18 @@ bool LaunchedTarget::Done() {
   return wait_status_.has_value() || stopped_waiting_;
 }
 
-SignalVerdict LaunchedTarget::OnSignal(int sig) {
+SignalVerdict LaunchedTarget::OnSignal(int sig, bool from_terminal) {
   ++signals_;
-  if (options_.second_sigint_stops_waiting && signals_ > 1 && sig == SIGINT) {
+  if (options_.second_sigint_stops_waiting && signals_ > 1) {
     // Done() ends the loop; the command keeps what it was sent so far.
     stopped_waiting_ = true;
-  } else {
-    child_->Signal(sig);
-    forwarded_signal_ = true;
+    return SignalVerdict::kContinue;
   }
+  // One Ctrl-C must reach the command once: a second copy reads as a second Ctrl-C (a forced
+  // quit) to a program that shuts down gracefully on the first. A command that left the group
+  // (setsid, its own job) did not get the terminal's and is sent it.
+  if (!from_terminal || ::getpgid(child_->pid()) != ::getpgrp()) child_->Signal(sig);
+  forwarded_signal_ = true;
   return SignalVerdict::kContinue;
 }
 
@@ -83,7 +86,7 @@ bool AttachedTarget::Done() {
   return true;
 }
 
-SignalVerdict AttachedTarget::OnSignal(int) { return SignalVerdict::kStop; }
+SignalVerdict AttachedTarget::OnSignal(int, bool) { return SignalVerdict::kStop; }
 
 int AttachedTarget::max_wait_ms() const { return pollfds_.empty() ? kNoPidfdWaitMs : -1; }
 

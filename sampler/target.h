@@ -36,8 +36,10 @@ class Target {
   virtual std::span<pollfd> fds() = 0;
   // True once the target is done; asked after every wakeup.
   virtual bool Done() = 0;
-  // A signal the loop read (only loops that read signals call this).
-  virtual SignalVerdict OnSignal(int sig) = 0;
+  // A signal the loop read (only loops that read signals call this). `from_terminal`: the
+  // kernel sent it (SI_KERNEL: Ctrl-C, Ctrl-\\, a hangup), to the terminal's whole foreground
+  // process group.
+  virtual SignalVerdict OnSignal(int sig, bool from_terminal) = 0;
   // The longest the loop may wait before asking Done() again: -1 when the fds report the end,
   // a short time when Done() has to look for it (no pidfd).
   virtual int max_wait_ms() const = 0;
@@ -47,9 +49,11 @@ class Target {
 
 struct LaunchedTargetOptions {
   // `record`: the first signal is forwarded and nativeprof drains until the command exits (it
-  // decides how to end, as with perf); a SIGINT after that stops waiting for a command that does
-  // not end (other signals are still forwarded). False (`stat`): every signal is forwarded, as
-  // perf stat does.
+  // decides how to end, as with perf); a second signal (SIGINT, SIGTERM or SIGHUP: what
+  // `timeout -k`, systemd and CI runners send before SIGKILL) stops waiting for a command that
+  // does not end. False (`stat`): every signal is forwarded, as perf stat does. Either way a
+  // signal from the terminal is not forwarded to a command in nativeprof's process group, which
+  // the terminal signalled already.
   bool second_sigint_stops_waiting = false;
 };
 
@@ -63,7 +67,7 @@ class LaunchedTarget final : public Target {
   absl::Status Start() override;
   std::span<pollfd> fds() override;
   bool Done() override;
-  SignalVerdict OnSignal(int sig) override;
+  SignalVerdict OnSignal(int sig, bool from_terminal) override;
   // Without a pidfd (Linux < 5.3) waitpid is asked every 10 ms.
   int max_wait_ms() const override;
 
@@ -95,7 +99,7 @@ class AttachedTarget final : public Target {
   std::span<pollfd> fds() override { return std::span<pollfd>(pollfds_); }
   bool Done() override;
   // Signals stop profiling; the processes keep running.
-  SignalVerdict OnSignal(int sig) override;
+  SignalVerdict OnSignal(int sig, bool from_terminal) override;
   int max_wait_ms() const override;
   int exit_code() const override { return 0; }
 
@@ -115,7 +119,7 @@ class SelfTarget final : public Target {
   absl::Status Start() override { return absl::OkStatus(); }
   std::span<pollfd> fds() override { return std::span<pollfd>(&stop_, 1); }
   bool Done() override;
-  SignalVerdict OnSignal(int) override { return SignalVerdict::kStop; }
+  SignalVerdict OnSignal(int, bool) override { return SignalVerdict::kStop; }
   int max_wait_ms() const override { return -1; }
   int exit_code() const override { return 0; }
 

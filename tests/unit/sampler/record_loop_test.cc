@@ -46,7 +46,7 @@ class PipeTarget final : public Target {
     ++done_calls;
     return (pollfd_.revents & POLLIN) != 0 || (done_after_signal && !signals.empty());
   }
-  SignalVerdict OnSignal(int sig) override {
+  SignalVerdict OnSignal(int sig, bool) override {
     signals.push_back(sig);
     return verdict;
   }
@@ -177,22 +177,49 @@ TEST(LaunchedTargetTest, SecondSigintStopsWaitingWhenAsked) {
                           ChildProcess::Spawn({"/bin/sh", "-c", "trap '' INT; exec sleep 30"}));
   LaunchedTarget target(&child, {.second_sigint_stops_waiting = true});
   NP_ASSERT_OK(target.Start());
-  EXPECT_EQ(target.OnSignal(SIGINT), SignalVerdict::kContinue);
+  EXPECT_EQ(target.OnSignal(SIGINT, false), SignalVerdict::kContinue);
   EXPECT_TRUE(target.forwarded_signal());
   EXPECT_FALSE(target.stopped_waiting());
-  EXPECT_EQ(target.OnSignal(SIGINT), SignalVerdict::kContinue);
+  EXPECT_EQ(target.OnSignal(SIGINT, false), SignalVerdict::kContinue);
   EXPECT_TRUE(target.stopped_waiting());
   EXPECT_TRUE(target.Done());
   EXPECT_FALSE(target.wait_status().has_value());
   EXPECT_EQ(target.exit_code(), 128 + SIGINT);
 }  // ~ChildProcess kills the command
 
+TEST(LaunchedTargetTest, ASecondSigtermStopsWaitingToo) {
+  NP_ASSERT_OK_AND_ASSIGN(ChildProcess child,
+                          ChildProcess::Spawn({"/bin/sh", "-c", "trap '' TERM; exec sleep 30"}));
+  LaunchedTarget target(&child, {.second_sigint_stops_waiting = true});
+  NP_ASSERT_OK(target.Start());
+  EXPECT_EQ(target.OnSignal(SIGTERM, false), SignalVerdict::kContinue);
+  EXPECT_FALSE(target.stopped_waiting());
+  EXPECT_EQ(target.OnSignal(SIGTERM, false), SignalVerdict::kContinue);
+  EXPECT_TRUE(target.stopped_waiting());
+}
+
+// The terminal sent its Ctrl-C to the command too (same process group): forwarding it would
+// make one Ctrl-C two. A kill() of nativeprof alone is forwarded.
+TEST(LaunchedTargetTest, ATerminalsSignalIsNotSentTwice) {
+  NP_ASSERT_OK_AND_ASSIGN(ChildProcess child, ChildProcess::Spawn({"/bin/sleep", "30"}));
+  ASSERT_EQ(::getpgid(child.pid()), ::getpgrp());
+  LaunchedTarget target(&child, {});
+  NP_ASSERT_OK(target.Start());
+  EXPECT_EQ(target.OnSignal(SIGINT, /*from_terminal=*/true), SignalVerdict::kContinue);
+  ::usleep(100'000);
+  EXPECT_FALSE(child.TryWait().has_value()) << "the terminal's signal was sent again";
+  EXPECT_EQ(target.OnSignal(SIGINT, /*from_terminal=*/false), SignalVerdict::kContinue);
+  for (int i = 0; i < 100 && !target.Done(); ++i) ::usleep(20'000);
+  ASSERT_TRUE(target.wait_status().has_value());
+  EXPECT_EQ(target.exit_code(), 128 + SIGINT);
+}
+
 TEST(LaunchedTargetTest, WithoutTheOptionEverySignalIsForwarded) {
   NP_ASSERT_OK_AND_ASSIGN(ChildProcess child,
                           ChildProcess::Spawn({"/bin/sh", "-c", "trap '' INT; exec sleep 30"}));
   LaunchedTarget target(&child, {});
   NP_ASSERT_OK(target.Start());
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(target.OnSignal(SIGINT), SignalVerdict::kContinue);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(target.OnSignal(SIGINT, false), SignalVerdict::kContinue);
   EXPECT_FALSE(target.stopped_waiting());
 }
 
@@ -216,7 +243,7 @@ TEST(AttachedTargetTest, RunsOnWhileTheProcessDoesAndSignalsStopTheLoop) {
   AttachedTarget target({child.pid()});
   NP_ASSERT_OK(target.Start());
   EXPECT_FALSE(target.Done());
-  EXPECT_EQ(target.OnSignal(SIGINT), SignalVerdict::kStop) << "and is not forwarded";
+  EXPECT_EQ(target.OnSignal(SIGINT, false), SignalVerdict::kStop) << "and is not forwarded";
   EXPECT_FALSE(child.TryWait().has_value());
 }
 
