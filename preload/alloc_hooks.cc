@@ -8,6 +8,7 @@
 // without the header's tag (a block allocated before the channel was attached, or by a
 // non-interposed path) is forwarded unchanged.
 #include <dlfcn.h>
+#include <gnu/libc-version.h>
 #include <errno.h>
 #include <malloc.h>
 #include <sys/resource.h>
@@ -141,7 +142,15 @@ NP_ALWAYS_INLINE void CountRelease(void* user, const BlockHeader& h) {
   if (NP_UNLIKELY(c == nullptr)) return;
   ThreadState& t = CurrentThread();
   const bool temporary = CountFree(t, *c, user, h.size);
-  if (NP_UNLIKELY((h.tag & kSampled) != 0)) SampleFree(t, *c, user, temporary);
+  if (NP_UNLIKELY((h.tag & kSampled) != 0)) {
+    if (t.busy == 0) {
+      SampleFree(t, *c, user, temporary);
+    } else {
+      // A signal handler freeing a sampled block while its thread was inside the library, which
+      // may hold the ring lock: the free cannot be written, and counts as lost.
+      c->lost_samples.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
 }
 
 NP_ALWAYS_INLINE void* Allocate(size_t size, const void* frame) {
@@ -350,6 +359,20 @@ NP_ALWAYS_INLINE void* Reallocate(void* user, size_t size, const void* frame) {
 
 bool IsPowerOfTwo(size_t n) { return n != 0 && (n & (n - 1)) == 0; }
 
+// Whether the glibc the program runs on refuses an aligned_alloc alignment that is not a power
+// of two (2.38 and later), asked once.
+bool AlignedAllocRefusesOddAlignments() {
+  static const bool refuses = [] {
+    int major = 0, minor = 0;
+    const char* v = gnu_get_libc_version();
+    while (*v >= '0' && *v <= '9') major = major * 10 + (*v++ - '0');
+    if (*v == '.') ++v;
+    while (*v >= '0' && *v <= '9') minor = minor * 10 + (*v++ - '0');
+    return major > 2 || (major == 2 && minor >= 38);
+  }();
+  return refuses;
+}
+
 size_t PageSize() {
   static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   return page;
@@ -405,18 +428,18 @@ NP_EXPORT int posix_memalign(void** out, size_t alignment, size_t size) {
   if (!nativeprof::preload::IsPowerOfTwo(alignment) || alignment % sizeof(void*) != 0) {
     return EINVAL;
   }
-  const int saved = errno;
+  // As glibc's, a failure leaves ENOMEM in errno besides returning it.
   void* p = AllocateAligned(alignment, size, __builtin_frame_address(0));
-  if (p == nullptr) {
-    errno = saved;
-    return ENOMEM;
-  }
+  if (p == nullptr) return ENOMEM;
   *out = p;
   return 0;
 }
 
 NP_EXPORT void* aligned_alloc(size_t alignment, size_t size) {
   if (!nativeprof::preload::IsPowerOfTwo(alignment)) {
+    // glibc before 2.38 (Debian 12 has 2.36) made aligned_alloc memalign, which takes any
+    // alignment; 2.38 refuses one that is not a power of two.
+    if (!nativeprof::preload::AlignedAllocRefusesOddAlignments()) return memalign(alignment, size);
     errno = EINVAL;
     return nullptr;
   }

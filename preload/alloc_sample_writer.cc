@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <x86intrin.h>
 
@@ -40,6 +41,19 @@ uint64_t NowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// The writer's system calls, made raw: glibc's wrappers of these are cancellation points, and a
+// thread cancelled inside one would leave malloc or free by unwinding, the ring lock held.
+int RawOpen(const char* path, int flags) {
+  return static_cast<int>(::syscall(SYS_openat, AT_FDCWD, path, flags, 0));
+}
+ssize_t RawRead(int fd, void* buf, size_t n) { return ::syscall(SYS_read, fd, buf, n); }
+ssize_t RawWrite(int fd, const void* buf, size_t n) { return ::syscall(SYS_write, fd, buf, n); }
+void RawClose(int fd) { (void)::syscall(SYS_close, fd); }
+void RawSleep(long ns) {
+  const timespec pause{0, ns};
+  (void)::syscall(SYS_nanosleep, &pause, nullptr);
+}
+
 // The record clock's sources (record_clock.h).
 struct ClockSources {
   uint64_t Tsc() const { return __rdtsc(); }
@@ -57,14 +71,14 @@ uintptr_t HexDigit(char c) {
 // The mapping [lo, hi) that holds `sp`, from /proc/self/maps read with plain syscalls (no
 // allocation); false when none does.
 bool FindMapping(uintptr_t sp, uintptr_t* lo_out, uintptr_t* hi_out) {
-  const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  const int fd = RawOpen("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   char buf[4096];
   size_t have = 0;
   bool found = false;
   bool eof = false;
   while (!found && !eof) {
-    const ssize_t n = ::read(fd, buf + have, sizeof(buf) - have);
+    const ssize_t n = RawRead(fd, buf + have, sizeof(buf) - have);
     if (n <= 0) {
       eof = true;
     } else {
@@ -89,7 +103,7 @@ bool FindMapping(uintptr_t sp, uintptr_t* lo_out, uintptr_t* hi_out) {
     have -= line;
     if (have == sizeof(buf)) have = 0;  // a line longer than the buffer: skip it
   }
-  ::close(fd);
+  RawClose(fd);
   return found;
 }
 
@@ -122,10 +136,46 @@ uintptr_t StackHigh(const Control& c, uint32_t tid) {
   return 0;
 }
 
-void Lock(Control& c) {
-  for (int spins = 0; c.ring_lock.exchange(1, std::memory_order_acquire) != 0; ++spins) {
-    if (spins > 64) sched_yield();
+// A holder keeps the lock for well under a microsecond, or while it waits for room, beating as
+// it does. One that shows no progress was killed, cancelled or stopped while it held the lock (a
+// process killed by a signal, exit() from another thread, a debugger), and would otherwise keep
+// every writer of the run waiting forever: the lock is taken over once its holder's process is
+// gone and nothing moved for kDeadHolderNs, or nothing moved for kStaleLockNs whatever the
+// process (a cancelled thread, a stopped process; a process in another pid namespace, whose pid
+// means nothing here, only gets this).
+constexpr uint64_t kDeadHolderNs = 10'000'000;
+constexpr uint64_t kStaleLockNs = 1'000'000'000;
+
+// Takes the ring lock for process `pid` (the lock holds the holder's pid).
+void Lock(Control& c, uint32_t pid) {
+  constexpr auto kRelaxed = std::memory_order_relaxed;
+  uint32_t epoch = 0, beat = 0;
+  uint64_t unchanged_since = 0;
+  for (int spins = 0;; ++spins) {
+    uint32_t holder = 0;
+    if (c.ring_lock.compare_exchange_weak(holder, pid, std::memory_order_acquire, kRelaxed)) break;
+    if (spins < 64) continue;
+    sched_yield();
+    if (spins % 64 != 0 || holder == 0) continue;
+    const uint32_t e = c.ring_lock_epoch.load(kRelaxed), b = c.ring_lock_beat.load(kRelaxed);
+    const uint64_t now = NowNs();
+    if (unchanged_since == 0 || e != epoch || b != beat) {
+      epoch = e;
+      beat = b;
+      unchanged_since = now;
+      continue;
+    }
+    const uint64_t stuck = now - unchanged_since;
+    const bool gone = stuck > kDeadHolderNs && ::kill(static_cast<pid_t>(holder), 0) != 0 &&
+                      errno == ESRCH;
+    // A record the holder left half written lies past data_head, which it had not moved yet:
+    // the next one overwrites it.
+    if ((gone || stuck > kStaleLockNs) &&
+        c.ring_lock.compare_exchange_strong(holder, pid, std::memory_order_acquire, kRelaxed)) {
+      break;
+    }
   }
+  c.ring_lock_epoch.store(c.ring_lock_epoch.load(kRelaxed) + 1, kRelaxed);
 }
 void Unlock(Control& c) { c.ring_lock.store(0, std::memory_order_release); }
 
@@ -139,10 +189,10 @@ void Wake(Control& c) {
   // its own, which a kept descriptor would then write to. Read-write: a FIFO written with no
   // reader left raises SIGPIPE, which would kill the program if the profiler died; with a read
   // end of its own the write cannot fail that way (once the pipe is full it returns EAGAIN).
-  const int fd = ::open(c.wake_path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  const int fd = RawOpen(c.wake_path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return;
-  (void)!::write(fd, "w", 1);
-  ::close(fd);
+  (void)RawWrite(fd, "w", 1);
+  RawClose(fd);
 }
 
 // Waits, holding the lock, until `size` bytes are free; false if the reader is gone or too slow.
@@ -166,8 +216,9 @@ bool WaitForSpace(Control& c, perf_event_mmap_page* meta, uint64_t head, uint64_
       }
     }
     Wake(c);
-    timespec pause{0, 50'000};
-    ::nanosleep(&pause, nullptr);
+    c.ring_lock_beat.store(c.ring_lock_beat.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_relaxed);
+    RawSleep(50'000);
   }
   return true;
 }
@@ -477,7 +528,7 @@ bool Publish(Control& c, SampleFields& f) {
   const size_t size = counter.size();
   perf_event_mmap_page* meta = RingMeta(c);
   uint8_t* data = reinterpret_cast<uint8_t*>(meta) + meta->data_offset;
-  Lock(c);
+  Lock(c, f.pid);
   const uint64_t head = meta->data_head;  // only writers holding the lock move it
   if (!WaitForSpace(c, meta, head, size)) {
     Unlock(c);

@@ -128,7 +128,13 @@ struct alignas(64) Control {
   uint32_t reader_pid;
 
   // Shared state.
-  alignas(64) std::atomic<uint32_t> ring_lock;  // 0 free, 1 held: serializes ring writers
+  alignas(64) std::atomic<uint32_t> ring_lock;  // 0 free, else the holder's pid: serializes
+                                                // ring writers
+  // Progress of the lock's holders, for waiters to tell a holder that will never unlock (killed,
+  // cancelled, stopped by a debugger) from a busy one: `ring_lock_epoch` counts the times the
+  // lock was taken, `ring_lock_beat` the holder's rounds of waiting for room.
+  std::atomic<uint32_t> ring_lock_epoch;
+  std::atomic<uint32_t> ring_lock_beat;
   std::atomic<uint32_t> wake_pending;  // a wake byte is in the FIFO and not yet read
   std::atomic<uint32_t> reader_gone;   // the profiler stopped reading: writers drop samples
   std::atomic<uint32_t> processes;     // distinct processes whose preload attached

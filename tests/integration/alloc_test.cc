@@ -631,6 +631,22 @@ TEST(AllocTest, DescriptorsTheProgramReusesAreNotWrittenTo) {
   EXPECT_EQ(rec.exact["allocation_calls"], 2 * 1'326'210) << rec.exact.dump();
 }
 
+// A writer that stops while it holds the ring's lock (its process killed, its thread cancelled)
+// hung the whole run: every later sampled allocation waited for the lock forever. The killed
+// children hung every run, the cancelled threads one run in three.
+TEST(AllocTest, WritersThatStopInsideTheLibraryDoNotHangTheRun) {
+  NP_SKIP_IF_NO_PERF();
+  AllocRecording rec =
+      RecordAlloc("--alloc=1", {TargetPath("alloc_workload"), "interrupted-writers"}, {"--no-cpu"});
+  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+  nlohmann::json meta =
+      nlohmann::json::parse(ReadFileOrEmpty(rec.folded + ".json"), nullptr, false);
+  ASSERT_TRUE(meta.is_object());
+  // 0.3 s unprofiled here; a lock taken over after its holder's process is gone costs 10 ms.
+  EXPECT_LT(meta["duration_seconds"].get<double>(), 60.0) << rec.result.err;
+  EXPECT_GT(rec.exact["allocation_calls"].get<uint64_t>(), 100'000u);
+}
+
 TEST(AllocTest, BadUsesAreRefusedWithOneLine) {
   // A static binary: its malloc cannot be interposed.
   CommandResult st = RunCommand({NativeprofBinary(), "record", "--alloc", "-o",

@@ -80,6 +80,13 @@
 // `sites` again and closes it: PATH must hold exactly "kept\n" (nothing of the profiler's may
 // write to a number the program closed and reused). Totals are twice `sites`.
 //
+// Mode `interrupted-writers`: two ways a writer of the library's ring can stop while it holds
+// the ring's lock, each of which left every later sampled allocation of the run waiting
+// forever: 30 children that allocate until they are killed (SIGKILL after 5 ms), and 100 rounds
+// of two threads cancelled (deferred) in an allocation loop. Exits 0 when all ran to the end.
+// (The third, a signal handler that allocates, is not async-signal-safe even without the
+// library: glibc's own heap checks abort such a program now and then.)
+//
 // Mode `mmap`: an allocator of its own, as jemalloc or mimalloc would be: 96 MiB from mmap,
 // every page touched, and nothing from malloc. The preload sees no heap while the RSS grows.
 #define _GNU_SOURCE
@@ -93,6 +100,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define KIB 4096u
@@ -473,6 +481,52 @@ static int RunOwnAllocator(void) {
   return munmap(arena, bytes) == 0 ? 0 : 8;
 }
 
+static void* volatile g_sink;
+
+static void* CancelledLoop(void* arg) {
+  (void)arg;
+  for (;;) {
+    void* volatile p = malloc(64);
+    free(p);
+    pthread_testcancel();
+  }
+  return NULL;
+}
+
+static int RunInterruptedWriters(void) {
+  for (int round = 0; round < 30; ++round) {
+    const pid_t child = fork();
+    if (child < 0) return 10;
+    if (child == 0) {
+      for (;;) {
+        g_sink = malloc(64);
+        free(g_sink);
+      }
+    }
+    usleep(5000);
+    kill(child, SIGKILL);
+    int status = 0;
+    if (waitpid(child, &status, 0) != child || !WIFSIGNALED(status)) return 10;
+    for (int i = 0; i < 100; ++i) {
+      g_sink = malloc(32);
+      free(g_sink);
+    }
+  }
+  for (int round = 0; round < 100; ++round) {
+    pthread_t threads[2];
+    for (int i = 0; i < 2; ++i) {
+      if (pthread_create(&threads[i], NULL, CancelledLoop, NULL) != 0) return 11;
+    }
+    usleep(1000);
+    for (int i = 0; i < 2; ++i) pthread_cancel(threads[i]);
+    for (int i = 0; i < 2; ++i) {
+      void* result = NULL;
+      if (pthread_join(threads[i], &result) != 0 || result != PTHREAD_CANCELED) return 11;
+    }
+  }
+  return 0;
+}
+
 static int RunCloseFds(const char* path) {
   run_sites();
   for (int fd = 3; fd < 1024; ++fd) close(fd);
@@ -510,8 +564,9 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "realloc") == 0) return RunRealloc();
   if (strcmp(mode, "mmap") == 0) return RunOwnAllocator();
   if (strcmp(mode, "closefds") == 0 && argc > 2) return RunCloseFds(argv[2]);
+  if (strcmp(mode, "interrupted-writers") == 0) return RunInterruptedWriters();
   if (strcmp(mode, "serial-threads") == 0) return RunSerialThreads(argc > 2 ? atoi(argv[2]) : 1);
   Say("usage: alloc_workload [sites [N] | realloc | threads [N] | serial-threads N | forkexec | "
-      "execs N | forkfree | forkleak | pidreuse | exit N | mmap | closefds PATH]\n");
+      "execs N | forkfree | forkleak | pidreuse | exit N | mmap | closefds PATH | interrupted-writers]\n");
   return 2;
 }
