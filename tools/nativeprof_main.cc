@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "nlohmann/json.hpp"
 #include "tools/commands.h"
 #include "tools/exit_codes.h"
 
@@ -60,7 +61,18 @@ int main(int argc, char** argv) {
     return nativeprof::tools::kExitOk;
   }
   for (const Subcommand& c : kSubcommands) {
-    if (std::strcmp(argv[1], c.name) == 0) return c.run(argc - 1, argv + 1);
+    if (std::strcmp(argv[1], c.name) != 0) continue;
+    try {
+      return c.run(argc - 1, argv + 1);
+    } catch (const nlohmann::json::exception& e) {
+      // Valid JSON with a field of another type than `record` writes (an edited or foreign
+      // X.folded.json beside an input): the metadata's readers take it as it is written.
+      std::fprintf(stderr,
+                   "nativeprof: the metadata (.json) beside an input has a field of an unexpected "
+                   "type (%s); remove that .json file or record again\n",
+                   e.what());
+      return nativeprof::tools::kExitBadInput;
+    }
   }
   std::fprintf(stderr, "nativeprof: unknown command '%s'; run 'nativeprof --help' for the list\n",
                argv[1]);

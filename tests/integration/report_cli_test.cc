@@ -4,6 +4,7 @@
 // the one-line usage errors. After an intended format change regenerate the expected files with
 // NATIVEPROF_UPDATE_GOLDEN=1 ./integration_test --gtest_filter='ReportCli*' and review the diff.
 #include <cstdlib>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,20 @@ TEST(ReportCliTest, ByModuleWithoutFrameModulesFallsBackToNames) {
   const std::string dir = MakeTempDir();
   NP_ASSERT_OK(WriteFileAtomically(dir + "/hot.folded", ReadFileOrEmpty(Hot())));
   ExpectReport(dir + "/hot.folded", {"--by", "module"}, "by_module_no_json.txt");
+}
+
+// Valid JSON whose field has another type than record writes: one line and exit 5, not an
+// uncaught exception (SIGABRT).
+TEST(ReportCliTest, MetadataWithAFieldOfTheWrongTypeGivesOneLine) {
+  const std::string dir = MakeTempDir();
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/p.folded", "main;work 10\n"));
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/p.folded.json",
+                                   R"({"off_cpu": {"threads": [{"tid": "a"}]}})"));
+  testing::CommandResult r =
+      testing::RunCommand({testing::NativeprofBinary(), "report", dir + "/p.folded"});
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("a field of an unexpected type"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 TEST(ReportCliTest, Json) { ExpectReport(Hot(), {"--format", "json", "-n", "4"}, "report.json"); }
