@@ -64,6 +64,16 @@ absl::StatusOr<std::vector<ProcMapsEntry>> ReadProcMaps(pid_t pid) {
   absl::StatusOr<std::string> text =
       ReadSmallFile(absl::StrCat("/proc/", pid, "/maps"), size_t{1} << 30);
   if (!text.ok()) return text.status();
+  if (text->empty()) {
+    // A main thread that ended with pthread_exit is a zombie whose maps read empty while the
+    // process's other threads run: any of theirs holds the process's mappings.
+    absl::StatusOr<std::vector<pid_t>> tids = ListThreads(pid);
+    for (size_t i = 0; tids.ok() && i < tids->size() && text->empty(); ++i) {
+      absl::StatusOr<std::string> task = ReadSmallFile(
+          absl::StrCat("/proc/", pid, "/task/", (*tids)[i], "/maps"), size_t{1} << 30);
+      if (task.ok()) *text = *std::move(task);
+    }
+  }
   return ParseProcMaps(*text);
 }
 

@@ -97,12 +97,20 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
   // hardware event becomes cpu-clock; kernel sampling that paranoia forbids becomes user-only;
   // a kernel without MMAP2 build-ids (< 5.12) gets plain MMAP2, and one without use_clockid
   // (< 4.1) the perf clock.
+  // The lead task's events own the rings. Attached threads may exit while they are opened (a
+  // main thread that called pthread_exit is a zombie from the start): the first one that still
+  // exists leads, and any other that is gone is skipped below.
+  size_t lead = 0;
   absl::StatusOr<ScopedFd> first;
   while (true) {
     attr_ = MakeSamplingAttr(sampling);
-    first = OpenPerfEvent(attr_, options.targets[0], cpus[0], sampling.event.name, -1,
+    first = OpenPerfEvent(attr_, options.targets[lead], cpus[0], sampling.event.name, -1,
                           options.open_fn);
     if (first.ok()) break;
+    if (absl::IsUnavailable(first.status()) && lead + 1 < options.targets.size()) {
+      ++lead;
+      continue;
+    }
     if (absl::IsNotFound(first.status()) && sampling.event.hardware) {
       notes_.push_back(absl::StrCat(sampling.event.name,
                                     " is not supported on this machine (no PMU access); "
@@ -129,7 +137,7 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
   }
   if (sampling.off_cpu) {
     switch_attr_ = MakeContextSwitchAttr(sampling);
-    absl::StatusOr<ScopedFd> probe = OpenPerfEvent(switch_attr_, options.targets[0], cpus[0],
+    absl::StatusOr<ScopedFd> probe = OpenPerfEvent(switch_attr_, options.targets[lead], cpus[0],
                                                    "context-switches", -1, options.open_fn);
     if (absl::IsPermissionDenied(probe.status())) {
       return absl::PermissionDeniedError(absl::StrCat(
@@ -151,8 +159,8 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
     if (c == 0) {
       fd = std::move(*first);
     } else {
-      NP_ASSIGN_OR_RETURN(fd, OpenPerfEvent(attr_, options.targets[0], cpus[c], event_.name, -1,
-                                            options.open_fn));
+      NP_ASSIGN_OR_RETURN(fd, OpenPerfEvent(attr_, options.targets[lead], cpus[c], event_.name,
+                                            -1, options.open_fn));
     }
     NP_ASSIGN_OR_RETURN(RingBuffer ring, RingBuffer::Map(fd.get(), ring_pages_, cpus.size()));
     rings_.push_back(std::move(ring));
@@ -166,9 +174,11 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
     rings_.push_back(alloc_channel_->Ring());
     ring_poll_fds_.push_back(alloc_channel_->wake_fd());
   }
-  if (sampling.off_cpu) NP_RETURN_IF_ERROR(OpenSwitchEvents(options.targets[0], cpus, options.open_fn));
+  if (sampling.off_cpu) {
+    NP_RETURN_IF_ERROR(OpenSwitchEvents(options.targets[lead], cpus, options.open_fn));
+  }
   // Further tasks share the CPU's ring.
-  for (size_t t = 1; t < options.targets.size(); ++t) {
+  for (size_t t = lead + 1; t < options.targets.size(); ++t) {
     for (size_t c = 0; c < cpus.size(); ++c) {
       absl::StatusOr<ScopedFd> fd =
           OpenPerfEvent(attr_, options.targets[t], cpus[c], event_.name, -1, options.open_fn);

@@ -105,6 +105,23 @@ TEST(AttachTest, StopsWhenTheTargetExitsAndWritesWhatWasSampled) {
   EXPECT_GT(p.Total("thread_gamma_work"), 0u);
 }
 
+// A process whose main thread ended with pthread_exit: its leader is a zombie (perf_event_open
+// on it fails with ESRCH, its /proc maps read empty) while the other threads run. Attaching
+// failed with "the process exited while attaching", and then named no frame.
+TEST(AttachTest, AProcessWhoseMainThreadExitedIsSampledAndNamed) {
+  NP_SKIP_IF_NO_PERF();
+  BackgroundProcess target({TargetPath("fp_threads"), "600", "main-exits"});
+  ASSERT_GT(target.pid(), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::string folded = MakeTempDir() + "/zombie-leader.folded";
+  CommandResult r =
+      RunCommand({NativeprofBinary(), "record", "-p", std::to_string(target.pid()), "-o", folded});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  FoldedProfile p = FoldedProfile::Parse(ReadFileOrEmpty(folded));
+  EXPECT_GT(p.Total("thread_alpha_work"), 0u) << r.err;
+  EXPECT_GT(p.Total("thread_gamma_work"), 0u) << r.err;
+}
+
 TEST(AttachTest, SigintStopsProfilingButNotTheTarget) {
   NP_SKIP_IF_NO_PERF();
   BackgroundProcess target({TargetPath("fp_until_signal")}, /*capture_stdout=*/true);

@@ -1,10 +1,13 @@
 // Three worker threads, each burning CPU in its own function (thread_alpha_work,
 // thread_beta_work, thread_gamma_work) for about argv[1] ms of CPU time (default 800); the main
-// thread waits. Each thread is named with pthread_setname_np so it shows as its own comm.
+// thread waits, or with argv[2] "main-exits" ends at once with pthread_exit (the process runs on
+// with a zombie main thread, whose /proc maps read empty). Each thread is named with
+// pthread_setname_np so it shows as its own comm.
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fp_common.h"
 
@@ -44,6 +47,7 @@ int main(int argc, char** argv) {
   pthread_t t[3];
   void* (*fns[3])(void*) = {Alpha, Beta, Gamma};
   for (int i = 0; i < 3; ++i) pthread_create(&t[i], NULL, fns[i], NULL);
+  if (argc > 2 && strcmp(argv[2], "main-exits") == 0) pthread_exit(NULL);
   for (int i = 0; i < 3; ++i) pthread_join(t[i], NULL);
   return 0;
 }
