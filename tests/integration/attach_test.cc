@@ -91,9 +91,12 @@ TEST(AttachTest, SamplesEveryThreadOfARunningServerAndLeavesItServing) {
   EXPECT_GT(rate_after, rate_before * 0.5);
 }
 
-TEST(AttachTest, StopsWhenTheTargetExitsAndWritesWhatWasSampled) {
-  NP_SKIP_IF_NO_PERF();
-  BackgroundProcess target({TargetPath("fp_threads"), "600"});
+// Attaches 100 ms after fp_threads started with `args` and records until it exits: every
+// worker thread's function must be in the profile.
+void ExpectWorkersSampledUntilExit(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {TargetPath("fp_threads")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  BackgroundProcess target(argv);
   ASSERT_GT(target.pid(), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   std::string folded = MakeTempDir() + "/exit.folded";
@@ -102,7 +105,12 @@ TEST(AttachTest, StopsWhenTheTargetExitsAndWritesWhatWasSampled) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   FoldedProfile p = FoldedProfile::Parse(ReadFileOrEmpty(folded));
   EXPECT_GT(p.Total("thread_alpha_work"), 0u) << r.err;
-  EXPECT_GT(p.Total("thread_gamma_work"), 0u);
+  EXPECT_GT(p.Total("thread_gamma_work"), 0u) << r.err;
+}
+
+TEST(AttachTest, StopsWhenTheTargetExitsAndWritesWhatWasSampled) {
+  NP_SKIP_IF_NO_PERF();
+  ExpectWorkersSampledUntilExit({"600"});
 }
 
 // A process whose main thread ended with pthread_exit: its leader is a zombie (perf_event_open
@@ -110,16 +118,7 @@ TEST(AttachTest, StopsWhenTheTargetExitsAndWritesWhatWasSampled) {
 // failed with "the process exited while attaching", and then named no frame.
 TEST(AttachTest, AProcessWhoseMainThreadExitedIsSampledAndNamed) {
   NP_SKIP_IF_NO_PERF();
-  BackgroundProcess target({TargetPath("fp_threads"), "600", "main-exits"});
-  ASSERT_GT(target.pid(), 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  std::string folded = MakeTempDir() + "/zombie-leader.folded";
-  CommandResult r =
-      RunCommand({NativeprofBinary(), "record", "-p", std::to_string(target.pid()), "-o", folded});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  FoldedProfile p = FoldedProfile::Parse(ReadFileOrEmpty(folded));
-  EXPECT_GT(p.Total("thread_alpha_work"), 0u) << r.err;
-  EXPECT_GT(p.Total("thread_gamma_work"), 0u) << r.err;
+  ExpectWorkersSampledUntilExit({"600", "main-exits"});
 }
 
 TEST(AttachTest, SigintStopsProfilingButNotTheTarget) {
