@@ -151,8 +151,11 @@ std::vector<std::string> RecordingQualityLines(const RecordingQuality& q,
     lines.push_back(absl::StrCat(
         Plural(truncated, "stack", "stacks"), " truncated at ", context.dwarf_stack_bytes,
         " bytes", q.spliced ? absl::StrCat(" (", q.spliced, " completed by the kernel chain)") : "",
-        " - try --call-graph dwarf,",
-        std::min(context.dwarf_stack_bytes * 2, unwind::kMaxDwarfStackSize)));
+        context.dwarf_stack_bytes < unwind::kMaxDwarfStackSize
+            ? absl::StrCat(" - try --call-graph dwarf,",
+                           std::min(context.dwarf_stack_bytes * 2, unwind::kMaxDwarfStackSize))
+            : absl::StrCat(" - the most the kernel copies; deeper stacks, or ones on an "
+                           "alternate signal stack, need frame pointers (--call-graph fp)")));
   }
   const uint64_t max_depth = q.ends[static_cast<size_t>(unwind::StackEnd::kMaxDepth)];
   if (max_depth > 0) {

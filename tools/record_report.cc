@@ -146,6 +146,32 @@ nlohmann::json RecordMetadata(const RecordOptions& o, const sampler::Session& se
   return j;
 }
 
+absl::Status CheckOutputsApart(const RecordOptions& o) {
+  // (file, the -o it comes from), in the order FinishRecording writes them.
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const RecordOutput& out : o.outputs) {
+    RecordOptions one = o;
+    one.outputs = {out};
+    if (o.cpu_samples() && !o.off_cpu) files.emplace_back(out.path, out.path);
+    if (o.cpu_samples() && o.off_cpu) {
+      for (const ViewOutput& v : OffCpuOutputs(one)) files.emplace_back(v.path, out.path);
+    }
+    if (o.alloc_rate_bytes.has_value()) {
+      for (const ViewOutput& v : AllocOutputs(one)) files.emplace_back(v.path, out.path);
+    }
+  }
+  files.emplace_back(o.MetadataPath(), o.outputs.front().path);
+  for (size_t i = 0; i < files.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (files[i].first != files[j].first) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "-o ", files[j].second, " and -o ", files[i].second, " would both write ",
+          files[i].first, "; give the outputs names apart"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 int FinishRecording(const RecordOptions& o, const sampler::Session& session,
                     const unwind::StackCollector& collector, symbolize::Symbolizer& symbolizer,
                     const std::vector<sampler::CounterValue>& counters, const RunState& state) {

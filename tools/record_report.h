@@ -71,6 +71,11 @@ std::optional<std::string> SampleCoverageLine(uint64_t sampled_ns,
                                               uint64_t frequency_hz);
 
 
+// Fails (kInvalidArgument, naming the file and the two -o it comes from) when two of the files
+// a run writes (each -o, the views beside them, the metadata) would be the same file: the later
+// one would silently replace the earlier.
+absl::Status CheckOutputsApart(const RecordOptions& options);
+
 // Writes everything and returns the exit code: the target's (state.exit_code), or kExitOutput
 // when an output could not be written (the others are still written).
 int FinishRecording(const RecordOptions& options, const sampler::Session& session,

@@ -302,6 +302,9 @@ int RunRecording(const RecordOptions& o) {
                            "choose another -o");
     }
   }
+  if (absl::Status st = CheckOutputsApart(o); !st.ok()) {
+    return PrintCliError(CliStep::kParseOptions, st);
+  }
   if (o.duration_seconds > 0 && o.pids.empty()) {
     PrintError("--duration applies to -p PID; with a command, stop it with Ctrl-C");
     return kExitUsage;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -115,6 +116,25 @@ TEST(OutputCliTest, UnwritableOutputExitsOutput) {
   EXPECT_THAT(r.err, StartsWith("nativeprof: "));
   r = RunCommand({NativeprofBinary(), "diff", Small(), Small(), "-o", dir + "/no/diff.svg"});
   EXPECT_EQ(r.exit_code, tools::kExitOutput) << r.err;
+}
+
+// Two outputs of one record run that are the same file (a view beside one -o named by another,
+// or the metadata): refused before the command runs, instead of the later silently replacing
+// the earlier (the off-CPU profile was lost under the CPU one's name).
+TEST(OutputCliTest, RecordOutputsThatWouldBeOneFileAreRefused) {
+  const std::string dir = MakeTempDir();
+  for (const std::vector<std::string>& outputs :
+       {std::vector<std::string>{"--off-cpu", "-o", dir + "/p.folded", "-o", dir + "/p.offcpu.folded"},
+        std::vector<std::string>{"-o", dir + "/p.folded", "-o", dir + "/p.folded.json"},
+        std::vector<std::string>{"--alloc", "-o", dir + "/p.folded", "-o", dir + "/p.alloc.folded"}}) {
+    std::vector<std::string> argv = {NativeprofBinary(), "record"};
+    argv.insert(argv.end(), outputs.begin(), outputs.end());
+    argv.insert(argv.end(), {"--", "true"});
+    testing::CommandResult r = RunCommand(argv);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("would both write"));
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "nothing was run";
 }
 
 TEST(OutputCliTest, BadArgumentsExitUsage) {

@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "unwind/dwarf_stack_size.h"
 
 namespace nativeprof::output {
 namespace {
@@ -93,6 +94,18 @@ TEST(RecordingQualityTest, EveryProblemThatMattersGetsALineWithItsFix) {
   EXPECT_THAT(lines[5], HasSubstr("4 stacks ended early"));
   EXPECT_THAT(lines[6], HasSubstr("400 frames (2.0%) found with frame pointers"));
   EXPECT_THAT(lines[6], HasSubstr("-fasynchronous-unwind-tables"));
+}
+
+// At the largest copy the kernel makes, a larger one is not advice anyone can take.
+TEST(RecordingQualityTest, StacksTruncatedAtTheLargestCopyAreNotToldToAskForIt) {
+  RecordingQuality q = Clean();
+  q.ends[static_cast<size_t>(unwind::StackEnd::kTruncatedStack)] = 5;
+  QualityContext at_max = Dwarf();
+  at_max.dwarf_stack_bytes = unwind::kMaxDwarfStackSize;
+  const std::vector<std::string> lines = RecordingQualityLines(q, at_max);
+  ASSERT_THAT(lines, SizeIs(1));
+  EXPECT_THAT(lines[0], ::testing::Not(HasSubstr("try --call-graph dwarf")));
+  EXPECT_THAT(lines[0], HasSubstr("--call-graph fp"));
 }
 
 TEST(RecordingQualityTest, FramePointerFallbackMattersOnlyInDwarfModeAndAboveOnePercent) {
