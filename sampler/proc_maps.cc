@@ -172,4 +172,18 @@ void SynthesizeProcessState(pid_t pid, const std::vector<ProcMapsEntry>& entries
   }
 }
 
+bool IsKernelThread(pid_t pid) {
+  absl::StatusOr<std::string> stat = ReadSmallFile(absl::StrCat("/proc/", pid, "/stat"), 4096);
+  if (!stat.ok()) return false;
+  // "pid (comm) state ppid pgrp session tty_nr tpgid flags ...": comm may hold spaces and
+  // parentheses, so the fields start after its last ')'.
+  const size_t close = stat->rfind(')');
+  if (close == std::string::npos) return false;
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::string_view(*stat).substr(close + 1), ' ', absl::SkipEmpty());
+  uint64_t flags = 0;
+  constexpr uint64_t kPfKthread = 0x00200000;
+  return fields.size() > 6 && absl::SimpleAtoi(fields[6], &flags) && (flags & kPfKthread) != 0;
+}
+
 }  // namespace nativeprof::sampler

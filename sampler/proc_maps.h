@@ -39,6 +39,10 @@ absl::StatusOr<std::vector<ProcMapsEntry>> ReadProcMaps(pid_t pid);
 // The thread ids under /proc/PID/task. Errors: kNotFound when the process does not exist.
 absl::StatusOr<std::vector<pid_t>> ListThreads(pid_t pid);
 
+// Whether `pid` is a kernel thread (PF_KTHREAD in /proc/PID/stat): it has no user space to
+// sample. False when that cannot be read.
+bool IsKernelThread(pid_t pid);
+
 // True when no thread of process `pid` can run again: /proc has no such process, or the only
 // thread it lists is the main thread and that is a zombie (a main thread that ended while others
 // run is listed beside them).

@@ -244,9 +244,12 @@ absl::Status ParseRingPages(absl::string_view arg, RecordOptions* o) {
 }
 
 absl::Status ParsePids(absl::string_view arg, RecordOptions* o) {
-  for (absl::string_view p : absl::StrSplit(arg, ',', absl::SkipEmpty())) {
+  for (absl::string_view p : absl::StrSplit(arg, ',')) {
     int pid = 0;
-    if (!absl::SimpleAtoi(p, &pid) || pid <= 0) {
+    // Digits only: SimpleAtoi alone also takes " 12" and "+12", and an empty piece (",12")
+    // is a typo, not a list.
+    if (p.empty() || p.find_first_not_of("0123456789") != absl::string_view::npos ||
+        !absl::SimpleAtoi(p, &pid) || pid <= 0) {
       return Bad(absl::StrCat("-p '", arg, "' must be a comma-separated list of PIDs"));
     }
     o->pids.push_back(pid);

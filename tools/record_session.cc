@@ -177,6 +177,16 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   ApplyCallGraph(o, &session_options);
   session_options.sampling.enable_on_exec = false;
   for (int pid : o.pids) {
+    if (pid == ::getpid()) {
+      PrintError(absl::StrCat("-p ", pid, " is this nativeprof itself; give the PID of the "
+                              "process to profile"));
+      return kExitUsage;
+    }
+    if (sampler::IsKernelThread(pid)) {
+      PrintError(absl::StrCat("-p ", pid, " is a kernel thread, which has no user space to "
+                              "sample; record -p profiles user processes"));
+      return kExitUsage;
+    }
     absl::StatusOr<std::vector<pid_t>> tids = sampler::ListThreads(pid);
     if (!tids.ok()) {
       return PrintCliError(CliStep::kRun, tids.status());

@@ -171,6 +171,24 @@ TEST(AttachBadInputTest, NoSuchProcess) {
   EXPECT_THAT(r.err, ::testing::Not(HasSubstr("2147480000: no process")));  // said once
 }
 
+TEST(AttachBadInputTest, PidListsWithEmptyOrSignedEntriesAreRefused) {
+  for (const char* pids : {",1", "1,", "1,,1", " 1", "+1"}) {
+    CommandResult r = RunCommand({NativeprofBinary(), "record", "-p", pids});
+    EXPECT_EQ(r.exit_code, 2) << pids << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("must be a comma-separated list of PIDs")) << pids;
+  }
+}
+
+TEST(AttachBadInputTest, AKernelThreadIsRefused) {
+  // kthreadd is PID 2 outside containers; inside one PID 2 may be a user process.
+  if (ReadFileOrEmpty("/proc/2/stat").find("(kthreadd)") == std::string::npos) {
+    GTEST_SKIP() << "PID 2 is not kthreadd here";
+  }
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "-p", "2"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("-p 2 is a kernel thread"));
+}
+
 TEST(AttachBadInputTest, CommandAndPidTogetherIsAnError) {
   CommandResult r = RunCommand({NativeprofBinary(), "record", "-p", "1", "--", "/bin/true"});
   EXPECT_EQ(r.exit_code, 2);
