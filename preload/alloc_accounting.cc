@@ -1,5 +1,6 @@
 #include "preload/alloc_accounting.h"
 #include "preload/alloc_sample_writer.h"
+#include "preload/record_clock.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -37,10 +38,7 @@ int g_pid_slot = -1;
 
 void RegisterProcess(Control& c) {
   const uint32_t pid = static_cast<uint32_t>(::getpid());
-  timespec now{};
-  ::clock_gettime(CLOCK_MONOTONIC, &now);
-  const uint64_t now_ns =
-      static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+  const uint64_t now_ns = MonotonicNowNs();
   g_pid_slot = -1;
   for (size_t i = 0; i < alloc_channel::kPidSlots; ++i) {
     const size_t index = (pid + i) % alloc_channel::kPidSlots;

@@ -35,12 +35,6 @@ constexpr uint64_t kSupportedSampleType =
 // The perf_regs indexes of what a call site defines.
 constexpr int kRegBp = PERF_REG_X86_BP, kRegSp = PERF_REG_X86_SP, kRegIp = PERF_REG_X86_IP;
 
-uint64_t NowNs() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 // The writer's system calls, made raw: glibc's wrappers of these are cancellation points, and a
 // thread cancelled inside one would leave malloc or free by unwinding, the ring lock held.
 int RawOpen(const char* path, int flags) {
@@ -57,7 +51,7 @@ void RawSleep(long ns) {
 // The record clock's sources (record_clock.h).
 struct ClockSources {
   uint64_t Tsc() const { return __rdtsc(); }
-  uint64_t MonotonicNs() const { return NowNs(); }
+  uint64_t MonotonicNs() const { return MonotonicNowNs(); }
 };
 
 perf_event_mmap_page* RingMeta(Control& c) {
@@ -158,7 +152,7 @@ void Lock(Control& c, uint32_t pid) {
     sched_yield();
     if (spins % 64 != 0 || holder == 0) continue;
     const uint32_t e = c.ring_lock_epoch.load(kRelaxed), b = c.ring_lock_beat.load(kRelaxed);
-    const uint64_t now = NowNs();
+    const uint64_t now = MonotonicNowNs();
     if (unchanged_since == 0 || e != epoch || b != beat) {
       epoch = e;
       beat = b;
@@ -202,7 +196,7 @@ bool WaitForSpace(Control& c, perf_event_mmap_page* meta, uint64_t head, uint64_
   uint64_t checked_at = 0;
   while (data_bytes - (head - __atomic_load_n(&meta->data_tail, __ATOMIC_ACQUIRE)) < size) {
     if (c.reader_gone.load(std::memory_order_relaxed) != 0) return false;
-    const uint64_t now = NowNs();
+    const uint64_t now = MonotonicNowNs();
     if (waited_since == 0) waited_since = now;
     if (now - waited_since > kMaxWaitNs) return false;
     // A profiler killed outright never sets reader_gone: without this, every later record would

@@ -15,10 +15,18 @@
 #define NATIVEPROF_PRELOAD_RECORD_CLOCK_H_
 
 #include <cstdint>
+#include <ctime>
 
 #include "sampler/alloc_channel_layout.h"
 
 namespace nativeprof::preload {
+
+// CLOCK_MONOTONIC in ns: the session's clock, read directly.
+inline uint64_t MonotonicNowNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 inline constexpr uint64_t kClockResyncNs = 1'000'000;
 // A reading whose TSC pair is further apart than this was interrupted (preempted, say) and

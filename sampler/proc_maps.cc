@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/file_util.h"
+#include "base/scheduling.h"
 #include "base/text_escape.h"
 #include "sampler/build_id_reader.h"
 
@@ -175,12 +176,8 @@ void SynthesizeProcessState(pid_t pid, const std::vector<ProcMapsEntry>& entries
 bool IsKernelThread(pid_t pid) {
   absl::StatusOr<std::string> stat = ReadSmallFile(absl::StrCat("/proc/", pid, "/stat"), 4096);
   if (!stat.ok()) return false;
-  // "pid (comm) state ppid pgrp session tty_nr tpgid flags ...": comm may hold spaces and
-  // parentheses, so the fields start after its last ')'.
-  const size_t close = stat->rfind(')');
-  if (close == std::string::npos) return false;
-  std::vector<absl::string_view> fields =
-      absl::StrSplit(absl::string_view(*stat).substr(close + 1), ' ', absl::SkipEmpty());
+  // fields[0] is field 3 (state), so flags (field 9) is fields[6].
+  const std::vector<absl::string_view> fields = ProcStatFieldsAfterComm(*stat);
   uint64_t flags = 0;
   constexpr uint64_t kPfKthread = 0x00200000;
   return fields.size() > 6 && absl::SimpleAtoi(fields[6], &flags) && (flags & kPfKthread) != 0;
