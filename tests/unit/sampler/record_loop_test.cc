@@ -9,8 +9,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "base/scoped_fd.h"
 #include "base/signal_reader.h"
 #include "gmock/gmock.h"
@@ -171,31 +173,24 @@ TEST(LaunchedTargetTest, ASignalIsForwardedAndTheLoopWaitsForTheExit) {
   EXPECT_EQ(target.exit_code(), 128 + SIGUSR1) << "sleep died of the forwarded signal";
 }
 
-TEST(LaunchedTargetTest, SecondSigintStopsWaitingWhenAsked) {
-  // A command that ignores SIGINT (SIG_IGN survives exec).
-  NP_ASSERT_OK_AND_ASSIGN(ChildProcess child,
-                          ChildProcess::Spawn({"/bin/sh", "-c", "trap '' INT; exec sleep 30"}));
-  LaunchedTarget target(&child, {.second_sigint_stops_waiting = true});
-  NP_ASSERT_OK(target.Start());
-  EXPECT_EQ(target.OnSignal(SIGINT, false), SignalVerdict::kContinue);
-  EXPECT_TRUE(target.forwarded_signal());
-  EXPECT_FALSE(target.stopped_waiting());
-  EXPECT_EQ(target.OnSignal(SIGINT, false), SignalVerdict::kContinue);
-  EXPECT_TRUE(target.stopped_waiting());
-  EXPECT_TRUE(target.Done());
-  EXPECT_FALSE(target.wait_status().has_value());
-  EXPECT_EQ(target.exit_code(), 128 + SIGINT);
-}  // ~ChildProcess kills the command
-
-TEST(LaunchedTargetTest, ASecondSigtermStopsWaitingToo) {
-  NP_ASSERT_OK_AND_ASSIGN(ChildProcess child,
-                          ChildProcess::Spawn({"/bin/sh", "-c", "trap '' TERM; exec sleep 30"}));
-  LaunchedTarget target(&child, {.second_sigint_stops_waiting = true});
-  NP_ASSERT_OK(target.Start());
-  EXPECT_EQ(target.OnSignal(SIGTERM, false), SignalVerdict::kContinue);
-  EXPECT_FALSE(target.stopped_waiting());
-  EXPECT_EQ(target.OnSignal(SIGTERM, false), SignalVerdict::kContinue);
-  EXPECT_TRUE(target.stopped_waiting());
+// SIGTERM too: `timeout -k`, systemd and CI runners send it before SIGKILL.
+TEST(LaunchedTargetTest, ASecondSignalStopsWaitingWhenAsked) {
+  for (const auto& [sig, name] : {std::pair{SIGINT, "INT"}, std::pair{SIGTERM, "TERM"}}) {
+    // A command that ignores the signal (SIG_IGN survives exec).
+    NP_ASSERT_OK_AND_ASSIGN(
+        ChildProcess child,
+        ChildProcess::Spawn({"/bin/sh", "-c", absl::StrCat("trap '' ", name, "; exec sleep 30")}));
+    LaunchedTarget target(&child, {.second_sigint_stops_waiting = true});
+    NP_ASSERT_OK(target.Start());
+    EXPECT_EQ(target.OnSignal(sig, false), SignalVerdict::kContinue) << name;
+    EXPECT_TRUE(target.forwarded_signal()) << name;
+    EXPECT_FALSE(target.stopped_waiting()) << name;
+    EXPECT_EQ(target.OnSignal(sig, false), SignalVerdict::kContinue) << name;
+    EXPECT_TRUE(target.stopped_waiting()) << name;
+    EXPECT_TRUE(target.Done()) << name;
+    EXPECT_FALSE(target.wait_status().has_value()) << name;
+    EXPECT_EQ(target.exit_code(), 128 + SIGINT) << name;
+  }  // ~ChildProcess kills the command
 }
 
 // The terminal sent its Ctrl-C to the command too (same process group): forwarding it would
