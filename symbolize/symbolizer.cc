@@ -3,6 +3,8 @@
 
 #include "symbolize/symbolizer.h"
 
+#include <sys/utsname.h>
+
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -251,8 +253,19 @@ void ElfSymbolizer::SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_
     if (!state->resolved) {
       state->resolved = true;
       state->display = "vdso";
-      state->reason = "vdso image not readable";
-      state->advice = "call Symbolizer::NoteVdso while the target runs";
+      // Its image is the running kernel's, read from the target (or from nativeprof itself, the
+      // same kernel's): what is unnamed with it is code between its exported entry points.
+      if (symbols == nullptr) {
+        state->reason = "the vdso image could not be read";
+      } else {
+        state->reason = "in a vdso function without a symbol: the vdso keeps only its "
+                        "exported entry points, such as the caller named above it";
+        utsname kernel{};
+        const char* release = ::uname(&kernel) == 0 ? kernel.release : "RELEASE";
+        state->advice = absl::StrCat(
+            "for its internal names install the running kernel's debug symbols (Debian: "
+            "linux-image-", EscapeForMessage(release, 64), "-dbg)");
+      }
     }
     if (symbols == nullptr) return Unnamed(state, state->display, file_offset, out);
   } else if (kind == module::PathKind::kNoFile) {

@@ -310,6 +310,15 @@ TEST(SymbolizerSourcesTest, VdsoFramesNamed) {
     named = absl::StrContains(frames[0].function, "clock_gettime");
   }
   EXPECT_TRUE(named);
+  // Offset 0 is the ELF header, in no function: the image was read, so the report must not say
+  // it was not (it did, and told CLI users to call a library function).
+  std::vector<SymbolizedFrame> frames;
+  symbolizer->SymbolizeUser(getpid(), id, 0, base, &frames);
+  EXPECT_THAT(Names(frames), ElementsAre("[vdso]"));
+  const SymbolizationStats stats = symbolizer->Stats();
+  ASSERT_THAT(stats.worst_modules, SizeIs(1));
+  EXPECT_THAT(stats.worst_modules[0].reason, HasSubstr("without a symbol"));
+  EXPECT_THAT(stats.worst_modules[0].advice, HasSubstr("debug symbols"));
 }
 
 TEST(SymbolizerSourcesTest, BinaryDeletedWhileRunningStillNamed) {
