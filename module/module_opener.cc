@@ -27,6 +27,8 @@ std::vector<std::string> CandidatePaths(const ModuleRequest& request) {
   if (request.pid > 0 && request.end_avma > request.start_avma) {
     candidates.push_back(MapFilesPath(request.pid, request.start_avma, request.end_avma));
   }
+  // A memfd's name is no path: only the mapping reaches it.
+  if (KindOfPath(info.path) == PathKind::kMemfd) return candidates;
   if (info.first_pid > 0) {
     candidates.push_back(absl::StrCat("/proc/", info.first_pid, "/root", path));
   }
@@ -59,7 +61,7 @@ absl::Status CheckIdentity(const sampler::ModuleInfo& mapped, const FileIdentity
 
 absl::StatusOr<std::unique_ptr<ElfImage>> OpenModuleImage(const ModuleRequest& request) {
   const sampler::ModuleInfo& info = *request.info;
-  if (info.is_kernel || KindOfPath(info.path) != PathKind::kFile) {
+  if (info.is_kernel || !HasFile(KindOfPath(info.path))) {
     return absl::InvalidArgumentError(absl::StrCat(info.path, " has no file"));
   }
   const std::string path = PathOnDisk(info.path);
@@ -98,10 +100,11 @@ absl::StatusOr<std::unique_ptr<ElfImage>> OpenModuleImage(const ModuleRequest& r
 
 ScopedFd HoldModuleFd(const sampler::ModuleInfo& info, int32_t pid, uint64_t start_avma,
                       uint64_t end_avma) {
-  if (info.is_kernel || KindOfPath(info.path) != PathKind::kFile) return ScopedFd();
+  const PathKind kind = KindOfPath(info.path);
+  if (info.is_kernel || !HasFile(kind)) return ScopedFd();
   // map_files names exactly the mapped inode, even if the path was deleted or replaced since.
   ScopedFd fd(::open(MapFilesPath(pid, start_avma, end_avma).c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.valid()) return fd;
+  if (fd.valid() || kind == PathKind::kMemfd) return fd;
   fd.Reset(::open(PathOnDisk(info.path).c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st;
   if (!fd.valid() || ::fstat(fd.get(), &st) != 0) return ScopedFd();

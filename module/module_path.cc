@@ -8,10 +8,11 @@ namespace nativeprof::module {
 PathKind KindOfPath(absl::string_view path) {
   if (path == "[vdso]") return PathKind::kVdso;
   // Every other bracketed name ([heap], [stack], [anon:...], [vsyscall], [vvar], [uprobes]) is
-  // memory without an ELF image; memfd and SysV segments are files of no module worth opening
-  // (JIT code in them is named through perf maps).
+  // memory without an ELF image; SysV segments are files of no module worth opening (JIT code in
+  // them is named through perf maps).
+  if (absl::StartsWith(path, "/memfd:")) return PathKind::kMemfd;
   if (path.empty() || path[0] == '[' || absl::StartsWith(path, "//anon") ||
-      absl::StartsWith(path, "/memfd:") || absl::StartsWith(path, "anon_inode:") ||
+      absl::StartsWith(path, "anon_inode:") ||
       absl::StartsWith(path, "/dev/zero") || absl::StartsWith(path, "/SYSV")) {
     return PathKind::kNoFile;
   }

@@ -113,7 +113,7 @@ void ElfSymbolizer::NoteMapping(int32_t pid, sampler::ModuleId module, uint64_t 
                                 uint64_t end_avma) {
   if (module >= modules_.size()) return;
   const sampler::ModuleInfo& info = modules_.Get(module);
-  if (info.is_kernel || module::KindOfPath(info.path) != module::PathKind::kFile) return;
+  if (info.is_kernel || !module::HasFile(module::KindOfPath(info.path))) return;
   ModuleState& state = State(module);
   if (state.fd_attempted || held_fds_ >= kMaxHeldFds) return;
   state.fd_attempted = true;
@@ -163,6 +163,12 @@ void ElfSymbolizer::Resolve(sampler::ModuleId module, ModuleState& state) {
     Warn(absl::StrCat(EscapeForMessage(path, kMaxQuotedPathBytes),
                       " changed on disk after it was mapped (", file.status().message(),
                       "); its frames are shown as [", EscapeForMessage(state.display), "]"));
+    return;
+  }
+  if (!file.ok() && module::KindOfPath(info.path) == module::PathKind::kMemfd) {
+    // Not an ELF image (a JIT's double mapping), or gone before it could be held: its
+    // addresses go to the perf map, as anonymous code's do.
+    state.reason = "a memfd that is not an ELF image, or was unmapped before it was read";
     return;
   }
   if (!file.ok()) {
@@ -275,10 +281,14 @@ void ElfSymbolizer::SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_
     SymbolizeUnmapped(pid, avma != 0 ? avma : file_offset, out);
     return;
   } else {
-    ++addresses_;
     state = &State(module);
     if (!state->resolved) Resolve(module, *state);
     symbols = state->symbols;
+    if (symbols == nullptr && kind == module::PathKind::kMemfd) {
+      SymbolizeUnmapped(pid, avma != 0 ? avma : file_offset, out);
+      return;
+    }
+    ++addresses_;
     if (symbols == nullptr) return Unnamed(state, state->display, file_offset, out);
   }
 
@@ -418,6 +428,7 @@ std::unique_ptr<Symbolizer> MakeMappingAwareSymbolizer(unwind::StackCollector& c
         s->NoteVdso(pid, m.start_avma, m.start_avma + m.length);
         break;
       case module::PathKind::kFile:
+      case module::PathKind::kMemfd:
         s->NoteMapping(pid, module, m.start_avma, m.start_avma + m.length);
         break;
       default:

@@ -12,6 +12,13 @@
 namespace nativeprof::unwind {
 namespace {
 
+// Code with no ELF image behind it (a memfd that is not one is a JIT's).
+bool IsAnonymousCode(absl::string_view path) {
+  const module::PathKind kind = module::KindOfPath(path);
+  return kind == module::PathKind::kNoFile || kind == module::PathKind::kMemfd;
+}
+
+
 StackEnd EndFor(StepError e) {
   switch (e) {
     case StepError::kBeyondStack: return StackEnd::kTruncatedStack;
@@ -131,8 +138,7 @@ void DwarfUnwinder::Walk(const DwarfRegs& sampled, const StackCopy& stack,
     }
     ElfCfi* elf = files_.Get(*mapping, process);
     if (elf == nullptr && process.modules != nullptr &&
-        module::KindOfPath(process.modules->Get(mapping->module).path) ==
-            module::PathKind::kNoFile) {
+        IsAnonymousCode(process.modules->Get(mapping->module).path)) {
       out->end = StackEnd::kNoModule;  // JIT or other anonymous code: stop cleanly
       return;
     }

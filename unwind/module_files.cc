@@ -24,6 +24,7 @@ std::unique_ptr<ElfCfi> ModuleFiles::OpenModule(const sampler::Mapping& mapping,
       break;
     }
     case module::PathKind::kFile:
+    case module::PathKind::kMemfd:
       image = module::OpenModuleImage(module::ModuleRequest{.info = &info,
                                                             .pid = process.pid,
                                                             .start_avma = mapping.start_avma,

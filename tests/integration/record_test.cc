@@ -218,6 +218,20 @@ TEST(RecordTest, FollowsForkAndExec) {
   EXPECT_GE(r.metadata.value("processes", 0), 2);
 }
 
+// A program run from a memfd has no path on disk: its image is read through the mapping while it
+// runs, for the unwinder's CFI and for the names (it was all [unknown], the stacks cut short).
+TEST(RecordTest, ProgramRunFromMemfdIsNamed) {
+  NP_SKIP_IF_NO_PERF();
+  Recorded r = Record({"--call-graph", "dwarf"},
+                      {TargetPath("memfd_exec"), TargetPath("fp_split"), "600"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  const double heavy = r.profile.WithSequence({"main", "run_chunks", "heavy_function"});
+  const double light = r.profile.WithSequence({"main", "run_chunks", "light_function"});
+  EXPECT_GT(heavy, 200) << r.run.err;
+  EXPECT_NEAR(heavy / std::max(light, 1.0), 3.0, 1.2);
+  EXPECT_GT(heavy + light, 0.8 * static_cast<double>(r.profile.total())) << r.run.err;
+}
+
 TEST(RecordTest, OutputIsSortedAndMetadataComplete) {
   NP_SKIP_IF_NO_PERF();
   Recorded r = Record({"-F", "499"}, {TargetPath("fp_split"), "400"});

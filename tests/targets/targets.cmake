@@ -27,6 +27,7 @@ np_test_target(fp_split SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_split.c FLAGS ${NP_
 np_test_target(fp_threads SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_threads.c FLAGS ${NP_FP_FLAGS}
                LINK pthread)
 np_test_target(fp_fork_exec SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_fork_exec.c FLAGS ${NP_FP_FLAGS})
+np_test_target(memfd_exec SOURCES ${CMAKE_CURRENT_LIST_DIR}/memfd_exec.c)
 np_test_target(fp_until_signal SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_until_signal.c
                FLAGS ${NP_FP_FLAGS})
 np_test_target(fp_split_nopie SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_split.c

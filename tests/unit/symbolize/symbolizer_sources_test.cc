@@ -288,6 +288,16 @@ TEST(SymbolizerSourcesTest, JitFramesFromPerfMap) {
                                          "[unknown]", "[unknown]"));
   EXPECT_EQ(frames[0].kind, ProfileFrameKind::kJit);
   EXPECT_EQ(symbolizer->Stats().named, 2u);
+
+  // JIT code double-mapped from a memfd (no ELF image behind it) is named from the map too.
+  sampler::ModuleInfo memfd;
+  memfd.path = "/memfd:doublemapper (deleted)";
+  const sampler::ModuleId id = registry.Intern(memfd);
+  frames.clear();
+  symbolizer->SymbolizeUser(4242, id, 0x1080, 0x7f0000001080, &frames);
+  EXPECT_THAT(Names(frames), ElementsAre("jit_compiled_add"));
+  EXPECT_EQ(symbolizer->Stats().named, 3u);
+  EXPECT_EQ(symbolizer->Stats().addresses, 5u);
 }
 
 TEST(SymbolizerSourcesTest, VdsoFramesNamed) {
