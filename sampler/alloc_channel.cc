@@ -14,8 +14,10 @@
 #include <new>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/errno_status.h"
 #include "base/file_util.h"
@@ -33,19 +35,41 @@ size_t FileBytes(size_t ring_data_bytes) {
   return alloc_channel::RingOffset(PageSize()) + PageSize() + ring_data_bytes;
 }
 
-// Whether CLOCK_MONOTONIC is the TSC: the kernel makes "tsc" its clocksource only for an
-// invariant TSC it found synchronized across CPUs (else it is marked unstable and replaced).
-bool MonotonicClockIsTsc() {
+bool RecordClockMayUseTscHere() {
 #if defined(__x86_64__)
   absl::StatusOr<std::string> source =
       ReadSmallFile("/sys/devices/system/clocksource/clocksource0/current_clocksource");
-  return source.ok() && absl::StripAsciiWhitespace(*source) == "tsc";
+  // Only the first processor's entry: the flags are the same on every one.
+  absl::StatusOr<std::string> cpuinfo = ReadSmallFile("/proc/cpuinfo");
+  return source.ok() && cpuinfo.ok() &&
+         RecordClockMayUseTsc(*source, cpuinfo->substr(0, cpuinfo->find("\n\n")));
 #else
   return false;
 #endif
 }
 
 }  // namespace
+
+bool RecordClockMayUseTsc(absl::string_view clocksource, absl::string_view cpuinfo) {
+  clocksource = absl::StripAsciiWhitespace(clocksource);
+  // "tsc": the kernel keeps it as its clocksource only while it finds it invariant and
+  // synchronized across CPUs.
+  if (clocksource == "tsc") return true;
+  // "kvm-clock" (a VM whose kernel keeps the TSC off as a clocksource, e.g. tsc=unstable): its
+  // time is the TSC scaled by the host's parameters, so over the preload's 1 ms between readings
+  // an invariant TSC (constant rate, not stopped in idle states) keeps the same rate to it.
+  if (clocksource != "kvm-clock") return false;
+  bool constant = false, nonstop = false;
+  for (absl::string_view line : absl::StrSplit(cpuinfo, '\n')) {
+    if (!absl::StartsWith(line, "flags")) continue;
+    for (absl::string_view flag : absl::StrSplit(line.substr(line.find(':') + 1), ' ')) {
+      constant |= flag == "constant_tsc";
+      nonstop |= flag == "nonstop_tsc";
+    }
+    break;
+  }
+  return constant && nonstop;
+}
 
 void RemoveStaleChannels(const std::string& dir) {
   // "nativeprof-alloc-<pid>-<n>" and its ".wake": left behind when that profiler was killed
@@ -147,7 +171,7 @@ void AllocChannel::Configure(const perf_event_attr& attr) {
   c->sample_regs_user = attr.sample_regs_user;
   c->stack_user_bytes = attr.sample_stack_user;
   // The preload stamps records with CLOCK_MONOTONIC, read or extrapolated from the TSC.
-  c->tsc_clock = MonotonicClockIsTsc() ? 1 : 0;
+  c->tsc_clock = RecordClockMayUseTscHere() ? 1 : 0;
   c->version = alloc_channel::kVersion;
   std::atomic_thread_fence(std::memory_order_release);
   c->magic = alloc_channel::kMagic;

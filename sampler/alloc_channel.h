@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "base/scoped_fd.h"
 #include "sampler/alloc_channel_layout.h"
 #include "sampler/ring_buffer.h"
@@ -42,6 +43,11 @@ struct AllocTotals {
   uint64_t live_bytes() const { return alloc_bytes > freed_bytes ? alloc_bytes - freed_bytes : 0; }
   uint64_t live_blocks() const { return alloc_calls > free_calls ? alloc_calls - free_calls : 0; }
 };
+
+// Whether the preload may extrapolate its record times (CLOCK_MONOTONIC) from the TSC between
+// readings of the clock (Control::tsc_clock), given the kernel's current clocksource and
+// /proc/cpuinfo's text for one processor.
+bool RecordClockMayUseTsc(absl::string_view clocksource, absl::string_view cpuinfo);
 
 // Removes the channel files in `dir` of profilers that no longer exist (killed before they
 // could remove their own). Called by AllocChannel::Create.

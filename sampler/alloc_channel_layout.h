@@ -119,8 +119,9 @@ struct alignas(64) Control {
   uint64_t rate_bytes;                // mean bytes between samples; 1 = every allocation
   uint64_t ring_offset;               // file offset of the ring's perf_event_mmap_page
   uint64_t ring_data_bytes;           // size of the data area that follows it (a power of two)
-  // 1: the kernel's CLOCK_MONOTONIC is the TSC (clocksource "tsc": invariant and synchronized
-  // across CPUs), so the preload may extrapolate record times from it (preload/record_clock.h).
+  // 1: the kernel's CLOCK_MONOTONIC runs at the TSC's rate (clocksource "tsc", or kvm-clock over
+  // an invariant TSC: RecordClockMayUseTsc), so the preload may extrapolate record times from it
+  // (preload/record_clock.h).
   uint32_t tsc_clock;
   char wake_path[256];                // a FIFO the preload writes a byte to when the ring fills
   // The profiler's pid: a writer that waits for room checks that it still exists, so a profiler

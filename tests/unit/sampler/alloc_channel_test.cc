@@ -20,6 +20,24 @@ bool Exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+// The preload extrapolates record times from the TSC where CLOCK_MONOTONIC runs at the TSC's
+// rate: a "tsc" clocksource, or kvm-clock over an invariant TSC (a VM booted with tsc=unstable,
+// where reading kvm-clock for every record was a quarter of the target's time under --alloc=1).
+TEST(AllocChannelTest, RecordClockUsesTheTscOnlyWhereMonotonicFollowsIt) {
+  constexpr char kInvariant[] =
+      "processor\t: 0\nflags\t\t: fpu tsc msr constant_tsc rep_good nopl nonstop_tsc cpuid\n";
+  constexpr char kVariable[] = "processor\t: 0\nflags\t\t: fpu tsc msr rep_good nopl cpuid\n";
+  constexpr char kNotStopped[] = "processor\t: 0\nflags\t\t: fpu tsc constant_tsc cpuid\n";
+  EXPECT_TRUE(RecordClockMayUseTsc("tsc\n", kVariable));
+  EXPECT_TRUE(RecordClockMayUseTsc("kvm-clock\n", kInvariant));
+  EXPECT_FALSE(RecordClockMayUseTsc("kvm-clock\n", kVariable));
+  EXPECT_FALSE(RecordClockMayUseTsc("kvm-clock\n", kNotStopped));
+  EXPECT_FALSE(RecordClockMayUseTsc("kvm-clock\n", ""));
+  EXPECT_FALSE(RecordClockMayUseTsc("hpet\n", kInvariant));
+  EXPECT_FALSE(RecordClockMayUseTsc("acpi_pm", kInvariant));
+  EXPECT_FALSE(RecordClockMayUseTsc("", kInvariant));
+}
+
 TEST(AllocChannelTest, CreatesConfiguresAndRemovesItsFiles) {
   const std::string dir = testing::MakeTempDir();
   std::string path;
