@@ -59,6 +59,7 @@ void RegisterProcess(Control& c) {
       const bool ended = c.pid_ended[index].exchange(0, std::memory_order_acq_rel) != 0;
       const int64_t gone = c.pid_live[index].exchange(0, std::memory_order_relaxed);
       if (!ended) c.live_bytes.fetch_sub(gone, std::memory_order_relaxed);
+      c.exec_left_bytes.fetch_add(gone, std::memory_order_relaxed);
       return;
     }
   }

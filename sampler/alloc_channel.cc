@@ -264,9 +264,14 @@ AllocTotals AllocChannel::Totals() const {
   const int64_t peak = c->peak_bytes.load(std::memory_order_relaxed);
   t.peak_bytes = peak > 0 ? static_cast<uint64_t>(peak) : 0;
   // The threads publish the live heap in steps (up to 4 KiB each); a process killed by a signal
-  // leaves its last step unpublished. With one process, what it holds now (exact) was live at
-  // once, so the peak is at least that.
-  if (t.processes == 1) t.peak_bytes = std::max(t.peak_bytes, t.live_bytes());
+  // leaves its last step unpublished. With one process, what its last image holds now (exact,
+  // but for what the images it exec'd from left) was live at once, so the peak is at least that.
+  if (t.processes == 1) {
+    const int64_t left = c->exec_left_bytes.load(std::memory_order_relaxed);
+    const uint64_t held = t.live_bytes();
+    const uint64_t now = left <= 0 ? held : held > uint64_t(left) ? held - uint64_t(left) : 0;
+    t.peak_bytes = std::max(t.peak_bytes, now);
+  }
   return t;
 }
 

@@ -26,7 +26,7 @@ namespace nativeprof::alloc_channel {
 // The environment variable that names the channel file for the preload.
 inline constexpr char kEnvChannel[] = "NATIVEPROF_ALLOC_CHANNEL";
 inline constexpr uint64_t kMagic = 0x6e70616c6c6f6331ull;  // "npalloc1"
-inline constexpr uint32_t kVersion = 9;  // bumped with every change to Control or a record
+inline constexpr uint32_t kVersion = 10;  // bumped with every change to Control or a record
 
 // Identifiers (PERF_SAMPLE_IDENTIFIER) of the preload's records. The kernel numbers its events
 // from 1 up; these cannot collide.
@@ -150,6 +150,9 @@ struct alignas(64) Control {
   std::atomic<uint64_t> last_time_ns;
   alignas(64) std::atomic<int64_t> live_bytes;   // flushed per-thread deltas (see the preload)
   std::atomic<int64_t> peak_bytes;               // the most live_bytes has been
+  // What images replaced by an exec left live (as published): counted in the totals' allocated
+  // bytes, never freed, and no longer held by anyone.
+  std::atomic<int64_t> exec_left_bytes;
   // The pids counted in `processes` (open addressing; 0 = empty), so a forked child that then
   // execs, and attaches again, counts once.
   std::atomic<uint32_t> pids[kPidSlots];

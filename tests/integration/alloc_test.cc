@@ -234,6 +234,18 @@ TEST(AllocTest, AnExecdImagesHeapLeavesTheLiveHeap) {
   EXPECT_EQ(rec.allocations["sampling"]["unmatched_frees"].get<uint64_t>(), 0u);
 }
 
+// The same when each image holds more than what the ones before it left: a single process's peak
+// is at least what it holds at its end, but not what images it exec'd from left (that floor
+// counted them: four images of 10 MB each peaked at 40 MB).
+TEST(AllocTest, AnExecdImagesLeftoversAreNotInTheLastImagesFloor) {
+  NP_SKIP_IF_NO_PERF();
+  AllocRecording rec = RecordAlloc("--alloc", {TargetPath("alloc_workload"), "execs-holding", "3"});
+  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+  EXPECT_EQ(Exact(rec, "allocation_calls"), 40u);
+  EXPECT_EQ(Exact(rec, "leaked_bytes"), 40'000'000u);
+  EXPECT_EQ(Exact(rec, "peak_heap_bytes"), 10'000'000u);
+}
+
 // A forked child frees the copies of its parent's blocks: not matched to the parent's (which
 // stay live there) and not counted as unmatched; the parent's and child's own blocks, at the
 // same addresses, are kept apart.

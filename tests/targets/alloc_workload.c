@@ -30,6 +30,10 @@
 // one process, each leaving its 10,000 B leak live at its exec. Totals are N + 1 times `sites`;
 // the peak is one image's (62,924,560 B: an exec'd image's heap is gone), the leak all of theirs.
 //
+// Mode `execs-holding N`: allocates 10 blocks of 1,000,000 B and holds them at its exec, N
+// times: each image's heap is larger than the others' leaks together (the peak is 10,000,000 B,
+// the leak N + 1 times that).
+//
 // Mode `forkfree`: keeps 100 x malloc(1000), forks; the child frees those 100 copies and runs
 // `sites`, the parent runs `sites`, waits, and frees its 100. Calls 2 x `sites` + 100, frees
 // 2 x `sites` + 200 (the child frees blocks it did not allocate).
@@ -233,18 +237,27 @@ static int RunForkExec(char* argv0) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
-static int RunExecs(char* argv0, int left) {
-  run_sites();
-  if (left <= 0) return 0;
+// Execs `/proc/self/exe MODE left-1`.
+static int ExecNext(char* argv0, char* mode, int left) {
   char digits[12];  // no stdio (see the top): left - 1 in decimal by hand
   int at = (int)sizeof(digits) - 1;
   digits[at] = '\0';
   for (int v = left - 1; at == (int)sizeof(digits) - 1 || v > 0; v /= 10) {
     digits[--at] = (char)('0' + v % 10);
   }
-  char* args[] = {argv0, "execs", digits + at, NULL};
+  char* args[] = {argv0, mode, digits + at, NULL};
   execv("/proc/self/exe", args);
   return 127;
+}
+
+static int RunExecs(char* argv0, int left) {
+  run_sites();
+  return left <= 0 ? 0 : ExecNext(argv0, "execs", left);
+}
+
+static int RunExecsHolding(char* argv0, int left) {
+  for (int i = 0; i < 10; ++i) touch(malloc(1000000), 1000000);
+  return left <= 0 ? 0 : ExecNext(argv0, "execs-holding", left);
 }
 
 static int RunForkFree(void) {
@@ -548,6 +561,9 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "threads") == 0) return RunThreads(argc > 2 ? atoi(argv[2]) : 4);
   if (strcmp(mode, "forkexec") == 0) return RunForkExec(argv[0]);
   if (strcmp(mode, "execs") == 0) return RunExecs(argv[0], argc > 2 ? atoi(argv[2]) : 1);
+  if (strcmp(mode, "execs-holding") == 0) {
+    return RunExecsHolding(argv[0], argc > 2 ? atoi(argv[2]) : 1);
+  }
   if (strcmp(mode, "forkfree") == 0) return RunForkFree();
   if (strcmp(mode, "forkleak") == 0) return RunForkLeak();
   if (strcmp(mode, "pidreuse") == 0) return RunPidReuse();
@@ -567,6 +583,6 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "interrupted-writers") == 0) return RunInterruptedWriters();
   if (strcmp(mode, "serial-threads") == 0) return RunSerialThreads(argc > 2 ? atoi(argv[2]) : 1);
   Say("usage: alloc_workload [sites [N] | realloc | threads [N] | serial-threads N | forkexec | "
-      "execs N | forkfree | forkleak | pidreuse | exit N | mmap | closefds PATH | interrupted-writers]\n");
+      "execs N | execs-holding N | forkfree | forkleak | pidreuse | exit N | mmap | closefds PATH | interrupted-writers]\n");
   return 2;
 }
