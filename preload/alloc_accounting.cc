@@ -67,14 +67,16 @@ void RegisterProcess(Control& c) {
 }
 
 // Adds `delta` to a live heap whose peak is `peak`; `high` is the most the delta reached on
-// the way (exact when no other thread changed `live` in between).
-void AddLive(std::atomic<int64_t>& live, std::atomic<int64_t>& peak, int64_t delta,
-             int64_t high) {
+// the way (exact when no other thread changed `live` in between). Returns the new peak when
+// this raised it, else 0.
+int64_t AddLive(std::atomic<int64_t>& live, std::atomic<int64_t>& peak, int64_t delta,
+                int64_t high) {
   const int64_t reached = live.fetch_add(delta, std::memory_order_relaxed) + high;
   int64_t seen = peak.load(std::memory_order_relaxed);
-  while (reached > seen &&
-         !peak.compare_exchange_weak(seen, reached, std::memory_order_relaxed)) {
+  while (reached > seen) {
+    if (peak.compare_exchange_weak(seen, reached, std::memory_order_relaxed)) return reached;
   }
+  return 0;
 }
 
 Control* Attach() {
@@ -270,7 +272,17 @@ void EndReapedProcess(pid_t pid) {
 void FlushLive(ThreadState& t, Control& c) {
   if (t.pending_live == 0 && t.pending_high == 0) return;
   if (g_pid_slot < 0 || c.pid_ended[g_pid_slot].load(std::memory_order_acquire) == 0) {
-    AddLive(c.live_bytes, c.peak_bytes, t.pending_live, t.pending_high);
+    if (const int64_t peak = AddLive(c.live_bytes, c.peak_bytes, t.pending_live, t.pending_high);
+        peak != 0 && c.rate_bytes > 1) {
+      // One writer per step: whoever moves the mark writes it.
+      int64_t marked = c.peak_marked_bytes.load(std::memory_order_relaxed);
+      while (peak - marked > marked / alloc_channel::kPeakMarkStep) {
+        if (c.peak_marked_bytes.compare_exchange_weak(marked, peak, std::memory_order_relaxed)) {
+          WritePeakMark(t, c, peak);
+          break;
+        }
+      }
+    }
   }
   if (g_pid_slot >= 0) {
     AddLive(c.pid_live[g_pid_slot], c.pid_peak[g_pid_slot], t.pending_live, t.pending_high);

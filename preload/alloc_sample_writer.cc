@@ -403,8 +403,10 @@ void U64(Out& out, uint64_t v) {
 // c.sample_type (perf_output_sample).
 template <typename Out>
 void Encode(const Control& c, const SampleFields& f, uint16_t size, Out& out) {
-  if (f.id == alloc_channel::kFreeSampleId) {
-    const uint16_t misc = (f.period & alloc_channel::kFreeTemporary) != 0
+  if (f.id == alloc_channel::kFreeSampleId || f.id == alloc_channel::kPeakMarkSampleId) {
+    const uint16_t misc = f.id == alloc_channel::kPeakMarkSampleId
+                              ? alloc_channel::kFreeRecordPeak
+                          : (f.period & alloc_channel::kFreeTemporary) != 0
                               ? alloc_channel::kFreeRecordTemporary
                               : 0;
     const alloc_channel::FreeRecord r{
@@ -604,6 +606,18 @@ void ReleaseStackCopy(ThreadState& t) {
   t.last_stack = nullptr;
   t.last_words = 0;
   t.last_stack_released = true;
+}
+
+void WritePeakMark(ThreadState& t, Control& c, int64_t peak_bytes) {
+  if (!SampleLayoutSupported(c) || c.reader_gone.load(std::memory_order_relaxed) != 0) return;
+  SampleFields f;
+  f.id = alloc_channel::kPeakMarkSampleId;
+  f.addr = static_cast<uint64_t>(peak_bytes);
+  FillIdentity(t, f, /*cpu=*/false);
+  if (!Publish(c, f)) {
+    // Not a sample: Publish counted it as one lost.
+    c.lost_samples.fetch_sub(1, std::memory_order_relaxed);
+  }
 }
 
 void WriteFreeSample(ThreadState& t, Control& c, const void* user, bool temporary) {

@@ -30,6 +30,9 @@ bool WriteAllocSample(ThreadState& t, alloc_channel::Control& c, CallSite site, 
 // Frees what the thread keeps of its last stack copy; its later samples (a TLS destructor's
 // allocations) are sent whole.
 void ReleaseStackCopy(ThreadState& t);
+// Marks the moment the run's live heap reached a new peak of `peak_bytes`
+// (alloc_channel::kFreeRecordPeak).
+void WritePeakMark(ThreadState& t, alloc_channel::Control& c, int64_t peak_bytes);
 void WriteFreeSample(ThreadState& t, alloc_channel::Control& c, const void* user, bool temporary);
 
 }  // namespace nativeprof::preload

@@ -129,7 +129,8 @@ absl::StatusOr<ParseOutcome> ParseFreeRecord(std::span<const uint8_t> record, Re
   if (record.size() < sizeof(r)) return Truncated(alloc_channel::kFreeRecordType);
   std::memcpy(&r, record.data(), sizeof(r));
   SampleView s;
-  s.id = alloc_channel::kFreeSampleId;
+  s.id = (r.header.misc & alloc_channel::kFreeRecordPeak) != 0 ? alloc_channel::kPeakMarkSampleId
+                                                               : alloc_channel::kFreeSampleId;
   s.pid = r.pid;
   s.tid = r.tid;
   s.time_ns = r.time_ns;

@@ -16,6 +16,7 @@ enum class SampleEvent : uint8_t {
   kContextSwitch,  // --off-cpu: the thread is being switched out (context-switches, period 1)
   kAlloc,          // --alloc: a sampled allocation (addr = the block, period = requested bytes)
   kFree,           // --alloc: the free of a sampled block (addr; period = alloc_channel flags)
+  kPeakMark,       // --alloc: the run's exact live heap reached a new peak (addr = its bytes)
 };
 
 // PERF_RECORD_SAMPLE. Fields not in the event's sample_type are zero/empty.

@@ -54,6 +54,8 @@ class Session::EventTagger final : public RecordSink {
       if (alloc_stacks_ != nullptr) alloc_stacks_->OnAlloc(tagged);
     } else if (sample.id == alloc_channel::kFreeSampleId) {
       tagged.event = SampleEvent::kFree;
+    } else if (sample.id == alloc_channel::kPeakMarkSampleId) {
+      tagged.event = SampleEvent::kPeakMark;
     } else if (std::binary_search(switch_ids_.begin(), switch_ids_.end(), sample.id)) {
       tagged.event = SampleEvent::kContextSwitch;
     }

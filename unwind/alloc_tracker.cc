@@ -40,7 +40,7 @@ void AllocTracker::OnAlloc(uint32_t stack, uint32_t pid, uint64_t block_avma, ui
   if (live_bytes_ > peak_bytes_) {
     peak_bytes_ = live_bytes_;
     peak_time_ns_ = time_ns;
-    peak_pending_ = true;
+    peak_pending_ = !peak_marked_;
   }
 }
 
@@ -65,6 +65,11 @@ void AllocTracker::OnFree(uint32_t pid, uint64_t block_avma, bool temporary, uin
   site.live_count -= b.count;
   CountFreed(site, b, temporary, time_ns);
   live_bytes_ -= b.bytes;
+}
+
+void AllocTracker::OnPeakMark() {
+  peak_marked_ = true;
+  TakePeakSnapshot();
 }
 
 void AllocTracker::OnProcessForked(uint32_t child) { forked_.insert(child); }

@@ -46,6 +46,10 @@ class AllocTracker {
   void OnAlloc(uint32_t stack, uint32_t pid, uint64_t block_avma, uint64_t size,
                uint64_t time_ns);
   void OnFree(uint32_t pid, uint64_t block_avma, bool temporary, uint64_t time_ns);
+  // The run's exact live heap reached a new peak (the preload's mark, written while sampling by
+  // bytes): the sampled live set per site is copied now, at the exact peak's moment, and no
+  // longer at the highest point of the sampled estimate, which noise pushes up.
+  void OnPeakMark();
   // Process `child` was forked: its frees of blocks it inherited (sampled in its parent before
   // the fork) are frees of copies, not unmatched ones, and leave the parent's blocks live.
   void OnProcessForked(uint32_t child);
@@ -119,6 +123,7 @@ class AllocTracker {
   uint64_t peak_time_ns_ = 0;
   double snapshot_bytes_ = 0;  // live_bytes_ when the per-site peak figures were copied
   bool peak_pending_ = false;  // a new peak was reached after the last snapshot
+  bool peak_marked_ = false;   // snapshots follow the preload's peak marks
   uint64_t unmatched_frees_ = 0;
   uint64_t inherited_frees_ = 0;
 };

@@ -122,6 +122,10 @@ void StackCollector::OnSample(const sampler::SampleView& sample) {
     alloc_.OnAlloc(index, sample.pid, sample.addr, sample.period, sample.time_ns);
     return;
   }
+  if (sample.event == sampler::SampleEvent::kPeakMark) {
+    alloc_.OnPeakMark();
+    return;
+  }
   if (sample.event == sampler::SampleEvent::kFree) {
     ++stats_.free_samples;
     alloc_.OnFree(sample.pid, sample.addr, (sample.period & alloc_channel::kFreeTemporary) != 0,

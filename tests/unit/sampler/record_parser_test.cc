@@ -464,6 +464,17 @@ TEST(RecordParserTest, FreeRecordIsTheSampleOfAFree) {
       EXPECT_EQ(RecordTime(r, f), 5000u);
     }
   }
+  // A peak mark is one of its kind, handed on with the peak's bytes in addr.
+  {
+    const RecordBytes mark =
+        FreeRecordBytes(alloc_channel::kFreeRecordPeak, sizeof(alloc_channel::FreeRecord));
+    RecordingSink sink;
+    ASSERT_TRUE(Parse(mark, DwarfFormat(0xff), sink).ok());
+    ASSERT_EQ(sink.samples.size(), 1u);
+    EXPECT_EQ(sink.samples[0].view.id, alloc_channel::kPeakMarkSampleId);
+    EXPECT_EQ(sink.samples[0].view.addr, 0x7f0000001230u);
+    EXPECT_EQ(sink.samples[0].view.time_ns, 5000u);
+  }
   // One that says it is shorter than a FreeRecord is cut off: no sample, no time.
   const RecordBytes cut = FreeRecordBytes(0, 24);
   RecordingSink sink;

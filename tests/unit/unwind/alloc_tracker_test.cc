@@ -33,6 +33,31 @@ TEST(AllocTrackerTest, EverySampledAllocationWeighsOneWhenTheRateIsOne) {
   EXPECT_DOUBLE_EQ(t.sites()[1].peak_bytes, 50);
 }
 
+// Sampling by bytes, the per-site peak set is the one live at the preload's last peak mark (the
+// exact heap's peak), not at the highest point of the sampled estimate, which noise decides:
+// here a block sampled after the exact peak raises the estimate above the marked moment's.
+TEST(AllocTrackerTest, PeakMarksDecideWhenTheSampledPeakSetIsTaken) {
+  AllocTracker t(512 * 1024);
+  t.OnAlloc(0, kPid, 0x1000, 1 << 20, 1);
+  t.OnPeakMark();  // the exact peak: site 0's block live
+  t.OnFree(kPid, 0x1000, /*temporary=*/false, 2);
+  t.OnAlloc(1, kPid, 0x2000, 4 << 20, 3);  // a larger estimate, but no new exact peak
+  t.OnFree(kPid, 0x2000, /*temporary=*/false, 4);
+  t.Finish();
+  ASSERT_EQ(t.sites().size(), 2u);
+  EXPECT_GT(t.sites()[0].peak_bytes, 1 << 20);
+  EXPECT_DOUBLE_EQ(t.sites()[1].peak_bytes, 0);
+  // Without marks (every allocation sampled, where the estimate is exact) the estimate decides.
+  AllocTracker exact(1);
+  exact.OnAlloc(0, kPid, 0x1000, 1 << 20, 1);
+  exact.OnFree(kPid, 0x1000, /*temporary=*/false, 2);
+  exact.OnAlloc(1, kPid, 0x2000, 4 << 20, 3);
+  exact.OnFree(kPid, 0x2000, /*temporary=*/false, 4);
+  exact.Finish();
+  EXPECT_DOUBLE_EQ(exact.sites()[0].peak_bytes, 0);
+  EXPECT_DOUBLE_EQ(exact.sites()[1].peak_bytes, 4 << 20);
+}
+
 TEST(AllocTrackerTest, WeightIsTheInverseOfTheSamplingProbability) {
   AllocTracker t(512 * 1024);
   // A block far larger than the rate is almost surely sampled: it weighs about its size.
