@@ -142,6 +142,20 @@ std::string StripCxxArguments(absl::string_view demangled) {
   return out;
 }
 
+namespace {
+
+// The suffixes GCC (clone_function_name) and LLVM give the copies of a function they make.
+bool IsCloneKind(absl::string_view kind) {
+  for (absl::string_view known : {"constprop", "isra", "part", "cold", "lto_priv", "clone",
+                                  "localalias", "specialized", "simdclone", "_omp_fn",
+                                  "_omp_cpyfn", "_loopfn", "resolver", "llvm"}) {
+    if (kind == known) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::optional<std::string> FormatCloneSuffixes(absl::string_view name) {
   size_t dot = name.find('.');
   if (dot == absl::string_view::npos || dot == 0 || !IsIdentStart(name[0])) return std::nullopt;
@@ -153,11 +167,15 @@ std::optional<std::string> FormatCloneSuffixes(absl::string_view name) {
   std::string out(name.substr(0, dot));
   size_t pos = dot;
   auto clone_char = [](char c) { return IsLower(c) || IsDigit(c) || c == '_'; };
-  // The grammar of libiberty's d_clone_suffix: `.` [a-z0-9_]+ then any `.` [0-9]+ groups.
+  // The grammar of libiberty's d_clone_suffix: `.` [a-z0-9_]+ then any `.` [0-9]+ groups. A C
+  // name has no mangling to say that what follows its dot is a clone's suffix, and Go's names
+  // are dotted lowercase paths (`runtime.goexit.abi0`, `main.main.func1`): only the kinds of
+  // clone GCC and LLVM make are taken for one.
   while (pos + 1 < name.size() && name[pos] == '.' && clone_char(name[pos + 1])) {
     size_t start = pos;
     pos += 2;
     while (pos < name.size() && clone_char(name[pos])) ++pos;
+    if (!IsCloneKind(name.substr(start + 1, pos - start - 1))) return std::nullopt;
     while (pos + 1 < name.size() && name[pos] == '.' && IsDigit(name[pos + 1])) {
       pos += 2;
       while (pos < name.size() && IsDigit(name[pos])) ++pos;

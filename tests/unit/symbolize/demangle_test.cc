@@ -77,6 +77,11 @@ TEST(DemangleSymbolTest, CloneSuffixes) {
   EXPECT_EQ(Profile(".hidden"), ".hidden");
   EXPECT_EQ(Profile("memcpy@@GLIBC_2.14"), "memcpy@@GLIBC_2.14");
   EXPECT_EQ(Profile("_GLOBAL__sub_I_main.cc"), "_GLOBAL__sub_I_main.cc");
+  // Go's names are dotted lowercase paths, not clones.
+  for (const char* go : {"runtime.goexit.abi0", "main.main.func1", "runtime.mstart1",
+                         "syscall.write", "internal/poll.(*FD).Write"}) {
+    EXPECT_EQ(Profile(go), go);
+  }
   // c++filt leaves C names alone, and so does the c++filt-compatible entry point.
   EXPECT_EQ(DemangleForDisplay("foo.cold", {}), "foo.cold");
 }
