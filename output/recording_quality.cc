@@ -74,6 +74,9 @@ RecordingQuality CollectRecordingQuality(const sampler::SessionStats& session,
   q.unmapped_frames = c.unmapped_frames;
   q.spliced = c.spliced;
   q.ends = c.ends;
+  q.truncated_switch = c.truncated_switch;
+  q.switch_spliced = c.switch_spliced;
+  q.truncated_short_copy = c.truncated_short_copy;
   const unwind::UnwinderStats u = collector.unwinder_stats();
   q.fp_fallback_frames = u.fp_fallback_frames;
   q.expr_frames = u.expr_frames;
@@ -103,6 +106,9 @@ void AddRecordingQualityJson(const RecordingQuality& q, nlohmann::json* metadata
                  {"kernel_frames", q.kernel_frames},
                  {"unmapped_frames", q.unmapped_frames},
                  {"spliced", q.spliced},
+                 {"truncated_switch_stacks", q.truncated_switch},
+                 {"spliced_switch_stacks", q.switch_spliced},
+                 {"truncated_short_copies", q.truncated_short_copy},
                  {"fp_fallback_frames", q.fp_fallback_frames},
                  {"expr_frames", q.expr_frames},
                  {"replayed_stacks", q.replayed_stacks},
@@ -146,11 +152,42 @@ std::vector<std::string> RecordingQualityLines(const RecordingQuality& q,
                                  " (perf_event_max_sample_rate): fewer samples than -F asks "
                                  "for; lower -F"));
   }
-  const uint64_t truncated = q.ends[static_cast<size_t>(unwind::StackEnd::kTruncatedStack)];
+  const uint64_t all_truncated = q.ends[static_cast<size_t>(unwind::StackEnd::kTruncatedStack)];
+  // Switch samples cut at their own copy are told apart, and are complete once the kernel's
+  // chain finished them.
+  const uint64_t special = q.truncated_switch + q.switch_spliced + q.truncated_short_copy;
+  const uint64_t truncated = all_truncated > special ? all_truncated - special : 0;
+  const uint64_t spliced = q.spliced > q.switch_spliced ? q.spliced - q.switch_spliced : 0;
+  if (q.truncated_short_copy > 0) {
+    lines.push_back(absl::StrCat(
+        Plural(q.truncated_short_copy, "stack", "stacks"),
+        " ended where the kernel's copy of the stack did, short of the ", context.dwarf_stack_bytes,
+        " bytes asked for: it copies only stack pages in memory, and a large frame's untouched "
+        "pages stop it; frame pointers reach past them (--call-graph fp, built with "
+        "-fno-omit-frame-pointer)"));
+  }
+  if (q.truncated_switch > 0) {
+    lines.push_back(
+        context.switch_stack_bytes == 0
+            ? absl::StrCat(Plural(q.truncated_switch, "off-CPU stack", "off-CPU stacks"),
+                           " taken without a stack copy (--off-cpu-stack 0) end where the "
+                           "kernel's frame-pointer walk does, at the first function built "
+                           "without frame pointers (glibc's too): for whole stacks leave "
+                           "--off-cpu-stack out, or give it a size")
+        : context.switch_stack_bytes < unwind::kMaxDwarfStackSize
+            ? absl::StrCat(Plural(q.truncated_switch, "off-CPU stack", "off-CPU stacks"),
+                           " truncated at the switch samples' ", context.switch_stack_bytes,
+                           "-byte copy - try --off-cpu-stack ",
+                           std::min(context.switch_stack_bytes * 2, unwind::kMaxDwarfStackSize))
+            : absl::StrCat(Plural(q.truncated_switch, "off-CPU stack", "off-CPU stacks"),
+                           " truncated at the switch samples' ", context.switch_stack_bytes,
+                           "-byte copy, the most the kernel copies; deeper stacks need frame "
+                           "pointers"));
+  }
   if (truncated > 0) {
     lines.push_back(absl::StrCat(
         Plural(truncated, "stack", "stacks"), " truncated at ", context.dwarf_stack_bytes,
-        " bytes", q.spliced ? absl::StrCat(" (", q.spliced, " completed by the kernel chain)") : "",
+        " bytes", spliced ? absl::StrCat(" (", spliced, " completed by the kernel chain)") : "",
         context.dwarf_stack_bytes < unwind::kMaxDwarfStackSize
             ? absl::StrCat(" - try --call-graph dwarf,",
                            std::min(context.dwarf_stack_bytes * 2, unwind::kMaxDwarfStackSize))

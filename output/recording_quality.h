@@ -39,6 +39,9 @@ struct RecordingQuality {
   uint64_t unmapped_frames = 0;
   uint64_t spliced = 0;
   std::array<uint64_t, unwind::kStackEndCount> ends{};
+  uint64_t truncated_switch = 0;      // of the truncated: switch samples
+  uint64_t switch_spliced = 0;        // of the truncated: switch samples the kernel chain finished
+  uint64_t truncated_short_copy = 0;  // of the truncated: copies the kernel ended early
   uint64_t fp_fallback_frames = 0;
   uint64_t expr_frames = 0;
   uint64_t replayed_stacks = 0;
@@ -75,6 +78,7 @@ void AddRecordingQualityJson(const RecordingQuality& q, nlohmann::json* metadata
 struct QualityContext {
   bool dwarf = false;             // --call-graph dwarf (stacks can end early for CFI reasons)
   uint32_t dwarf_stack_bytes = 0; // the stack copy size asked for
+  uint32_t switch_stack_bytes = 0; // --off-cpu: the switch samples' copy (--off-cpu-stack)
   std::string depth_limit;        // the limit max-depth stacks hit, e.g. "127 frames (...)"
   std::string lost_line;          // the line for lost records (its fix depends on scheduling)
 };

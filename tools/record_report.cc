@@ -33,6 +33,7 @@ output::QualityContext QualityContextFor(const RecordOptions& o, const RunState&
   output::QualityContext c;
   c.dwarf = o.call_graph == unwind::CallGraphMode::kDwarf;
   c.dwarf_stack_bytes = o.dwarf_stack_bytes;
+  c.switch_stack_bytes = o.switch_stack_bytes.value_or(o.dwarf_stack_bytes);
   // fp stacks end where the kernel stopped its walk; DWARF stacks at the unwinder's own cap.
   c.depth_limit = c.dwarf ? absl::StrCat(unwind::kMaxFrames, " frames")
                           : absl::StrCat(unwind::KernelMaxStack(),

@@ -228,6 +228,14 @@ uint32_t StackCollector::InternSample(const sampler::SampleView& sample, StackKi
   ProcessView view{process.pid, &process.address_space, &modules_};
   unwinder_->Unwind(sample, view, &scratch_stack_);
   ++stats_.ends[static_cast<size_t>(scratch_stack_.end)];
+  if (scratch_stack_.end == StackEnd::kTruncatedStack) {
+    if (kind == StackKind::kSwitch) {
+      ++(scratch_stack_.spliced ? stats_.switch_spliced : stats_.truncated_switch);
+    } else if (kind == StackKind::kCpu &&
+               sample.stack_user.size() + 8 < sample.stack_user_requested) {
+      ++stats_.truncated_short_copy;
+    }
+  }
   if (scratch_stack_.spliced) ++stats_.spliced;
   // The thread's name is part of a stack's identity: names_generation_ covers a rename.
   ReplayedStack* replayed = nullptr;

@@ -103,6 +103,12 @@ struct CollectorStats {
   uint64_t kernel_frames = 0;
   uint64_t spliced = 0;
   std::array<uint64_t, kStackEndCount> ends{};  // samples by StackEnd
+  // Of ends[kTruncatedStack]: switch samples (cut at their own --off-cpu-stack copy), and CPU
+  // samples whose copy the kernel ended short of the size asked for (it copies only stack pages
+  // in memory, so a large frame's untouched pages stop it).
+  uint64_t truncated_switch = 0;
+  uint64_t switch_spliced = 0;  // switch samples cut at their copy, finished by the kernel chain
+  uint64_t truncated_short_copy = 0;
   uint64_t first_time_ns = 0;
   uint64_t last_time_ns = 0;
 };

@@ -13,6 +13,7 @@ namespace {
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
@@ -106,6 +107,33 @@ TEST(RecordingQualityTest, StacksTruncatedAtTheLargestCopyAreNotToldToAskForIt) 
   ASSERT_THAT(lines, SizeIs(1));
   EXPECT_THAT(lines[0], ::testing::Not(HasSubstr("try --call-graph dwarf")));
   EXPECT_THAT(lines[0], HasSubstr("--call-graph fp"));
+}
+
+// A truncated stack is told the fix for what cut it: the kernel's copy ending short of the size
+// asked for (a larger size changes nothing), or the switch samples' own copy (--off-cpu-stack),
+// which is not the --call-graph size.
+TEST(RecordingQualityTest, TruncatedStacksAreToldWhatCutThem) {
+  RecordingQuality q = Clean();
+  q.ends[static_cast<size_t>(unwind::StackEnd::kTruncatedStack)] = 10 + 20 + 30 + 4;
+  q.truncated_short_copy = 10;
+  q.truncated_switch = 20;
+  q.switch_spliced = 30;
+  q.spliced = 30 + 1;
+  QualityContext c = Dwarf();
+  c.switch_stack_bytes = 256;
+  std::vector<std::string> lines = RecordingQualityLines(q, c);
+  ASSERT_THAT(lines, SizeIs(3));
+  EXPECT_THAT(lines[0], HasSubstr("10 stacks ended where the kernel's copy of the stack did"));
+  EXPECT_THAT(lines[0], HasSubstr("--call-graph fp"));
+  EXPECT_THAT(lines[1], HasSubstr("20 off-CPU stacks truncated at the switch samples' 256-byte "
+                                  "copy - try --off-cpu-stack 512"));
+  EXPECT_THAT(lines[2], HasSubstr("4 stacks truncated at 8192 bytes (1 completed by the kernel "
+                                  "chain) - try --call-graph dwarf,16384"));
+  c.switch_stack_bytes = 0;
+  lines = RecordingQualityLines(q, c);
+  ASSERT_THAT(lines, SizeIs(3));
+  EXPECT_THAT(lines[1], HasSubstr("20 off-CPU stacks taken without a stack copy"));
+  EXPECT_THAT(lines[1], Not(HasSubstr("truncated at")));
 }
 
 TEST(RecordingQualityTest, FramePointerFallbackMattersOnlyInDwarfModeAndAboveOnePercent) {
