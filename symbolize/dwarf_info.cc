@@ -3,6 +3,7 @@
 #include <dwarf.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdlib>
 
 #include "absl/container/flat_hash_map.h"
@@ -43,6 +44,22 @@ bool OriginOf(Dwarf_Die* die, Dwarf_Die* origin) {
 bool IsNameScope(int tag) {
   return tag == DW_TAG_namespace || tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
          tag == DW_TAG_union_type;
+}
+
+// Whether an unnamed class is a lambda's closure type: GCC gives it a structure_type with an
+// artificial member function named "<lambda>" (its constructor); clang a class_type.
+bool IsLambdaClosure(Dwarf_Die* type) {
+  if (dwarf_tag(type) == DW_TAG_class_type) return true;
+  Dwarf_Die member;
+  if (dwarf_child(type, &member) != 0) return false;
+  int budget = 64;
+  do {
+    if (dwarf_tag(&member) == DW_TAG_subprogram) {
+      const char* name = dwarf_diename(&member);
+      if (name != nullptr && std::strcmp(name, "<lambda>") == 0) return true;
+    }
+  } while (--budget > 0 && dwarf_siblingof(&member, &member) == 0);
+  return false;
 }
 
 // True for producers that print their flags and show no optimization among them.
@@ -282,23 +299,39 @@ void DwarfInfo::BuildIndex(size_t cu) {
   }
 }
 
-void DwarfInfo::IndexScopes(Dwarf_Die* parent, const std::string& prefix, int depth) {
+void DwarfInfo::IndexScopes(Dwarf_Die* parent, const std::string& prefix, int depth,
+                            Dwarf_Die* function) {
   Dwarf_Die child;
   if (depth > kMaxScopeDepth || dwarf_child(parent, &child) != 0) return;
   do {
     const int tag = dwarf_tag(&child);
     if (IsNameScope(tag)) {
       const char* name = dwarf_diename(&child);
-      IndexScopes(&child,
-                  absl::StrCat(prefix, name != nullptr ? name : "(anonymous namespace)", "::"),
-                  depth + 1);
+      std::string scope;
+      if (name != nullptr) {
+        scope = absl::StrCat(prefix, name, "::");
+      } else if (tag == DW_TAG_namespace) {
+        scope = absl::StrCat(prefix, "(anonymous namespace)::");
+      } else {
+        // An unnamed class: a lambda's closure, or an unnamed struct or union. Inside a
+        // function it is named after it, as c++filt names a lambda `main::{lambda(int)#1}`.
+        // The function's own name is qualified (its out-of-line DIE may sit outside the
+        // namespace that declares it).
+        std::string in = function != nullptr ? FunctionName(function, /*full_names=*/false) : "";
+        scope = absl::StrCat(in.empty() ? prefix : absl::StrCat(in, "::"),
+                             IsLambdaClosure(&child) ? "{lambda}::" : "{unnamed type}::");
+      }
+      IndexScopes(&child, scope, depth + 1, nullptr);
     } else {
-      // Other DIEs do not qualify names (a class declared inside a function is qualified by the
-      // scopes around that function, not by the function), but may hold functions.
+      // Other DIEs do not qualify names (a named class declared inside a function is
+      // qualified by the scopes around that function, not by the function), but may hold
+      // functions.
       if (tag == DW_TAG_subprogram && !prefix.empty()) {
         scope_of_.emplace(dwarf_dieoffset(&child), prefix);
       }
-      if (dwarf_haschildren(&child)) IndexScopes(&child, prefix, depth + 1);
+      if (dwarf_haschildren(&child)) {
+        IndexScopes(&child, prefix, depth + 1, tag == DW_TAG_subprogram ? &child : function);
+      }
     }
   } while (dwarf_siblingof(&child, &child) == 0);
 }
@@ -317,7 +350,7 @@ std::string DwarfInfo::FunctionName(Dwarf_Die* die, bool full_names) {
   if (!OriginOf(die, &origin)) return name;
   Dwarf_Die unit;
   if (dwarf_diecu(&origin, &unit, nullptr, nullptr) == nullptr) return name;
-  if (scoped_units_.insert(dwarf_dieoffset(&unit)).second) IndexScopes(&unit, std::string(), 0);
+  if (scoped_units_.insert(dwarf_dieoffset(&unit)).second) IndexScopes(&unit, std::string(), 0, nullptr);
   auto it = scope_of_.find(dwarf_dieoffset(&origin));
   return it == scope_of_.end() ? std::string(name) : absl::StrCat(it->second, name);
 }

@@ -99,7 +99,9 @@ class DwarfInfo {
   // scopes around its declaration.
   std::string FunctionName(Dwarf_Die* die, bool full_names);
   // Records in scope_of_ the qualifying prefix of every function declared under `parent`.
-  void IndexScopes(Dwarf_Die* parent, const std::string& prefix, int depth);
+  // `function`: the DIE of the function that holds `parent`, if any (it names the unnamed
+  // classes declared in it: lambdas).
+  void IndexScopes(Dwarf_Die* parent, const std::string& prefix, int depth, Dwarf_Die* function);
   static constexpr int kMaxScopeDepth = 64;
 
   Dwarf* dwarf_ = nullptr;

@@ -56,6 +56,20 @@ static inline __attribute__((always_inline)) int InlinedHelper(int x) {
 
 __attribute__((noinline)) int InlineCaller(int x) { return InlinedHelper(x) + 1; }
 
+// A lambda inlined into its caller: the inlined frame's DIE has no linkage name, and its class
+// no name.
+__attribute__((noinline)) int InlinedLambdaCaller(int x) {
+  auto lambda = [x](int y) __attribute__((always_inline)) {
+    int acc = 0;
+    for (int i = 0; i < y; ++i) {
+      g_sink = g_sink ^ (acc + i * x);
+      acc += g_sink * 3;
+    }
+    return acc;
+  };
+  return lambda(x % 64) + 1;
+}
+
 }  // namespace symtest
 
 __attribute__((noinline)) int CallLambda(int x) {
@@ -102,6 +116,7 @@ int main(int argc, char** argv) {
   PrintLocation("WithCold", reinterpret_cast<const void*>(&symtest::WithCold));
   PrintLocation("InlineCaller", reinterpret_cast<const void*>(&symtest::InlineCaller));
   PrintLocation("CallLambda", reinterpret_cast<const void*>(&CallLambda));
+  PrintLocation("InlinedLambdaCaller", reinterpret_cast<const void*>(&symtest::InlinedLambdaCaller));
   PrintLocation("main", reinterpret_cast<const void*>(&main));
 #ifdef SYM_WITH_LIB
   PrintLocation("sym_lib_function", reinterpret_cast<const void*>(&sym_lib_function));

@@ -141,10 +141,11 @@ TEST(SymbolizerSourcesTest, MiniDebugInfoNamesStrippedBinary) {
               ElementsAre("sym_c_function"));
 }
 
-// Scans the InlineCaller function for an address inside the inlined helper.
-std::vector<SymbolizedFrame> FindInlinedChain(const std::string& variant, bool lines) {
+// Scans the function `caller` (InlineCaller) for an address inside what it inlined.
+std::vector<SymbolizedFrame> FindInlinedChain(const std::string& variant, bool lines,
+                                              const std::string& caller = "InlineCaller") {
   auto locations = LocationsIn(variant);
-  Location loc = locations["InlineCaller"];
+  Location loc = locations[caller];
   sampler::ModuleRegistry registry;
   SymbolizerOptions options;
   options.lines = lines;
@@ -173,6 +174,17 @@ TEST(SymbolizerSourcesTest, InlinedCodeBecomesChainOfInlinedFrames) {
     EXPECT_EQ(frames[1].kind, ProfileFrameKind::kUser);
     EXPECT_THAT(frames[0].file, IsEmpty());  // no --lines
   }
+}
+
+// An inlined lambda is named after the function it is declared in, as c++filt names lambdas
+// (`f()::{lambda(int)#1}::operator()`); it was `(anonymous namespace)::operator()`.
+TEST(SymbolizerSourcesTest, InlinedLambdaIsNamedAfterItsFunction) {
+  std::vector<SymbolizedFrame> frames =
+      FindInlinedChain("sym_prog", /*lines=*/false, "InlinedLambdaCaller");
+  ASSERT_THAT(frames, SizeIs(2));
+  EXPECT_EQ(frames[0].function, "symtest::InlinedLambdaCaller::{lambda}::operator()");
+  EXPECT_EQ(frames[0].kind, ProfileFrameKind::kInlined);
+  EXPECT_EQ(frames[1].function, "symtest::InlinedLambdaCaller");
 }
 
 TEST(SymbolizerSourcesTest, LinesGiveSourcePositions) {
