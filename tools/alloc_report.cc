@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "absl/algorithm/container.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "output/text_report.h"
@@ -202,17 +204,31 @@ std::vector<std::string> AllocSummaryLines(const AllocRun& run) {
       t.lost_samples != 0 ? absl::StrCat(", ", output::WithThousands(t.lost_samples), " lost")
                           : ""));
   if (!run.unhooked.empty()) lines.push_back(UnhookedLine(run.unhooked));
+  if (run.rate_bytes > 1 && t.sampled == 0 && t.alloc_calls > 0) {
+    lines.push_back(absl::StrCat(
+        "allocations: none was sampled (", FormatBytes(static_cast<double>(t.alloc_bytes)),
+        " allocated in all, at one sample per ", FormatBytes(static_cast<double>(run.rate_bytes)),
+        " on average), so the per-site views are empty; --alloc=1 samples every allocation"));
+  }
   // A process whose memory grew far past what malloc handed out allocates some other way. With
   // unhooked programs the RSS may be theirs.
   constexpr uint64_t kUnexplainedRss = uint64_t{64} << 20;
   if (run.unhooked.empty() && run.peak_rss_bytes > kUnexplainedRss &&
       t.peak_bytes < run.peak_rss_bytes / 8) {
+    // CPython serves small objects from its own arenas (pymalloc), which an environment
+    // variable turns off.
+    const bool python = absl::c_any_of(run.process_heaps, [](const NamedProcessHeap& p) {
+      return absl::StartsWith(p.command, "python");
+    });
     lines.push_back(absl::StrCat(
         "allocations: RSS peaked at ", FormatBytes(static_cast<double>(run.peak_rss_bytes)),
         " but malloc and friends had at most ", FormatBytes(static_cast<double>(t.peak_bytes)),
-        " live: the program likely uses its own allocator (jemalloc, mimalloc as Rust's "
-        "#[global_allocator], or mmap directly); build it without that allocator to see its "
-        "allocations"));
+        " live: the rest came another way, from mapped files or mmap, or from an allocator of "
+        "the program's own (",
+        python ? "CPython's pymalloc: run it with PYTHONMALLOC=malloc to see its allocations"
+               : "jemalloc, mimalloc as Rust's #[global_allocator]: build it without that "
+                 "allocator to see its allocations",
+        ")"));
   }
   return lines;
 }

@@ -110,6 +110,34 @@ TEST(AllocSummaryLinesTest, EverySampledSaysWhatWasInFlight) {
                                Not(HasSubstr("in flight"))));
 }
 
+// RSS far above what malloc had live: the line names the ways memory comes without malloc, and
+// for CPython the switch that routes its objects through malloc.
+TEST(AllocSummaryLinesTest, RssWithoutMallocNamesTheOtherWays) {
+  AllocRun run;
+  run.rate_bytes = 512 * 1024;
+  run.duration_seconds = 1;
+  run.totals.processes = 1;
+  run.totals.alloc_calls = 146;
+  run.totals.alloc_bytes = 51'000;
+  run.totals.peak_bytes = 20'000;
+  run.peak_rss_bytes = 125'000'000;
+  run.process_heaps.push_back({.command = "git"});
+  auto summary = [&run] {
+    std::string all;
+    for (const std::string& line : AllocSummaryLines(run)) absl::StrAppend(&all, line, "\n");
+    return all;
+  };
+  EXPECT_THAT(summary(), HasSubstr("none was sampled (51.0 kB allocated in all"));
+  EXPECT_THAT(summary(), AllOf(HasSubstr("from mapped files or mmap"),
+                               HasSubstr("build it without that allocator"),
+                               Not(HasSubstr("PYTHONMALLOC"))));
+  run.process_heaps[0].command = "python3";
+  EXPECT_THAT(summary(), AllOf(HasSubstr("PYTHONMALLOC=malloc"),
+                               Not(HasSubstr("build it without that allocator"))));
+  run.peak_rss_bytes = 100'000;  // explained by the heap
+  EXPECT_THAT(summary(), Not(HasSubstr("came another way")));
+}
+
 // A shell loop of short commands: each new process starts its sampling timer afresh, so most of
 // its CPU time is never sampled. The line says how much the samples cover, and only then.
 TEST(SampleCoverageLineTest, SaysWhenSamplesMissMostOfTheCpuTime) {
