@@ -348,11 +348,12 @@ absl::StatusOr<std::string> RenderProfileSvg(const symbolize::Profile& profile,
   options.width = width;
   options.min_width_px = min_width_px;
   const bool off_cpu = profile.event == "off-cpu";
-  options.title = !title.empty()  ? title
-                  : flamechart    ? "Flame Chart"
-                  : off_cpu       ? "Off-CPU Time Flame Graph"
-                  : profile.event == "wall" ? "Wall-Clock Time Flame Graph"
-                                            : "Flame Graph";
+  const char* kind = off_cpu                   ? "Off-CPU Time "
+                     : profile.event == "wall" ? "Wall-Clock Time "
+                                               : "";
+  options.title = !title.empty() ? title
+                  : flamechart   ? absl::StrCat(kind, "Flame Chart")
+                                 : absl::StrCat(kind, "Flame Graph");
   options.count_name = profile.count_unit;
   options.off_cpu_palette = off_cpu;
   options.wall_palette = profile.event == "wall";

@@ -197,12 +197,15 @@ void ElfSymbolizer::Resolve(sampler::ModuleId module, ModuleState& state) {
       break;
     default:
       state.reason = "address outside every symbol";
-      state.advice = "build with -g and keep symbols out of strip";
+      // A distribution's library is what it is (local stubs without symbols); the user's own
+      // code can be rebuilt.
+      state.advice = IsSystemPath(path) ? "" : "build with -g and keep symbols out of strip";
       break;
   }
   if (!state.symbols->has_cfi()) {
     absl::StrAppend(&state.reason, "; no CFI");
-    absl::StrAppend(&state.advice, "; build with frame pointers or -fasynchronous-unwind-tables");
+    absl::StrAppend(&state.advice, state.advice.empty() ? "" : "; ",
+                    "build with frame pointers or -fasynchronous-unwind-tables");
   }
 }
 

@@ -87,6 +87,15 @@ TEST(SvgWriterTest, FlameChartKeepsTimeOrderAndNeedsATimeline) {
   NP_ASSERT_OK_AND_ASSIGN(std::string chart, RenderProfileSvg(p, "", true, 1200, 0.1, nullptr));
   EXPECT_EQ(Count(chart, "<title>a (1 samples"), 2u);
   EXPECT_THAT(chart, HasSubstr(">Flame Chart</text>"));
+  // The off-CPU and wall views' charts say which they are, as their graphs do.
+  for (const auto& [event, title] : {std::pair{"off-cpu", ">Off-CPU Time Flame Chart</text>"},
+                                     std::pair{"wall", ">Wall-Clock Time Flame Chart</text>"}}) {
+    symbolize::Profile view = p;
+    view.event = event;
+    NP_ASSERT_OK_AND_ASSIGN(std::string titled,
+                            RenderProfileSvg(view, "", true, 1200, 0.1, nullptr));
+    EXPECT_THAT(titled, HasSubstr(title));
+  }
   NP_ASSERT_OK_AND_ASSIGN(std::string graph, RenderProfileSvg(p, "", false, 1200, 0.1, nullptr));
   EXPECT_EQ(Count(graph, "<title>a (2 samples"), 1u);
   // In the chart the b frame lies between the two a frames.
