@@ -36,29 +36,6 @@ bool g_thread_key_ok = false;
 // Set when the process attaches and again in a forked child, before either allocates.
 int g_pid_slot = -1;
 
-// The thread slots this image's threads claimed (a bit per slot), and the live heap it was
-// forked with: at a fork, the child's copy of its parent's heap is what these add up to.
-std::atomic<uint64_t> g_own_slots[alloc_channel::kThreadSlots / 64];
-uint64_t g_inherited_bytes = 0, g_inherited_blocks = 0;
-// Taken in the parent just before a fork, read by the child after it.
-uint64_t g_fork_live_bytes = 0, g_fork_live_blocks = 0;
-
-// This image's exact live heap: its threads' counts, the overflow slot's aside (shared by every
-// process), plus what it was forked with.
-void OwnLiveHeap(const Control& c, uint64_t* bytes, uint64_t* blocks) {
-  constexpr auto kRelaxed = std::memory_order_relaxed;
-  uint64_t b = g_inherited_bytes, n = g_inherited_blocks;
-  for (size_t w = 0; w < alloc_channel::kThreadSlots / 64; ++w) {
-    for (uint64_t bits = g_own_slots[w].load(kRelaxed); bits != 0; bits &= bits - 1) {
-      const alloc_channel::ThreadSlot& s = c.slots[w * 64 + __builtin_ctzll(bits)];
-      b += s.alloc_bytes.load(kRelaxed) - s.freed_bytes.load(kRelaxed);
-      n += s.alloc_calls.load(kRelaxed) - s.free_calls.load(kRelaxed);
-    }
-  }
-  *bytes = static_cast<int64_t>(b) > 0 ? b : 0;
-  *blocks = static_cast<int64_t>(n) > 0 ? n : 0;
-}
-
 void RegisterProcess(Control& c) {
   const uint32_t pid = static_cast<uint32_t>(::getpid());
   const uint64_t now_ns = MonotonicNowNs();
@@ -131,7 +108,6 @@ void internal::ClaimSlot(ThreadState& t, Control& c) {
   const uint32_t i = c.slots_claimed.fetch_add(1, std::memory_order_relaxed);
   t.slot = i < alloc_channel::kThreadSlots ? &c.slots[i] : nullptr;
   t.claimed = true;
-  if (t.slot != nullptr) g_own_slots[i / 64].fetch_or(uint64_t{1} << (i % 64), std::memory_order_relaxed);
   // The key's destructor publishes the thread's pending live-heap change when it exits.
   if (g_thread_key_ok) {
     ++t.busy;  // pthread_setspecific may allocate its second-level array
@@ -173,10 +149,7 @@ void ThreadExit(void* arg) {
   ReleaseStackCopy(*t);
 }
 
-void BeforeFork() {
-  PublishThisThread();
-  if (Control* c = Channel(); c != nullptr) OwnLiveHeap(*c, &g_fork_live_bytes, &g_fork_live_blocks);
-}
+void BeforeFork() { PublishThisThread(); }
 
 // The child shares the channel with its parent but not its slots: its copy of this thread must
 // count into a slot of its own.
@@ -188,21 +161,7 @@ void InChildAfterFork() {
   t.pending_high = 0;
   t.pid = 0;
   t.tid = 0;
-  for (std::atomic<uint64_t>& w : g_own_slots) w.store(0, std::memory_order_relaxed);
-  g_inherited_bytes = g_fork_live_bytes;
-  g_inherited_blocks = g_fork_live_blocks;
-  Control* c = Channel();
-  if (c == nullptr) return;
-  RegisterProcess(*c);
-  // The copy of the parent's heap is the child's: its frees of it are counted as its own.
-  internal::ClaimSlot(t, *c);
-  alloc_channel::ThreadSlot& slot = t.slot != nullptr ? *t.slot : c->overflow;
-  slot.inherited_bytes.fetch_add(g_inherited_bytes, std::memory_order_relaxed);
-  slot.inherited_blocks.fetch_add(g_inherited_blocks, std::memory_order_relaxed);
-  if (g_pid_slot >= 0) {
-    c->pid_live[g_pid_slot].fetch_add(static_cast<int64_t>(g_inherited_bytes),
-                                      std::memory_order_relaxed);
-  }
+  if (Control* c = Channel(); c != nullptr) RegisterProcess(*c);
 }
 
 // libstdc++ allocates its exception-handling emergency pool at start-up and keeps it until exit;

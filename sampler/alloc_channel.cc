@@ -255,8 +255,6 @@ AllocTotals AllocChannel::Totals() const {
     t.freed_bytes += s.freed_bytes.load(std::memory_order_relaxed);
     t.temporary += s.temporary.load(std::memory_order_relaxed);
     t.sampled += s.sampled.load(std::memory_order_relaxed);
-    t.inherited_bytes += s.inherited_bytes.load(std::memory_order_relaxed);
-    t.inherited_blocks += s.inherited_blocks.load(std::memory_order_relaxed);
   };
   const uint32_t claimed = c->slots_claimed.load(std::memory_order_relaxed);
   for (uint32_t i = 0; i < claimed && i < alloc_channel::kThreadSlots; ++i) add(c->slots[i]);

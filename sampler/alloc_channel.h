@@ -40,18 +40,8 @@ struct AllocTotals {
   uint64_t lost_samples = 0;  // samples the preload dropped (ring full for 2 s)
   uint64_t processes = 0;     // processes whose preload attached
   uint64_t peak_bytes = 0;    // most bytes live at once (exact for one thread; see the preload)
-  // Forked children's copies of their parents' live heaps (Control's ThreadSlot).
-  uint64_t inherited_bytes = 0;
-  uint64_t inherited_blocks = 0;
-  // What every process held at its end (or holds now): the forked copies are held too.
-  uint64_t live_bytes() const {
-    const uint64_t held = alloc_bytes + inherited_bytes;
-    return held > freed_bytes ? held - freed_bytes : 0;
-  }
-  uint64_t live_blocks() const {
-    const uint64_t held = alloc_calls + inherited_blocks;
-    return held > free_calls ? held - free_calls : 0;
-  }
+  uint64_t live_bytes() const { return alloc_bytes > freed_bytes ? alloc_bytes - freed_bytes : 0; }
+  uint64_t live_blocks() const { return alloc_calls > free_calls ? alloc_calls - free_calls : 0; }
 };
 
 // Whether the preload may extrapolate its record times (CLOCK_MONOTONIC) from the TSC between

@@ -97,13 +97,7 @@ struct alignas(64) ThreadSlot {
   std::atomic<uint64_t> freed_bytes;
   std::atomic<uint64_t> temporary;     // allocations freed before their thread did anything else
   std::atomic<uint64_t> sampled;       // allocations written to the ring
-  // A forked child's copy of its parent's live heap (bytes, blocks), counted once, in the slot
-  // of the thread that forked: what the child frees of it is in its frees, what it keeps is in
-  // its leak, like its own blocks.
-  std::atomic<uint64_t> inherited_bytes;
-  std::atomic<uint64_t> inherited_blocks;
 };
-static_assert(sizeof(ThreadSlot) == 64);
 
 inline constexpr size_t kThreadSlots = 8192;
 inline constexpr size_t kPidSlots = 4096;
