@@ -74,9 +74,15 @@ std::string RenderAllocSummary(const nlohmann::json& metadata) {
     absl::StrAppendFormat(&out, "  peak RSS (largest process)     %s B\n",
                           WithThousands(a["peak_rss_bytes"].get<uint64_t>()));
   }
-  absl::StrAppendFormat(&out, "  leaked at exit                 %s B in %s\n",
-                        WithThousands(u("leaked_bytes")),
-                        Plural(u("leaked_blocks"), "block", "blocks"));
+  const auto known = e.find("leak_known");
+  if (known != e.end() && known->is_boolean() && !known->get<bool>()) {
+    out += "  leaked at exit                 unknown (forked processes freed their copies of "
+           "their parents' blocks)\n";
+  } else {
+    absl::StrAppendFormat(&out, "  leaked at exit                 %s B in %s\n",
+                          WithThousands(u("leaked_bytes")),
+                          Plural(u("leaked_blocks"), "block", "blocks"));
+  }
   if (a.contains("rate_bytes") && a.contains("sampling")) {
     const uint64_t rate = a["rate_bytes"].get<uint64_t>();
     const uint64_t sampled = a["sampling"].value("sampled_allocations", uint64_t{0});

@@ -128,6 +128,12 @@ TEST(AllocSummaryLinesTest, RssWithoutMallocNamesTheOtherWays) {
     return all;
   };
   EXPECT_THAT(summary(), HasSubstr("none was sampled (51.0 kB allocated in all"));
+  EXPECT_THAT(summary(), HasSubstr("leaked 51.0 kB in 146 blocks"));
+  // Forked children freed their copies of their parents' blocks: more freed than allocated.
+  run.totals.free_calls = 150;
+  EXPECT_THAT(summary(), AllOf(HasSubstr("leaked unknown (forked processes freed more"),
+                               Not(HasSubstr("in 0 blocks"))));
+  run.totals.free_calls = 0;
   EXPECT_THAT(summary(), AllOf(HasSubstr("from mapped files or mmap"),
                                HasSubstr("build it without that allocator"),
                                Not(HasSubstr("PYTHONMALLOC"))));
