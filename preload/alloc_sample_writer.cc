@@ -609,7 +609,16 @@ void ReleaseStackCopy(ThreadState& t) {
 }
 
 void WritePeakMark(ThreadState& t, Control& c, int64_t peak_bytes) {
-  if (!SampleLayoutSupported(c) || c.reader_gone.load(std::memory_order_relaxed) != 0) return;
+  // Busy: a signal handler's free while its thread is inside the library, which may hold the
+  // ring's lock. The mark is left out (the next rise of the peak writes one).
+  if (t.busy != 0 || !SampleLayoutSupported(c) ||
+      c.reader_gone.load(std::memory_order_relaxed) != 0) {
+    return;
+  }
+  // Called from inside the program's malloc or free: as for a sample, the program's errno stays
+  // as it was (the lock and the wake make system calls), and nothing here counts as its own.
+  const int saved_errno = errno;
+  ++t.busy;
   SampleFields f;
   f.id = alloc_channel::kPeakMarkSampleId;
   f.addr = static_cast<uint64_t>(peak_bytes);
@@ -618,6 +627,8 @@ void WritePeakMark(ThreadState& t, Control& c, int64_t peak_bytes) {
     // Not a sample: Publish counted it as one lost.
     c.lost_samples.fetch_sub(1, std::memory_order_relaxed);
   }
+  --t.busy;
+  errno = saved_errno;
 }
 
 void WriteFreeSample(ThreadState& t, Control& c, const void* user, bool temporary) {
