@@ -1,7 +1,7 @@
 // The one list of paths the kernel reports for mappings with no file behind them ("[heap]",
 // "//anon", "anon_inode:...", SysV shared memory ...), the vdso, which has an ELF image but no
-// file, and memfd files, which have one only while they are mapped. unwind/ and symbolize/ both ask here, so a mapping is either opened by
-// both or by neither. Pure; any thread.
+// file, and memfd files, which have one only while they are mapped. unwind/ and symbolize/ both
+// ask here, so a mapping is either opened by both or by neither. Pure; any thread.
 #ifndef NATIVEPROF_MODULE_MODULE_PATH_H_
 #define NATIVEPROF_MODULE_MODULE_PATH_H_
 

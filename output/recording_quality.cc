@@ -167,22 +167,21 @@ std::vector<std::string> RecordingQualityLines(const RecordingQuality& q,
         "-fno-omit-frame-pointer)"));
   }
   if (q.truncated_switch > 0) {
-    lines.push_back(
-        context.switch_stack_bytes == 0
-            ? absl::StrCat(Plural(q.truncated_switch, "off-CPU stack", "off-CPU stacks"),
-                           " taken without a stack copy (--off-cpu-stack 0) end where the "
-                           "kernel's frame-pointer walk does, at the first function built "
-                           "without frame pointers (glibc's too): for whole stacks leave "
-                           "--off-cpu-stack out, or give it a size")
-        : context.switch_stack_bytes < unwind::kMaxDwarfStackSize
-            ? absl::StrCat(Plural(q.truncated_switch, "off-CPU stack", "off-CPU stacks"),
-                           " truncated at the switch samples' ", context.switch_stack_bytes,
-                           "-byte copy - try --off-cpu-stack ",
-                           std::min(context.switch_stack_bytes * 2, unwind::kMaxDwarfStackSize))
-            : absl::StrCat(Plural(q.truncated_switch, "off-CPU stack", "off-CPU stacks"),
-                           " truncated at the switch samples' ", context.switch_stack_bytes,
-                           "-byte copy, the most the kernel copies; deeper stacks need frame "
-                           "pointers"));
+    const uint32_t copy = context.switch_stack_bytes;
+    const std::string stacks = Plural(q.truncated_switch, "off-CPU stack", "off-CPU stacks");
+    if (copy == 0) {
+      lines.push_back(absl::StrCat(
+          stacks, " taken without a stack copy (--off-cpu-stack 0) end where the kernel's "
+                  "frame-pointer walk does, at the first function built without frame pointers "
+                  "(glibc's too): for whole stacks leave --off-cpu-stack out, or give it a size"));
+    } else {
+      lines.push_back(absl::StrCat(
+          stacks, " truncated at the switch samples' ", copy, "-byte copy",
+          copy < unwind::kMaxDwarfStackSize
+              ? absl::StrCat(" - try --off-cpu-stack ",
+                             std::min(copy * 2, unwind::kMaxDwarfStackSize))
+              : ", the most the kernel copies; deeper stacks need frame pointers"));
+    }
   }
   if (truncated > 0) {
     lines.push_back(absl::StrCat(

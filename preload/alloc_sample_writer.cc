@@ -514,11 +514,10 @@ void FillIdentity(ThreadState& t, SampleFields& f, bool cpu) {
   f.cpu = on < 0 ? 0u : static_cast<uint32_t>(on);
 }
 
+// Writes the record; false when it could not be (no reader, or no room for too long). The
+// caller counts a sample that went unwritten as lost (a peak mark is not a sample).
 bool Publish(Control& c, SampleFields& f) {
-  if (c.reader_gone.load(std::memory_order_relaxed) != 0) {
-    c.lost_samples.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
+  if (c.reader_gone.load(std::memory_order_relaxed) != 0) return false;
   SizeCounter counter;
   Encode(c, f, 0, counter);
   const size_t size = counter.size();
@@ -528,7 +527,6 @@ bool Publish(Control& c, SampleFields& f) {
   const uint64_t head = meta->data_head;  // only writers holding the lock move it
   if (!WaitForSpace(c, meta, head, size)) {
     Unlock(c);
-    c.lost_samples.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
   // Taken under the lock, so the ring is in time order across every writer.
@@ -591,7 +589,10 @@ bool WriteAllocSample(ThreadState& t, Control& c, CallSite site, const void* use
   f.delta = as_delta ? &delta : nullptr;
   // A dropped record leaves the profiler's copy as it was, while the snapshot changed ours:
   // the next record goes whole.
-  if (!Publish(c, f)) return false;
+  if (!Publish(c, f)) {
+    c.lost_samples.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   if (snapshot) {
     t.last_sp = caller_sp;
     t.last_words = static_cast<uint32_t>(stack_bytes / 8);
@@ -623,10 +624,7 @@ void WritePeakMark(ThreadState& t, Control& c, int64_t peak_bytes) {
   f.id = alloc_channel::kPeakMarkSampleId;
   f.addr = static_cast<uint64_t>(peak_bytes);
   FillIdentity(t, f, /*cpu=*/false);
-  if (!Publish(c, f)) {
-    // Not a sample: Publish counted it as one lost.
-    c.lost_samples.fetch_sub(1, std::memory_order_relaxed);
-  }
+  (void)Publish(c, f);
   --t.busy;
   errno = saved_errno;
 }
@@ -637,7 +635,7 @@ void WriteFreeSample(ThreadState& t, Control& c, const void* user, bool temporar
   f.addr = reinterpret_cast<uintptr_t>(user);
   f.period = temporary ? alloc_channel::kFreeTemporary : 0;
   FillIdentity(t, f, /*cpu=*/false);
-  (void)Publish(c, f);
+  if (!Publish(c, f)) c.lost_samples.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace nativeprof::preload

@@ -42,6 +42,9 @@ struct AllocTotals {
   uint64_t peak_bytes = 0;    // most bytes live at once (exact for one thread; see the preload)
   uint64_t live_bytes() const { return alloc_bytes > freed_bytes ? alloc_bytes - freed_bytes : 0; }
   uint64_t live_blocks() const { return alloc_calls > free_calls ? alloc_calls - free_calls : 0; }
+  // False when the run freed more than it allocated: forked children freed their copies of
+  // blocks their parents allocated, and the two above say nothing of what was leaked.
+  bool leak_known() const { return freed_bytes <= alloc_bytes && free_calls <= alloc_calls; }
 };
 
 // Whether the preload may extrapolate its record times (CLOCK_MONOTONIC) from the TSC between

@@ -350,7 +350,9 @@ std::string DwarfInfo::FunctionName(Dwarf_Die* die, bool full_names) {
   if (!OriginOf(die, &origin)) return name;
   Dwarf_Die unit;
   if (dwarf_diecu(&origin, &unit, nullptr, nullptr) == nullptr) return name;
-  if (scoped_units_.insert(dwarf_dieoffset(&unit)).second) IndexScopes(&unit, std::string(), 0, nullptr);
+  if (scoped_units_.insert(dwarf_dieoffset(&unit)).second) {
+    IndexScopes(&unit, std::string(), 0, nullptr);
+  }
   auto it = scope_of_.find(dwarf_dieoffset(&origin));
   return it == scope_of_.end() ? std::string(name) : absl::StrCat(it->second, name);
 }

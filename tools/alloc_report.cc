@@ -110,9 +110,7 @@ nlohmann::json AllocJson(const RecordOptions& o, const AllocRun& run,
       {"peak_heap_bytes", t.peak_bytes},
       {"leaked_bytes", t.live_bytes()},
       {"leaked_blocks", t.live_blocks()},
-      // Forked children freed copies of blocks their parents allocated: the two above are then
-      // lower bounds at best.
-      {"leak_known", t.freed_bytes <= t.alloc_bytes && t.free_calls <= t.alloc_calls},
+      {"leak_known", t.leak_known()},
       {"calls_per_second",
        run.duration_seconds > 0 ? static_cast<double>(t.alloc_calls) / run.duration_seconds : 0.0},
   };
@@ -197,12 +195,9 @@ std::vector<std::string> AllocSummaryLines(const AllocRun& run) {
   if (run.peak_rss_bytes != 0) {
     absl::StrAppend(&peak, ", peak RSS ", FormatBytes(static_cast<double>(run.peak_rss_bytes)));
   }
-  // Forked children's frees of the copies of their parents' blocks are frees of blocks the run
-  // never counted as allocated: past what was allocated, the leak cannot be told.
-  const bool leak_unknown = t.freed_bytes > t.alloc_bytes || t.free_calls > t.alloc_calls;
   lines.push_back(absl::StrCat(
       peak, "; leaked ",
-      leak_unknown ? "unknown (forked processes freed more than the run allocated: their copies of "
+      !t.leak_known() ? "unknown (forked processes freed more than the run allocated: their copies of "
                      "their parents' blocks)"
                    : absl::StrCat(FormatBytes(static_cast<double>(t.live_bytes())), " in ",
                                   output::Plural(t.live_blocks(), "block", "blocks")),

@@ -18,7 +18,6 @@ bool IsAnonymousCode(absl::string_view path) {
   return kind == module::PathKind::kNoFile || kind == module::PathKind::kMemfd;
 }
 
-
 StackEnd EndFor(StepError e) {
   switch (e) {
     case StepError::kBeyondStack: return StackEnd::kTruncatedStack;

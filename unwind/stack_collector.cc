@@ -232,6 +232,7 @@ uint32_t StackCollector::InternSample(const sampler::SampleView& sample, StackKi
     if (kind == StackKind::kSwitch) {
       ++(scratch_stack_.spliced ? stats_.switch_spliced : stats_.truncated_switch);
     } else if (kind == StackKind::kCpu &&
+               // The size asked for is whole words; a copy is short by more than the rounding.
                sample.stack_user.size() + 8 < sample.stack_user_requested) {
       ++stats_.truncated_short_copy;
     }
