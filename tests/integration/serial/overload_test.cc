@@ -158,14 +158,15 @@ TEST(OverloadTest, KeepsUpWhenRunnableThreadsOutnumberTheCpus) {
   // short. (Without the boost this was 2.1 to 4.8 s here, 13.7 s with 500 threads.)
   EXPECT_GE(sampled, 1.95);
   EXPECT_LE(sampled, 2.1);
-  // Done within 2.5 s of starting. What happens before main() - exec and loading 40-odd shared
+  // Done within 3 s of starting. What happens before main() - exec and loading 40-odd shared
   // libraries, ~5 ms of CPU on an idle machine and twice that among the spinners - runs at the
   // priority the shell gave. Here that costs 0.8 to 5 s of waiting behind the spinners
   // (/bin/true alone takes 0.3 to 0.9 s), depending on what else runs; nativeprof cannot shorten
   // it, so it is taken out: startup_ms is the process's age when the boost took effect.
-  // From there on this took 2.03 to 2.09 s in 40 runs (half of them beside 4 busy loops);
-  // without the boost (--no-boost) 22 s.
-  EXPECT_LE(run.wall_seconds - startup, 2.5);
+  // From there on this took 2.03 to 2.09 s in 40 runs (half of them beside 4 busy loops), later
+  // 2.21 to 2.23 s on a VM whose empty cache makes the run read /proc/kallsyms after sampling,
+  // and 2.51 s once on a CI machine; without the boost (--no-boost) 22 s. The bound sits between.
+  EXPECT_LE(run.wall_seconds - startup, 3.0);
   // Each spinner gets ~2 CPUs x 2 s / threads of CPU time (over 10 samples): nearly all show up.
   EXPECT_GE(SampledThreads(run.profile), static_cast<size_t>(threads) * 3 / 4);
   EXPECT_GT(run.profile.WithSequence({"overload_spin_outer", "overload_spin_leaf"}),
