@@ -64,6 +64,12 @@ std::string RenderAllocSummary(const nlohmann::json& metadata) {
                                                            : 0.0)));
   absl::StrAppendFormat(&out, "  bytes allocated                %s B\n",
                         WithThousands(u("allocated_bytes")));
+  if (const uint64_t inherited = u("inherited_free_calls"); inherited != 0) {
+    // Counted where each block was allocated, not again by the forked child that freed its copy.
+    absl::StrAppendFormat(&out, "  frees of inherited copies      %s (%s B; forked children's, "
+                          "not in the totals)\n",
+                          WithThousands(inherited), WithThousands(u("inherited_freed_bytes")));
+  }
   absl::StrAppendFormat(&out, "  temporary allocations          %s (%.1f %% of calls)\n",
                         WithThousands(temporary),
                         calls == 0 ? 0.0 : 100.0 * static_cast<double>(temporary) /

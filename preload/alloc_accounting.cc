@@ -21,6 +21,7 @@ namespace nativeprof::preload {
 namespace internal {
 std::atomic<alloc_channel::Control*> g_channel{nullptr};
 __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
+uint32_t g_own_tag = ~uint32_t{0};
 }  // namespace internal
 
 namespace {
@@ -39,6 +40,8 @@ int g_pid_slot = -1;
 void RegisterProcess(Control& c) {
   const uint32_t pid = static_cast<uint32_t>(::getpid());
   const uint64_t now_ns = MonotonicNowNs();
+  const uint32_t image = c.images.fetch_add(1, std::memory_order_relaxed) + 1;
+  internal::g_own_tag = kTagMagic | (image & 0xffffu) << kTagImageShift;
   g_pid_slot = -1;
   for (size_t i = 0; i < alloc_channel::kPidSlots; ++i) {
     const size_t index = (pid + i) % alloc_channel::kPidSlots;
@@ -233,7 +236,10 @@ void internal::MergeSpill(ThreadState& t, Control& c) {
                              std::pair{&c.overflow.free_calls, &t.spill.free_calls},
                              std::pair{&c.overflow.freed_bytes, &t.spill.freed_bytes},
                              std::pair{&c.overflow.temporary, &t.spill.temporary},
-                             std::pair{&c.overflow.sampled, &t.spill.sampled}}) {
+                             std::pair{&c.overflow.sampled, &t.spill.sampled},
+                             std::pair{&c.overflow.inherited_frees, &t.spill.inherited_frees},
+                             std::pair{&c.overflow.inherited_freed_bytes,
+                                       &t.spill.inherited_freed_bytes}}) {
     if (const uint64_t n = own->load(std::memory_order_relaxed); n != 0) {
       shared->fetch_add(n, std::memory_order_relaxed);
       own->store(0, std::memory_order_relaxed);

@@ -21,6 +21,7 @@
 
 #define NP_ALWAYS_INLINE inline __attribute__((always_inline))
 #define NP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define NP_LIKELY(x) __builtin_expect(!!(x), 1)
 
 namespace nativeprof::preload {
 
@@ -71,9 +72,22 @@ struct ThreadState {
   alloc_channel::ThreadSlot spill{};
 };
 
+// A block's header tag (see alloc_hooks.cc): 12 bits that no glibc chunk header can show where
+// the tag lies (the upper half of its size field, 0 below 4 GiB), the number of the process
+// image that allocated the block (mod 2^16), which tells a forked child's free of its copy of a
+// parent's block from one of its own, and 4 flag bits.
+inline constexpr uint32_t kTagMagic = 0x6e7u << 20;
+inline constexpr uint32_t kTagMagicMask = 0xfffu << 20;
+inline constexpr int kTagImageShift = 4;
+inline constexpr uint32_t kTagFlagMask = 0xf;
+
 namespace internal {
 // The channel once attached; null before, and when the process is not being profiled.
 extern std::atomic<alloc_channel::Control*> g_channel;
+// The tag of a block this image allocates, flags clear: kTagMagic and the image's number. Set
+// as the image attaches and in a forked child, before either counts an allocation; until then a
+// value no header holds.
+extern uint32_t g_own_tag;
 extern __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
 
 alloc_channel::Control* AttachOnce();
@@ -97,6 +111,13 @@ NP_ALWAYS_INLINE alloc_channel::Control* Channel() {
 }
 
 NP_ALWAYS_INLINE ThreadState& CurrentThread() { return internal::t_state; }
+
+// The tag of a block this image allocates with `flags`.
+NP_ALWAYS_INLINE uint32_t OwnTag(uint32_t flags = 0) { return internal::g_own_tag | flags; }
+// Whether a block of ours was allocated by this image, rather than one it was forked from.
+NP_ALWAYS_INLINE bool AllocatedHere(uint32_t tag) {
+  return (tag & ~kTagFlagMask) == internal::g_own_tag;
+}
 
 // Adds the thread's pending live-heap change to the channel (and raises the peak).
 void FlushLive(ThreadState& t, alloc_channel::Control& c);
@@ -182,6 +203,18 @@ inline bool CountFree(ThreadState& t, alloc_channel::Control& c, const void* use
   if (t.slot == nullptr) internal::MergeSpill(t, c);
   if (t.pending_live < -kFlushBytes) FlushLive(t, c);
   return temporary;
+}
+
+// Counts the free of a block an earlier image allocated (a forked child freeing its copy): apart
+// from the totals, which count the block at the image that allocated it, and not in this
+// image's live heap, which never held it. It breaks a temporary allocation as any free does.
+inline void CountInheritedFree(ThreadState& t, alloc_channel::Control& c, size_t size) {
+  if (!t.claimed) internal::ClaimSlot(t, c);
+  alloc_channel::ThreadSlot& s = CountingSlot(t);
+  internal::Add(s.inherited_frees, 1);
+  internal::Add(s.inherited_freed_bytes, size);
+  t.last_alloc = nullptr;
+  if (t.slot == nullptr) internal::MergeSpill(t, c);
 }
 
 // Counts an allocation written to the ring.

@@ -38,14 +38,12 @@ using alloc_channel::Control;
 struct BlockHeader {
   uint64_t size;    // requested bytes
   uint32_t offset;  // from the start of glibc's block to the caller's pointer
-  uint32_t tag;     // kTag | flags
+  uint32_t tag;     // OwnTag(flags) of the image that allocated it
 };
 static_assert(sizeof(BlockHeader) == 16);
 constexpr size_t kHeaderBytes = sizeof(BlockHeader);
 // The header's tag overlaps the upper half of glibc's chunk size field for blocks that are not
-// ours, which is 0 for every chunk under 4 GiB: no real chunk can carry this tag.
-constexpr uint32_t kTag = 0x6e70a10u << 4;
-constexpr uint32_t kTagMask = ~uint32_t{0xf};
+// ours, which is 0 for every chunk under 4 GiB: no real chunk can carry kTagMagic.
 constexpr uint32_t kSampled = 1;    // its allocation is in the ring; its free must be too
 constexpr uint32_t kUncounted = 2;  // allocated inside the preload: not the program's
 constexpr size_t kMaxAlignment = size_t{1} << 30;
@@ -53,7 +51,7 @@ constexpr size_t kMaxAlignment = size_t{1} << 30;
 BlockHeader* HeaderOf(void* user) {
   return reinterpret_cast<BlockHeader*>(static_cast<char*>(user) - kHeaderBytes);
 }
-bool Ours(const BlockHeader* h) { return (h->tag & kTagMask) == kTag; }
+bool Ours(const BlockHeader* h) { return (h->tag & kTagMagicMask) == kTagMagic; }
 
 bool SamplingOn(const Control& c) {
   static std::atomic<int> on{-1};
@@ -98,7 +96,7 @@ __attribute__((noinline)) void* TrackSlow(void* base, size_t size, size_t offset
              SampleAllocation(t, *c, user, size, hook_frame)) {
     flags = kSampled;
   }
-  h->tag = kTag | flags;
+  h->tag = OwnTag(flags);
   return user;
 }
 
@@ -120,7 +118,7 @@ NP_ALWAYS_INLINE void* Track(Control* c, void* base, size_t size, size_t offset,
   BlockHeader* h = HeaderOf(user);
   h->size = size;
   h->offset = static_cast<uint32_t>(offset);
-  h->tag = kTag;
+  h->tag = OwnTag();
   CountAllocationBody(t, *t.slot, user, size);
   return user;
 }
@@ -141,7 +139,12 @@ NP_ALWAYS_INLINE void CountRelease(void* user, const BlockHeader& h) {
   Control* c = Channel();
   if (NP_UNLIKELY(c == nullptr)) return;
   ThreadState& t = CurrentThread();
-  const bool temporary = CountFree(t, *c, user, h.size);
+  bool temporary = false;
+  if (NP_LIKELY(AllocatedHere(h.tag))) {
+    temporary = CountFree(t, *c, user, h.size);
+  } else {
+    CountInheritedFree(t, *c, h.size);
+  }
   if (NP_UNLIKELY((h.tag & kSampled) != 0)) {
     if (t.busy == 0) {
       SampleFree(t, *c, user, temporary);
@@ -186,16 +189,17 @@ __attribute__((noinline)) void ReleaseSlow(void* user) {
 NP_ALWAYS_INLINE void Release(void* user) {
   if (NP_UNLIKELY(user == nullptr)) return;
   BlockHeader* h = HeaderOf(user);
-  if (NP_UNLIKELY(!Ours(h))) {
-    __libc_free(user);
-    return;
-  }
-  // The common case inline, with no call but glibc's (see Track). A counted block was
-  // allocated with the channel attached, which it stays: no need to look for it.
+  // The common case inline, with no call but glibc's (see Track), behind one comparison: a
+  // counted, unsampled block this image allocated. A counted block was allocated with the
+  // channel attached, which it stays: no need to look for it.
   const BlockHeader copy = *h;
   ThreadState& t = CurrentThread();
-  if (NP_UNLIKELY((copy.tag & (kUncounted | kSampled)) != 0 || !FreeNeedsNoMore(t, copy.size))) {
-    ReleaseSlow(user);
+  if (NP_UNLIKELY(copy.tag != OwnTag() || !FreeNeedsNoMore(t, copy.size))) {
+    if (!Ours(h)) {
+      __libc_free(user);
+    } else {
+      ReleaseSlow(user);
+    }
     return;
   }
   h->tag = 0;
@@ -303,7 +307,7 @@ __attribute__((noinline)) void* ReallocateSlow(void* user, size_t size, const vo
     // first: a realloc is a move, never two blocks live at once (as heaptrack counts it).
     const BlockHeader old = *h;
     CountRelease(user, old);
-    h->tag = kTag | kUncounted;
+    h->tag = OwnTag(kUncounted);
     void* moved = Allocate(size, frame);
     if (moved == nullptr) return nullptr;  // still allocated, no longer counted: out of memory
     std::memcpy(moved, user, old.size < size ? old.size : size);
@@ -339,14 +343,14 @@ NP_ALWAYS_INLINE void* Reallocate(void* user, size_t size, const void* frame) {
   }
   BlockHeader* h = HeaderOf(user);
   const BlockHeader old = *h;
-  if (NP_UNLIKELY((old.tag & ~kUncounted) != kTag || old.offset != kHeaderBytes)) {
+  // Not a counted, unsampled block of this image with the plain header: the general path.
+  if (NP_UNLIKELY(old.tag != OwnTag() || old.offset != kHeaderBytes)) {
     return ReallocateSlow(user, size, frame);
   }
   void* base = __libc_realloc(static_cast<char*>(user) - kHeaderBytes, size + kHeaderBytes);
   if (NP_UNLIKELY(base == nullptr)) return nullptr;  // the old block is untouched, still counted
   ThreadState& t = CurrentThread();
-  if (NP_UNLIKELY((old.tag & kUncounted) != 0 || t.busy != 0 ||
-                  !ReallocationNeedsNoMore(t, old.size, size))) {
+  if (NP_UNLIKELY(t.busy != 0 || !ReallocationNeedsNoMore(t, old.size, size))) {
     return CountReallocation(user, old, base, size, frame);
   }
   (void)CountFreeBody(t, *t.slot, user, old.size);

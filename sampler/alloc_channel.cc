@@ -255,6 +255,8 @@ AllocTotals AllocChannel::Totals() const {
     t.freed_bytes += s.freed_bytes.load(std::memory_order_relaxed);
     t.temporary += s.temporary.load(std::memory_order_relaxed);
     t.sampled += s.sampled.load(std::memory_order_relaxed);
+    t.inherited_frees += s.inherited_frees.load(std::memory_order_relaxed);
+    t.inherited_freed_bytes += s.inherited_freed_bytes.load(std::memory_order_relaxed);
   };
   const uint32_t claimed = c->slots_claimed.load(std::memory_order_relaxed);
   for (uint32_t i = 0; i < claimed && i < alloc_channel::kThreadSlots; ++i) add(c->slots[i]);

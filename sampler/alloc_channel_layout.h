@@ -26,7 +26,7 @@ namespace nativeprof::alloc_channel {
 // The environment variable that names the channel file for the preload.
 inline constexpr char kEnvChannel[] = "NATIVEPROF_ALLOC_CHANNEL";
 inline constexpr uint64_t kMagic = 0x6e70616c6c6f6331ull;  // "npalloc1"
-inline constexpr uint32_t kVersion = 10;  // bumped with every change to Control or a record
+inline constexpr uint32_t kVersion = 11;  // bumped with every change to Control or a record
 
 // Identifiers (PERF_SAMPLE_IDENTIFIER) of the preload's records. The kernel numbers its events
 // from 1 up; these cannot collide.
@@ -97,6 +97,10 @@ struct alignas(64) ThreadSlot {
   std::atomic<uint64_t> freed_bytes;
   std::atomic<uint64_t> temporary;     // allocations freed before their thread did anything else
   std::atomic<uint64_t> sampled;       // allocations written to the ring
+  // Frees by a forked child of its copies of blocks an earlier image allocated: in none of the
+  // above, so the totals count each block once (the image that allocated it may free it too).
+  std::atomic<uint64_t> inherited_frees;
+  std::atomic<uint64_t> inherited_freed_bytes;
 };
 
 inline constexpr size_t kThreadSlots = 8192;
@@ -152,6 +156,9 @@ struct alignas(64) Control {
   std::atomic<uint32_t> processes;     // distinct processes whose preload attached
   std::atomic<uint64_t> lost_samples;  // samples dropped (ring full for too long, or no reader)
   std::atomic<uint32_t> slots_claimed; // next free slot index (may exceed kThreadSlots)
+  // Process images (attaches and forked children) so far: each tags the blocks it allocates with
+  // its number (mod 2^16), which tells a free of its own block from one of an inherited copy.
+  std::atomic<uint32_t> images;
   // The record clock (preload/record_clock.h), written by the writer holding ring_lock: the TSC
   // and CLOCK_MONOTONIC at the last reading that calibrated it (0: none yet), ns per TSC tick
   // as a 32.32 fixed-point number (0: not measured yet), and the latest time written.

@@ -111,6 +111,8 @@ nlohmann::json AllocJson(const RecordOptions& o, const AllocRun& run,
       {"leaked_bytes", t.live_bytes()},
       {"leaked_blocks", t.live_blocks()},
       {"leak_known", t.leak_known()},
+      {"inherited_free_calls", t.inherited_frees},
+      {"inherited_freed_bytes", t.inherited_freed_bytes},
       {"calls_per_second",
        run.duration_seconds > 0 ? static_cast<double>(t.alloc_calls) / run.duration_seconds : 0.0},
   };
@@ -180,11 +182,19 @@ std::vector<std::string> AllocSummaryLines(const AllocRun& run) {
   }
   const double rate =
       run.duration_seconds > 0 ? static_cast<double>(t.alloc_calls) / run.duration_seconds : 0;
+  // A forked child's frees of its copies of its parent's blocks are not the run's frees: each
+  // block is counted, and leaked or not, where it was allocated.
+  const std::string inherited =
+      t.inherited_frees == 0
+          ? std::string()
+          : absl::StrCat(" (and ", output::WithThousands(t.inherited_frees),
+                         " of blocks inherited across fork, ",
+                         FormatBytes(static_cast<double>(t.inherited_freed_bytes)), ")");
   lines.push_back(absl::StrFormat(
-      "allocations: %s calls (%s/s), %s allocated, %s frees; %s temporary (%.1f %% of calls)",
+      "allocations: %s calls (%s/s), %s allocated, %s frees%s; %s temporary (%.1f %% of calls)",
       output::WithThousands(t.alloc_calls), output::WithThousands(std::llround(rate)),
       FormatBytes(static_cast<double>(t.alloc_bytes)), output::WithThousands(t.free_calls),
-      output::WithThousands(t.temporary), Share(t.temporary, t.alloc_calls)));
+      inherited, output::WithThousands(t.temporary), Share(t.temporary, t.alloc_calls)));
   std::string peak = absl::StrCat("peak heap ", FormatBytes(static_cast<double>(t.peak_bytes)));
   if (run.process_heaps.size() > 1) {
     const NamedProcessHeap& largest = run.process_heaps.front();
