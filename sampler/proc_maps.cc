@@ -7,6 +7,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -106,17 +107,44 @@ bool ProcessHasEnded(pid_t pid) {
   return state == 'Z' || state == 'X';
 }
 
-absl::StatusOr<pid_t> ProcessOfThread(pid_t tid) {
+namespace {
+
+// The value of the line of /proc/TID/status that starts with `key` (e.g. "Tgid:"), whitespace
+// trimmed.
+absl::StatusOr<std::string> ReadStatusField(pid_t tid, absl::string_view key) {
   absl::StatusOr<std::string> status = ReadSmallFile(absl::StrCat("/proc/", tid, "/status"));
   if (!status.ok()) return absl::NotFoundError(absl::StrCat("no process with PID ", tid));
   for (absl::string_view line : absl::StrSplit(*status, '\n')) {
-    int tgid = 0;
-    if (absl::ConsumePrefix(&line, "Tgid:") &&
-        absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &tgid) && tgid > 0) {
-      return static_cast<pid_t>(tgid);
-    }
+    if (absl::ConsumePrefix(&line, key)) return std::string(absl::StripAsciiWhitespace(line));
   }
-  return absl::InvalidArgumentError(absl::StrCat("/proc/", tid, "/status has no Tgid line"));
+  return absl::InvalidArgumentError(absl::StrCat("/proc/", tid, "/status has no ", key, " line"));
+}
+
+}  // namespace
+
+absl::StatusOr<pid_t> ProcessOfThread(pid_t tid) {
+  absl::StatusOr<std::string> tgid_text = ReadStatusField(tid, "Tgid:");
+  if (!tgid_text.ok()) return tgid_text.status();
+  int tgid = 0;
+  if (!absl::SimpleAtoi(*tgid_text, &tgid) || tgid <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("/proc/", tid, "/status has no Tgid line"));
+  }
+  return static_cast<pid_t>(tgid);
+}
+
+absl::StatusOr<pid_t> PidInOwnNamespace(pid_t pid) {
+  absl::StatusOr<std::string> ns_pids = ReadStatusField(pid, "NSpid:");
+  if (!ns_pids.ok()) return ns_pids.status();
+  // Outermost first: "NSpid:\t4242\t1" for pid 1 of a container.
+  const size_t last = ns_pids->find_last_of(" \t");
+  int inner = 0;
+  if (!absl::SimpleAtoi(last == std::string::npos ? *ns_pids : ns_pids->substr(last + 1),
+                        &inner) ||
+      inner <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("/proc/", pid, "/status has an unreadable NSpid line"));
+  }
+  return static_cast<pid_t>(inner);
 }
 
 absl::StatusOr<std::string> ReadThreadComm(pid_t pid, pid_t tid) {
@@ -160,14 +188,18 @@ void SynthesizeProcessState(pid_t pid, const std::vector<ProcMapsEntry>& entries
     m.tid = static_cast<uint32_t>(pid);
     m.start_avma = e.start_avma;
     m.length = e.end_avma - e.start_avma;
-    m.file_offset = e.file_offset;
+    // As the kernel's own MMAP2 records give it: an anonymous mapping's offset is its start
+    // address (its vm_pgoff), where /proc/PID/maps prints 0. JIT code in it is then looked up
+    // in the perf map by address, whichever of the two described the mapping.
+    const bool anonymous = e.path.empty() || absl::StartsWith(e.path, "[anon:");
+    m.file_offset = anonymous ? e.start_avma : e.file_offset;
     m.dev_major = e.dev_major;
     m.dev_minor = e.dev_minor;
     m.inode = e.inode;
     m.prot = e.prot;
     m.flags = e.shared ? MAP_SHARED : MAP_PRIVATE;
     m.build_id = build_id;
-    m.filename = e.path.empty() ? std::string_view("//anon") : std::string_view(e.path);
+    m.filename = anonymous ? std::string_view("//anon") : std::string_view(e.path);
     m.executable = true;
     sink.OnMmap(m);
   }

@@ -53,6 +53,11 @@ bool ProcessHasEnded(pid_t pid);
 // thread, kInvalidArgument when the file has no such line.
 absl::StatusOr<pid_t> ProcessOfThread(pid_t tid);
 
+// Process `pid`'s pid in its own (innermost) pid namespace: the last field of the "NSpid:" line
+// of /proc/PID/status, `pid` itself outside containers. A container's process names files after
+// this pid (a JIT's /tmp/perf-PID.map). Errors: as ProcessOfThread.
+absl::StatusOr<pid_t> PidInOwnNamespace(pid_t pid);
+
 // The name (comm) of thread `tid` of process `pid`, from /proc/PID/task/TID/comm. Errors: as
 // reading the file (kNotFound when the thread is gone).
 absl::StatusOr<std::string> ReadThreadComm(pid_t pid, pid_t tid);

@@ -1,5 +1,7 @@
 #include "symbolize/perf_map.h"
 
+#include <unistd.h>
+
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -8,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/file_util.h"
+#include "sampler/proc_maps.h"
 
 namespace nativeprof::symbolize {
 
@@ -51,9 +54,31 @@ SymbolTable ParsePerfMap(absl::string_view text) {
   return table;
 }
 
+namespace {
+
+// Whether process `pid` sees another file tree than this one: a container, or a service with a
+// private /tmp (systemd's PrivateTmp).
+bool InOtherMountNamespace(int32_t pid) {
+  char own[64] = {}, its[64] = {};
+  const ssize_t n = ::readlink("/proc/self/ns/mnt", own, sizeof(own) - 1);
+  const ssize_t m = ::readlink(absl::StrCat("/proc/", pid, "/ns/mnt").c_str(), its, sizeof(its) - 1);
+  return n > 0 && m > 0 && absl::string_view(own, n) != absl::string_view(its, m);
+}
+
+}  // namespace
+
 absl::StatusOr<SymbolTable> LoadPerfMap(int32_t pid, const std::string& dir) {
   absl::StatusOr<std::string> text =
       ReadSmallFile(absl::StrCat(dir, "/perf-", pid, ".map"), kMaxPerfMapFileBytes);
+  if (absl::IsNotFound(text.status())) {
+    // A process in a container writes its map in its own /tmp, named after its pid there, as
+    // perf also knows: reachable through /proc/PID/root while the process lives.
+    absl::StatusOr<pid_t> inner = sampler::PidInOwnNamespace(pid);
+    if (inner.ok() && (*inner != pid || InOtherMountNamespace(pid))) {
+      text = ReadSmallFile(absl::StrCat("/proc/", pid, "/root", dir, "/perf-", *inner, ".map"),
+                           kMaxPerfMapFileBytes);
+    }
+  }
   if (!text.ok()) return text.status();
   return ParsePerfMap(*text);
 }

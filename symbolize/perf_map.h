@@ -26,8 +26,10 @@ inline constexpr size_t kMaxPerfMapFileBytes = size_t{256} << 20;
 // wins. Never fails; an empty table when nothing parses.
 SymbolTable ParsePerfMap(absl::string_view text);
 
-// Reads /tmp/perf-PID.map (in `dir`, for tests). Errors: those of ReadSmallFile (kNotFound when
-// the process wrote no map, kResourceExhausted above kMaxPerfMapFileBytes).
+// Reads /tmp/perf-PID.map (in `dir`, for tests), or, for a process in another pid or mount
+// namespace (a container) that is still running, the map in its own /tmp named after its pid
+// there (/proc/PID/root/tmp/perf-NSPID.map). Errors: those of ReadSmallFile (kNotFound when the
+// process wrote no map, kResourceExhausted above kMaxPerfMapFileBytes).
 absl::StatusOr<SymbolTable> LoadPerfMap(int32_t pid, const std::string& dir = "/tmp");
 
 }  // namespace nativeprof::symbolize

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -176,6 +177,56 @@ TEST_F(SymbolizeRecordTest, JitFramesFromPerfMap) {
   ASSERT_GT(pid, 0) << last_.out;
   ASSERT_GT(p.total(), 20u) << last_.err;
   EXPECT_GT(p.SelfShare("jit_spin_loop_[j]"), 0.5) << text_;
+}
+
+// Attaching to a running JIT: /proc/PID/maps gives the JIT's anonymous mapping offset 0, where
+// the kernel's MMAP2 records give its start address; the perf map is looked up by address either
+// way (before, every sample was [unknown] when attached).
+TEST_F(SymbolizeRecordTest, JitFramesFromPerfMapWhenAttached) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "sym_jit generates x86-64 code";
+#endif
+  BackgroundProcess jit({TargetPath("sym_jit"), "3"}, /*capture_stdout=*/true);
+  ASSERT_EQ(jit.ReadLine(), "pid " + std::to_string(jit.pid()));
+  const std::string folded = dir_ + "/attach.folded";
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "-p", std::to_string(jit.pid()),
+                                "--duration", "1", "-o", folded});
+  std::remove(("/tmp/perf-" + std::to_string(jit.pid()) + ".map").c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  FoldedProfile p = FoldedProfile::Parse(ReadFileOrEmpty(folded));
+  ASSERT_GT(p.total(), 200u) << r.err;
+  EXPECT_GT(p.SelfShare("jit_spin_loop_[j]"), 0.5) << ReadFileOrEmpty(folded);
+}
+
+// A JIT in a container: its map is in its own /tmp, named after its pid there (1 here), as perf
+// also finds it. Run in new pid and mount namespaces with a tmpfs of their own on /tmp.
+TEST_F(SymbolizeRecordTest, JitFramesFromPerfMapInAnotherNamespace) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "sym_jit generates x86-64 code";
+#endif
+  if (RunCommand({"unshare", "--pid", "--fork", "--mount", "--propagation", "private", "true"})
+          .exit_code != 0) {
+    GTEST_SKIP() << "unshare --pid --mount refused (needs root or user namespaces)";
+  }
+  BackgroundProcess box({"/usr/bin/unshare", "--pid", "--fork", "--mount", "--propagation", "private",
+                         "sh", "-c", "mount -t tmpfs none /tmp && exec \"$0\" 3",
+                         TargetPath("sym_jit")},
+                        /*capture_stdout=*/true);
+  ASSERT_EQ(box.ReadLine(), "pid 1");
+  // unshare's child, which exec'd sh and then sym_jit.
+  std::string children = ReadFileOrEmpty("/proc/" + std::to_string(box.pid()) + "/task/" +
+                                         std::to_string(box.pid()) + "/children");
+  int jit_pid = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(children), &jit_pid)) << children;
+  ASSERT_FALSE(std::filesystem::exists("/tmp/perf-1.map"));
+  const std::string folded = dir_ + "/ns.folded";
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "-p", std::to_string(jit_pid),
+                                "--duration", "1", "-o", folded});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  FoldedProfile p = FoldedProfile::Parse(ReadFileOrEmpty(folded));
+  ASSERT_GT(p.total(), 200u) << r.err;
+  EXPECT_GT(p.SelfShare("jit_spin_loop_[j]"), 0.5) << ReadFileOrEmpty(folded);
+  EXPECT_EQ(box.Wait(), 0);
 }
 
 }  // namespace
