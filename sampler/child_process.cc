@@ -3,14 +3,19 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "base/errno_status.h"
 
@@ -58,7 +63,47 @@ namespace {
   _exit(127);
 }
 
+// 0 when `path` is a file exec may run, else the errno exec would fail with.
+int ExecErrorOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return errno == ENOENT || errno == ENOTDIR ? ENOENT : errno;
+  if (!S_ISREG(st.st_mode)) return EACCES;
+  return ::access(path.c_str(), X_OK) == 0 ? 0 : EACCES;
+}
+
 }  // namespace
+
+absl::StatusOr<std::string> FindProgram(const std::string& program, const SpawnOptions& options) {
+  auto in_child = [&options](absl::string_view path) {
+    if (absl::StartsWith(path, "/") || options.working_directory.empty()) return std::string(path);
+    return absl::StrCat(options.working_directory, "/", path);
+  };
+  auto error = [&program](int err) {
+    return ErrnoError(err, absl::StrCat("cannot execute '", program, "'"));
+  };
+  if (program.empty()) return error(ENOENT);
+  if (program.find('/') != std::string::npos) {
+    const std::string path = in_child(program);
+    if (const int err = ExecErrorOf(path); err != 0) return error(err);
+    return path;
+  }
+  std::optional<std::string> path_variable;
+  for (const auto& [name, value] : options.set_environment) {
+    if (name == "PATH") path_variable = value;
+  }
+  if (!path_variable.has_value()) {
+    const char* env = std::getenv("PATH");
+    path_variable = env != nullptr ? env : "/bin:/usr/bin";  // glibc's execvp without PATH
+  }
+  int err = ENOENT;  // as execvp: EACCES if some candidate was refused, else ENOENT
+  for (absl::string_view dir : absl::StrSplit(*path_variable, ':')) {
+    const std::string candidate = in_child(absl::StrCat(dir.empty() ? "." : dir, "/", program));
+    const int e = ExecErrorOf(candidate);
+    if (e == 0) return candidate;
+    if (e == EACCES) err = EACCES;
+  }
+  return error(err);
+}
 
 absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
                                                  const SpawnOptions& options) {

@@ -29,6 +29,16 @@ struct SpawnOptions {
   std::vector<std::pair<std::string, std::string>> set_environment;
 };
 
+// The file that Spawn's child would exec for `program` (execvp's search: PATH when it has no '/',
+// PATH and relative paths as the child sees them, with `options`' environment and working
+// directory). Asked before spawning so a command that cannot run fails before anything else is
+// set up or said. Errors, as exec's would be: "cannot execute 'foo': No such file or directory"
+// (kNotFound), or Permission denied (kPermissionDenied) for a file or directory that cannot be
+// executed. A file found here may still fail to exec (a bad interpreter, say): Release reports
+// that.
+absl::StatusOr<std::string> FindProgram(const std::string& program,
+                                        const SpawnOptions& options = {});
+
 class ChildProcess {
  public:
   // Forks a child that blocks until Release(). `argv[0]` is searched in PATH like execvp.

@@ -32,17 +32,6 @@ std::string SelfDirectory() {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-// The file execvp would run for `program`; empty when none.
-std::string ResolveProgram(const std::string& program) {
-  if (program.find('/') != std::string::npos) return program;
-  const char* path = std::getenv("PATH");
-  for (absl::string_view dir : absl::StrSplit(path != nullptr ? path : "/usr/bin:/bin", ':')) {
-    std::string candidate = absl::StrCat(dir.empty() ? "." : dir, "/", program);
-    if (IsFile(candidate) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
 }  // namespace
 
 absl::StatusOr<std::string> FindAllocPreload() {
@@ -61,9 +50,7 @@ absl::StatusOr<std::string> FindAllocPreload() {
       "/../lib/nativeprof; reinstall nativeprof or set NATIVEPROF_ALLOC_LIB to its path"));
 }
 
-absl::Status CheckInterposable(const std::string& program) {
-  const std::string path = ResolveProgram(program);
-  if (path.empty()) return absl::OkStatus();
+absl::Status CheckInterposable(const std::string& path) {
   ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return absl::OkStatus();
   Elf64_Ehdr eh{};

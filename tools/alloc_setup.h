@@ -21,8 +21,8 @@ absl::StatusOr<std::string> FindAllocPreload();
 
 // kFailedPrecondition for a statically linked ELF executable (no PT_INTERP), with the fix. A
 // script or anything that is not an ELF executable is accepted: what it runs may be dynamic.
-// `program` is searched in PATH as execvp does; one that is not found is left to exec to report.
-absl::Status CheckInterposable(const std::string& program);
+// `path` is the file the command runs (sampler::FindProgram).
+absl::Status CheckInterposable(const std::string& path);
 
 // Creates the channel in /dev/shm (else $TMPDIR or /tmp) with a ring of 1 MiB, or more when
 // `stack_bytes` (the dwarf stack copy) is large.

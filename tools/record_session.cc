@@ -355,11 +355,15 @@ int RunRecording(const RecordOptions& o) {
     spawn.nice = scheduling.boost.original_nice;
   }
   spawn.working_directory = o.command_directory;
+  // Before anything is opened or said (the cycles fallback note, say): a command that cannot
+  // run is the one thing to report.
+  absl::StatusOr<std::string> program = sampler::FindProgram(o.command[0], spawn);
+  if (!program.ok()) return PrintCliError(CliStep::kExecCommand, program.status());
   std::optional<sampler::AllocChannel> alloc_channel;
   if (o.alloc_rate_bytes.has_value()) {
     absl::StatusOr<std::string> preload = FindAllocPreload();
     if (!preload.ok()) return PrintCliError(CliStep::kRun, preload.status());
-    if (absl::Status st = CheckInterposable(o.command[0]); !st.ok()) {
+    if (absl::Status st = CheckInterposable(*program); !st.ok()) {
       return PrintCliError(CliStep::kParseOptions, st);
     }
     absl::StatusOr<sampler::AllocChannel> channel = CreateAllocChannel(*o.alloc_rate_bytes, o.dwarf_stack_bytes);

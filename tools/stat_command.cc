@@ -193,6 +193,11 @@ struct RunResult {
 
 RunResult RunCommandOnce(const StatOptions& options, SignalReader& signals) {
   RunResult result;
+  if (absl::StatusOr<std::string> program = sampler::FindProgram(options.command[0]);
+      !program.ok()) {
+    result.exit_code = PrintCliError(CliStep::kExecCommand, program.status());
+    return result;
+  }
   absl::StatusOr<sampler::ChildProcess> child = sampler::ChildProcess::Spawn(options.command);
   if (!child.ok()) {
     result.exit_code = PrintCliError(CliStep::kRun, child.status(),

@@ -351,6 +351,9 @@ TEST(RecordBadInputTest, CommandNotFound) {
   EXPECT_THAT(r.err,
               HasSubstr("nativeprof: cannot execute 'no-such-program-np': No such file or directory"));
   EXPECT_EQ(access((dir + "/x.folded").c_str(), F_OK), -1) << "no output for a command that never ran";
+  // The one line said: no event note (cycles falling back to cpu-clock) before it, as there was
+  // when the command was found missing only at exec, after the events were opened.
+  EXPECT_EQ(r.err, "nativeprof: cannot execute 'no-such-program-np': No such file or directory\n");
 }
 
 TEST(RecordBadInputTest, CommandNotExecutable) {

@@ -48,6 +48,36 @@ TEST(ChildProcessTest, NonExecutableFileIsPermissionDenied) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("Permission denied"));
 }
 
+// FindProgram answers as the child's exec would, before anything is spawned.
+TEST(FindProgramTest, AnswersAsExecvp) {
+  const std::string dir = testing::MakeTempDir();
+  const std::string script = dir + "/run-me";
+  const std::string plain = dir + "/plain";
+  std::ofstream(script) << "#!/bin/sh\nexit 0\n";
+  std::ofstream(plain) << "text\n";
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(plain.c_str(), 0644), 0);
+  EXPECT_EQ(FindProgram(script).value_or(""), script);
+  EXPECT_EQ(FindProgram("sh").status().code(), absl::StatusCode::kOk);
+  absl::StatusOr<std::string> missing = FindProgram("nativeprof-no-such-program-x");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(std::string(missing.status().message()),
+            "cannot execute 'nativeprof-no-such-program-x': No such file or directory");
+  EXPECT_EQ(FindProgram(dir + "/nothing").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(FindProgram(plain).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(FindProgram(dir).status().code(), absl::StatusCode::kPermissionDenied);
+  // The child's PATH and working directory, not the profiler's.
+  SpawnOptions in_dir;
+  in_dir.set_environment = {{"PATH", dir}};
+  EXPECT_EQ(FindProgram("run-me", in_dir).value_or(""), dir + "/run-me");
+  EXPECT_EQ(FindProgram("plain", in_dir).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(FindProgram("sh", in_dir).status().code(), absl::StatusCode::kNotFound);
+  SpawnOptions from_dir;
+  from_dir.working_directory = dir;
+  EXPECT_EQ(FindProgram("./run-me", from_dir).value_or(""), dir + "/./run-me");
+  EXPECT_EQ(FindProgram("./run-me").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST(ChildProcessTest, EmptyArgvIsInvalidArgument) {
   EXPECT_EQ(ChildProcess::Spawn({}).status().code(), absl::StatusCode::kInvalidArgument);
 }
