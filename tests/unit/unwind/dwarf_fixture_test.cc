@@ -32,11 +32,6 @@ std::unique_ptr<LoadedFixture> LoadOrDie(const std::string& name) {
   return f.ok() ? *std::move(f) : nullptr;
 }
 
-bool IsOutermost(const std::string& name) {
-  return name == "_start" || name == "clone3" || name == "__clone3" || name == "clone" ||
-         name == "start_thread";
-}
-
 // The fixture: nofp_workload 0.6 2 (2 threads, Recurse depth 40, DeepRecurse depth 200, which
 // outgrows the 8 KiB stack copy), 80 samples.
 TEST(DwarfFixtureTest, WorkloadStacksReachTheOutermostFrame) {
