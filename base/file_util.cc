@@ -158,11 +158,21 @@ std::string FollowSymlinks(const std::string& path) {
   return path;
 }
 
-// An existing file that is not a regular one (/dev/null, a FIFO, a terminal): what the user
-// named is written into, as perf does, since renaming over it would replace the device.
-bool IsSpecialFile(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+// What IsStreamPath says of a file `st` describes.
+bool IsStream(const struct stat& st) {
+  // Not a regular file (/dev/null, a FIFO, a terminal): written into, as perf does, since
+  // renaming over it would replace the device.
+  if (!S_ISREG(st.st_mode)) return !S_ISDIR(st.st_mode);
+  // The file stdout or stderr was redirected to: replacing it would take it from the command
+  // writing there too, whose output would be lost.
+  for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    struct stat open_st;
+    if (::fstat(fd, &open_st) == 0 && open_st.st_dev == st.st_dev &&
+        open_st.st_ino == st.st_ino) {
+      return true;
+    }
+  }
+  return false;
 }
 
 absl::Status WriteAll(int fd, absl::string_view contents, const std::string& name) {
@@ -182,14 +192,21 @@ absl::Status WriteAll(int fd, absl::string_view contents, const std::string& nam
 
 }  // namespace
 
+bool IsStreamPath(const std::string& path) {
+  // stat, not FollowSymlinks: a magic link such as /proc/self/fd/1 reads as "pipe:[N]".
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && IsStream(st);
+}
+
 absl::Status WriteFileAtomically(const std::string& given_path, absl::string_view contents,
                                  bool durable) {
-  const std::string path = FollowSymlinks(given_path);
-  if (IsSpecialFile(path)) {
-    ScopedFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-    if (!fd.valid()) return ErrnoError(absl::StrCat("cannot open ", path));
-    return WriteAll(fd.get(), contents, path);
+  if (struct stat st; ::stat(given_path.c_str(), &st) == 0 && IsStream(st)) {
+    ScopedFd fd(::open(given_path.c_str(),
+                       O_WRONLY | O_CLOEXEC | (S_ISREG(st.st_mode) ? O_APPEND : 0)));
+    if (!fd.valid()) return ErrnoError(absl::StrCat("cannot open ", given_path));
+    return WriteAll(fd.get(), contents, given_path);
   }
+  const std::string path = FollowSymlinks(given_path);
   RemoveStaleTempFiles(path);
   std::string tmp = absl::StrCat(path, kTempInfix, ::getpid());
   {
@@ -215,17 +232,17 @@ absl::Status WriteFileAtomically(const std::string& given_path, absl::string_vie
 
 absl::Status CheckOutputWritable(const std::string& given_path) {
   if (given_path.empty()) return absl::InvalidArgumentError("output path is empty");
-  const std::string path = FollowSymlinks(given_path);
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (::stat(given_path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat("output path ", given_path, " is a directory"));
   }
-  if (IsSpecialFile(path)) {
-    if (::access(path.c_str(), W_OK) != 0) {
+  if (IsStreamPath(given_path)) {
+    if (::access(given_path.c_str(), W_OK) != 0) {
       return ErrnoError(absl::StrCat("output ", given_path, " is not writable"));
     }
     return absl::OkStatus();
   }
+  const std::string path = FollowSymlinks(given_path);
   std::string dir = DirectoryOf(path);
   if (::stat(dir.c_str(), &st) != 0) {
     return ErrnoError(absl::StrCat("output directory ", dir));

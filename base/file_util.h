@@ -41,8 +41,8 @@ absl::StatusOr<int64_t> ReadIntegerFile(const std::string& path);
 // that validate what they read and can rebuild it need not wait for the disk), then renames it
 // over `path`. First removes what earlier writers of `path` that died before their rename
 // left behind (RemoveStaleTempFiles). A symlink is followed (the file it ends at is replaced;
-// the link stays), and an existing file that is not a regular one (/dev/null, a FIFO, a
-// terminal) is written into directly, never replaced.
+// the link stays), and a stream (IsStreamPath: /dev/null, a FIFO, a terminal, /dev/stdout) is
+// written into directly, never replaced.
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
                                  bool durable = true);
 
@@ -58,6 +58,14 @@ bool IsStaleTempFile(absl::string_view file_name, absl::string_view output_name)
 // regular files only, never symlinks or directories. Best effort (errors are ignored); returns
 // how many were removed.
 size_t RemoveStaleTempFiles(const std::string& path);
+
+// Whether `path` names a stream to write into rather than a file to replace: an existing file
+// that is not a regular one (/dev/null, a FIFO, a terminal, /dev/stdout when that is a pipe), or
+// the regular file this process's stdout or stderr is (/dev/stdout redirected to a file, which
+// the profiled command writes too). Magic links (/dev/stdout, /proc/self/fd/N) are followed as
+// the kernel follows them. WriteFileAtomically writes into such a path (appends, to that regular
+// file) and never replaces it; files named after it, such as its metadata, have no place.
+bool IsStreamPath(const std::string& path);
 
 // Checks, before any work is done, that `path` can later be written by WriteFileAtomically:
 // its directory exists and accepts new files, or it is an existing special file (a device, a

@@ -3,8 +3,10 @@
 #include <cstdio>
 #include <optional>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "base/file_util.h"
 #include "output/counter_report.h"
 #include "output/frame_modules.h"
@@ -190,8 +192,29 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
 
   int exit_code = state.exit_code;
   OutputFallback fallback;
+  // An -o that names a stream (/dev/stdout, /dev/null, a FIFO) gets its own view only: the
+  // files named after it (the other views, the metadata) have no directory to go beside it.
+  std::vector<std::string> beside_streams;
+  for (const RecordOutput& out : o.outputs) {
+    if (!IsStreamPath(out.path)) continue;
+    for (const char* view : {kCpuView, kOffCpuView, kWallView, kAllocBytesView, kAllocCountView,
+                             kTemporaryView, kPeakView, kLeakedView, kHeapView}) {
+      beside_streams.push_back(RecordOptions::ViewPath(out.path, view));
+    }
+    if (&out == &o.outputs.front()) beside_streams.push_back(o.MetadataPath());
+  }
+  std::vector<std::string> not_written;
+  auto beside_a_stream = [&](const std::string& path) {
+    if (absl::c_any_of(o.outputs, [&](const RecordOutput& out) { return out.path == path; }) ||
+        !absl::c_linear_search(beside_streams, path)) {
+      return false;
+    }
+    not_written.push_back(path);
+    return true;
+  };
   auto write = [&](const symbolize::Profile& p, const std::string& path,
                    output::OutputFormat format) {
+    if (beside_a_stream(path)) return;
     fallback.Write(
         path, [&](const std::string& to) { return output::WriteProfile(p, to, format, o.write); },
         &exit_code);
@@ -243,9 +266,21 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   if (session.off_cpu()) metadata["off_cpu"] = OffCpuJson(o, collector, threads);
   if (state.alloc.has_value()) metadata["allocations"] = AllocJson(o, *state.alloc, collector);
   const std::string metadata_text = output::RenderJsonDocument(metadata) + "\n";
-  fallback.Write(
-      o.MetadataPath(),
-      [&](const std::string& to) { return WriteFileAtomically(to, metadata_text); }, &exit_code);
+  if (!beside_a_stream(o.MetadataPath())) {
+    fallback.Write(
+        o.MetadataPath(),
+        [&](const std::string& to) { return WriteFileAtomically(to, metadata_text); },
+        &exit_code);
+  }
+  // Nothing to say to who sent the profile to /dev/null.
+  const bool all_discarded = absl::c_all_of(o.outputs, [](const RecordOutput& out) {
+    return out.path == "/dev/null";
+  });
+  if (!not_written.empty() && !all_discarded) {
+    PrintLine(absl::StrCat("not written: ", absl::StrJoin(not_written, ", "),
+                           " (an -o that is not a file, such as /dev/stdout, gets its own view "
+                           "only); give -o FILE for them"));
+  }
 
   if (!counters.empty()) {
     std::fputs(output::FormatCounterTable(counters, state.duration_seconds).c_str(), stderr);

@@ -30,6 +30,7 @@ namespace nativeprof::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Recorded {
   CommandResult run;
@@ -354,6 +355,37 @@ TEST(RecordBadInputTest, CommandNotFound) {
   // The one line said: no event note (cycles falling back to cpu-clock) before it, as there was
   // when the command was found missing only at exec, after the events were opened.
   EXPECT_EQ(r.err, "nativeprof: cannot execute 'no-such-program-np': No such file or directory\n");
+}
+
+// -o /dev/stdout, piped (`| flamegraph.pl`) or redirected to a file: the profile is written into
+// the stream after the command's own output, which is kept (the file used to be replaced by a
+// rename, and the pipe's "pipe:[N]" link sent the profile to a fallback directory with exit 4),
+// and nothing is created beside it in /dev.
+TEST(RecordOutputTest, DevStdoutGetsTheProfileAfterTheCommandsOutput) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string dir = MakeTempDir();
+  const std::string np = NativeprofBinary();
+  const std::string program = TargetPath("fp_split");
+  for (const bool piped : {true, false}) {
+    SCOPED_TRACE(piped ? "piped" : "redirected to a file");
+    const std::string out = dir + "/stdout.txt";
+    const std::string record =
+        absl::StrCat("'", np, "' record --no-counters -o /dev/stdout -- sh -c 'echo command-output; exec \"$0\" 400' '",
+                     program, "'");
+    CommandResult r = RunCommand(
+        {"/bin/sh", "-c", piped ? absl::StrCat(record, " | cat > '", out, "'")
+                                : absl::StrCat(record, " > '", out, "'")});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string text = ReadFileOrEmpty(out);
+    ASSERT_EQ(text.rfind("command-output\n", 0), 0u) << text;
+    FoldedProfile p = FoldedProfile::Parse(text.substr(strlen("command-output\n")));
+    EXPECT_GT(p.total(), 100u) << text;
+    EXPECT_GT(p.Total("heavy_function"), p.total() / 2) << text;
+    EXPECT_THAT(r.err, HasSubstr("not written: /dev/stdout.json"));
+    EXPECT_THAT(r.err, HasSubstr("-> /dev/stdout"));
+    EXPECT_THAT(r.err, Not(HasSubstr("nativeprof-output-")));  // no fallback directory
+    EXPECT_FALSE(std::filesystem::exists("/dev/stdout.json"));
+  }
 }
 
 TEST(RecordBadInputTest, CommandNotExecutable) {
