@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/text_escape.h"
@@ -35,8 +36,13 @@ bool OutermostFrameIsRoot(const std::string& function) {
       "_start_c",      "_dl_start",         "_dl_start_user",         "start_thread",
       "clone",         "clone3",            "__clone",                "__clone3",
       "thread_start",  "runtime.goexit",    "runtime.rt0_go",         "runtime.mstart"};
+  // Go 1.17 and later name its assembly entry points with their ABI: runtime.goexit.abi0.
+  absl::string_view name = function;
+  if (absl::StartsWith(name, "runtime.") && !absl::ConsumeSuffix(&name, ".abi0")) {
+    absl::ConsumeSuffix(&name, ".abiinternal");
+  }
   for (std::string_view root : kRoots) {
-    if (function == root) return true;
+    if (name == absl::string_view(root.data(), root.size())) return true;
   }
   // Rust's std::thread entry (std::sys::unix::thread::Thread::new::thread_start and kin).
   return absl::EndsWith(function, "::thread_start");

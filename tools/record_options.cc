@@ -270,8 +270,14 @@ absl::Status ParseUnwinder(absl::string_view arg, RecordOptions* o) {
 
 absl::Status ParseDuration(absl::string_view arg, RecordOptions* o) {
   double s = 0;
-  if (!absl::SimpleAtod(arg, &s) || !(s > 0)) {
-    return Bad(absl::StrCat("--duration '", arg, "' must be a positive number of seconds"));
+  // Above 1e9 s (31 years) the deadline would overflow the clock's nanoseconds and lie in the
+  // past: a run of "inf" stopped after 0.1 s. Without --duration, Ctrl-C or the target's exit
+  // stops it.
+  constexpr double kMaxDurationSeconds = 1e9;
+  if (!absl::SimpleAtod(arg, &s) || !(s > 0) || !(s <= kMaxDurationSeconds)) {
+    return Bad(absl::StrCat("--duration '", arg,
+                            "' must be a positive number of seconds up to 1e9; to record until "
+                            "Ctrl-C or the target exits, leave --duration out"));
   }
   o->duration_seconds = s;
   return absl::OkStatus();

@@ -57,6 +57,13 @@ TEST(RecordingQualityTest, FramePointerChainsThatStopShortOfTheEntryAreNamed) {
   EXPECT_EQ(RootlessSamples(profile), 150u);
   EXPECT_TRUE(OutermostFrameIsRoot("std::sys::unix::thread::Thread::new::thread_start"));
   EXPECT_FALSE(OutermostFrameIsRoot("[unknown]"));
+  // Go names its assembly entry points with their ABI since 1.17 (a Go 1.19 program's every
+  // frame-pointer stack was called rootless).
+  EXPECT_TRUE(OutermostFrameIsRoot("runtime.goexit.abi0"));
+  EXPECT_TRUE(OutermostFrameIsRoot("runtime.mstart.abi0"));
+  EXPECT_TRUE(OutermostFrameIsRoot("runtime.rt0_go.abi0"));
+  EXPECT_TRUE(OutermostFrameIsRoot("runtime.goexit"));
+  EXPECT_FALSE(OutermostFrameIsRoot("main.main.abi0"));
 
   RecordingQuality q = Clean();
   q.rootless_samples = 150;

@@ -46,6 +46,22 @@ TEST(RecordOptionsTest, AllocRateTakesBinarySuffixes) {
   }
 }
 
+// A duration whose deadline the clock cannot hold is refused: "inf" and 1e10 used to stop the
+// run after 0.1 s (the overflowed deadline lay in the past).
+TEST(RecordOptionsTest, DurationIsAPositiveNumberTheClockCanHold) {
+  absl::StatusOr<RecordOptions> ok = Parse({"record", "-p", "1", "--duration", "2.5"});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->duration_seconds, 2.5);
+  EXPECT_TRUE(Parse({"record", "-p", "1", "--duration", "1e9"}).ok());
+  for (const char* bad : {"0", "-1", "nan", "inf", "1e10", "abc", ""}) {
+    SCOPED_TRACE(bad);
+    absl::StatusOr<RecordOptions> r = Parse({"record", "-p", "1", "--duration", bad});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("leave --duration out"), absl::string_view::npos)
+        << r.status();
+  }
+}
+
 TEST(RecordOptionsTest, AllocOptionAndItsRefusals) {
   absl::StatusOr<RecordOptions> plain = Parse({"record", "--alloc", "--", "true"});
   ASSERT_TRUE(plain.ok()) << plain.status();
