@@ -76,9 +76,11 @@ std::vector<BlockingCallSite> TopBlockingCallSites(const symbolize::Profile& pro
     // Innermost frame that is neither the kernel's nor a pseudo-frame, and its caller.
     int inner = -1;
     bool waiting = false;
+    const std::string* pseudo = nullptr;  // the innermost pseudo-frame, which says why
     for (int i = static_cast<int>(s.frames.size()) - 1; i >= 0; --i) {
       const symbolize::ProfileFrame& f = profile.frames[s.frames[i]];
       if (f.function == symbolize::kWaitingForCpuFrame) waiting = true;
+      if (IsPseudoFrame(f.function) && pseudo == nullptr) pseudo = &f.function;
       if (f.kind == symbolize::ProfileFrameKind::kKernel || IsPseudoFrame(f.function)) continue;
       inner = i;
       break;
@@ -86,7 +88,9 @@ std::vector<BlockingCallSite> TopBlockingCallSites(const symbolize::Profile& pro
     if (waiting) continue;
     std::string name;
     if (inner < 0) {
-      name = "[kernel thread or no user stack]";
+      // A thread's interval whose stack was never sampled ("[off-CPU, stack not sampled]") is
+      // named so, not taken for a kernel thread.
+      name = pseudo != nullptr ? *pseudo : "[kernel thread or no user stack]";
     } else {
       name = profile.frames[s.frames[inner]].function;
       const std::string* module = module_of(s.frames[inner]);

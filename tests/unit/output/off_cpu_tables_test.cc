@@ -6,6 +6,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "symbolize/profile.h"
+#include "symbolize/profile_builder.h"
 
 namespace nativeprof::output {
 namespace {
@@ -33,6 +35,21 @@ TEST(OffCpuTablesTest, ThreadSplitAsTextAndMarkdown) {
   // A '|' in a thread name must not end the cell.
   EXPECT_THAT(md, HasSubstr("| `idle\\|pipe` (never ran) | 42 |"));
   EXPECT_EQ(RenderThreadSplit(nlohmann::json::object(), TableFormat::kMarkdown), "");
+}
+
+// A thread whose blocked interval had no switch sample is named by its pseudo-frame, not taken
+// for a kernel thread; a stack with no frame at all still is.
+TEST(OffCpuTablesTest, AnUnsampledIntervalIsNamedAsSuch) {
+  symbolize::Profile profile;
+  profile.frames.push_back({.function = symbolize::kNoSwitchStackFrame});
+  profile.frames.push_back({.function = "schedule", .kind = symbolize::ProfileFrameKind::kKernel});
+  profile.stacks.push_back({.thread_name = "worker", .frames = {0}, .samples = 300});
+  profile.stacks.push_back({.thread_name = "kworker", .frames = {1}, .samples = 100});
+  const std::vector<BlockingCallSite> sites = TopBlockingCallSites(profile, 10, nullptr);
+  ASSERT_EQ(sites.size(), 2u);
+  EXPECT_EQ(sites[0].name, symbolize::kNoSwitchStackFrame);
+  EXPECT_EQ(sites[0].count, 300u);
+  EXPECT_EQ(sites[1].name, "[kernel thread or no user stack]");
 }
 
 TEST(OffCpuTablesTest, BlockingCallSitesAsTextAndMarkdown) {
