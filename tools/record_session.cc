@@ -10,6 +10,8 @@
 #include <memory>
 #include <optional>
 
+#include "absl/algorithm/container.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/file_util.h"
@@ -129,6 +131,19 @@ DrainScheduling BoostDrainThread(const RecordOptions& o) {
     Logger("main")->debug("drain thread runs at {}", d.boost.Describe());
   }
   return d;
+}
+
+// How long a freshly exec'd process may take to map its libraries and run their constructors;
+// one that has not attached the allocation library by then did not get it.
+constexpr uint64_t kLoaderGraceNs = 200'000'000;
+
+// Whether running process `pid` maps a file named `name` (a library, by its file name).
+bool HasLibraryMapped(int32_t pid, absl::string_view name) {
+  absl::StatusOr<std::vector<sampler::ProcMapsEntry>> maps = sampler::ReadProcMaps(pid);
+  if (!maps.ok()) return false;
+  return absl::c_any_of(*maps, [name](const sampler::ProcMapsEntry& e) {
+    return absl::EndsWith(e.path, absl::StrCat("/", name));
+  });
 }
 
 std::optional<SchedStat> SchedNow() {
@@ -446,11 +461,22 @@ int RunRecording(const RecordOptions& o) {
     }
     // Exec records carry the channel's clock only with use_clockid (a kernel from 4.1).
     if ((*session)->attr().use_clockid != 0) {
+      const uint64_t stopped_ns = static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(ran->stopped_at.time_since_epoch())
+              .count());
       for (const auto& [pid, process] : collector.processes().processes()) {
         if (process->exec_ns == 0) continue;
-        if (alloc_channel->ImageAttached(static_cast<uint32_t>(pid), process->exec_ns) == false) {
-          run.unhooked.push_back({static_cast<uint32_t>(pid), process->name});
+        if (alloc_channel->ImageAttached(static_cast<uint32_t>(pid), process->exec_ns) != false) {
+          continue;
         }
+        // One still running may not have reached the library's constructor yet (a shell's
+        // background `sleep` exec'd as the recording stopped): not unhooked if it has the
+        // library mapped, or if it exec'd too recently to tell.
+        if (!process->exited && (stopped_ns < process->exec_ns + kLoaderGraceNs ||
+                                 HasLibraryMapped(pid, kAllocPreloadName))) {
+          continue;
+        }
+        run.unhooked.push_back({static_cast<uint32_t>(pid), process->name});
       }
       std::sort(run.unhooked.begin(), run.unhooked.end());
     }
