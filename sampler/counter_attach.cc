@@ -11,9 +11,15 @@ namespace nativeprof::sampler {
 absl::StatusOr<AttachedCounters> AttachedCounters::Open(const std::vector<EventSpec>& events,
                                                         pid_t pid, bool per_thread) {
   NP_ASSIGN_OR_RETURN(std::vector<pid_t> tids, ListThreads(pid));
-  // The main thread first: it is the one whose disappearance means the process is gone.
+  // The main thread first: it is the one whose disappearance means the process is gone. Unless
+  // it has ended already (pthread_exit) while other threads run: no event can be opened on a
+  // zombie, and the process is alive all the same.
   auto main = std::find(tids.begin(), tids.end(), pid);
-  if (main != tids.end()) std::rotate(tids.begin(), main, main + 1);
+  if (main != tids.end() && tids.size() > 1 && ThreadHasEnded(pid, pid)) {
+    tids.erase(main);
+  } else if (main != tids.end()) {
+    std::rotate(tids.begin(), main, main + 1);
+  }
   CounterOptions options;
   options.enable_on_exec = false;
   options.per_thread = per_thread;

@@ -94,17 +94,22 @@ absl::StatusOr<std::vector<pid_t>> ListThreads(pid_t pid) {
   return tids;
 }
 
-bool ProcessHasEnded(pid_t pid) {
-  absl::StatusOr<std::vector<pid_t>> tids = ListThreads(pid);
-  if (!tids.ok()) return true;
-  if (tids->size() > 1) return false;
-  absl::StatusOr<std::string> stat = ReadSmallFile(absl::StrCat("/proc/", pid, "/stat"));
+bool ThreadHasEnded(pid_t pid, pid_t tid) {
+  absl::StatusOr<std::string> stat =
+      ReadSmallFile(absl::StrCat("/proc/", pid, "/task/", tid, "/stat"));
   if (!stat.ok()) return true;
   // "PID (COMM) STATE ...": a name may hold ") ", so the state follows the last ')'.
   const size_t close = stat->rfind(')');
   if (close == std::string::npos || close + 2 >= stat->size()) return false;
   const char state = (*stat)[close + 2];
   return state == 'Z' || state == 'X';
+}
+
+bool ProcessHasEnded(pid_t pid) {
+  absl::StatusOr<std::vector<pid_t>> tids = ListThreads(pid);
+  if (!tids.ok()) return true;
+  if (tids->size() > 1) return false;
+  return ThreadHasEnded(pid, pid);
 }
 
 namespace {

@@ -48,6 +48,10 @@ bool IsKernelThread(pid_t pid);
 // run is listed beside them).
 bool ProcessHasEnded(pid_t pid);
 
+// True when thread `tid` of process `pid` has ended: /proc lists it no more, or lists it as a
+// zombie (a main thread that called pthread_exit while others run).
+bool ThreadHasEnded(pid_t pid, pid_t tid);
+
 // The process (thread group) that thread `tid` belongs to: `tid` itself for a process's main
 // thread. From the "Tgid:" line of /proc/TID/status. Errors: kNotFound when there is no such
 // thread, kInvalidArgument when the file has no such line.

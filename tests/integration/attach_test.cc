@@ -24,6 +24,7 @@ namespace nativeprof::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Ask(int port, const std::string& request) {
   int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -93,11 +94,11 @@ TEST(AttachTest, SamplesEveryThreadOfARunningServerAndLeavesItServing) {
 
 // Attaches 100 ms after fp_threads started with `args` and records until it exits: every
 // worker thread's function must be in the profile.
-void ExpectWorkersSampledUntilExit(const std::vector<std::string>& args) {
+CommandResult ExpectWorkersSampledUntilExit(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {TargetPath("fp_threads")};
   argv.insert(argv.end(), args.begin(), args.end());
   BackgroundProcess target(argv);
-  ASSERT_GT(target.pid(), 0);
+  EXPECT_GT(target.pid(), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   std::string folded = MakeTempDir() + "/exit.folded";
   CommandResult r =
@@ -106,6 +107,7 @@ void ExpectWorkersSampledUntilExit(const std::vector<std::string>& args) {
   FoldedProfile p = FoldedProfile::Parse(ReadFileOrEmpty(folded));
   EXPECT_GT(p.Total("thread_alpha_work"), 0u) << r.err;
   EXPECT_GT(p.Total("thread_gamma_work"), 0u) << r.err;
+  return r;
 }
 
 TEST(AttachTest, StopsWhenTheTargetExitsAndWritesWhatWasSampled) {
@@ -115,10 +117,13 @@ TEST(AttachTest, StopsWhenTheTargetExitsAndWritesWhatWasSampled) {
 
 // A process whose main thread ended with pthread_exit: its leader is a zombie (perf_event_open
 // on it fails with ESRCH, its /proc maps read empty) while the other threads run. Attaching
-// failed with "the process exited while attaching", and then named no frame.
+// failed with "the process exited while attaching", and then named no frame. Its counters are
+// those of the threads that run (they were disabled: "no process with PID N (it exited)").
 TEST(AttachTest, AProcessWhoseMainThreadExitedIsSampledAndNamed) {
   NP_SKIP_IF_NO_PERF();
-  ExpectWorkersSampledUntilExit({"600", "main-exits"});
+  CommandResult r = ExpectWorkersSampledUntilExit({"600", "main-exits"});
+  EXPECT_THAT(r.err, Not(HasSubstr("counters disabled"))) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("task-clock")) << r.err;
 }
 
 TEST(AttachTest, SigintStopsProfilingButNotTheTarget) {
