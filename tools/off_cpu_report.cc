@@ -89,22 +89,42 @@ nlohmann::json OffCpuJson(const RecordOptions& o, const unwind::StackCollector& 
 }
 
 std::vector<std::string> OffCpuSummaryLines(const unwind::StackCollector& collector,
-                                            const std::vector<ThreadSplit>& threads) {
+                                            const std::vector<ThreadSplit>& threads,
+                                            uint64_t lost_records) {
+  // A process of thousands of threads must not make one line of thousands of names.
+  constexpr size_t kMaxNamed = 10;
   uint64_t blocked = 0, waiting = 0;
   std::vector<std::string> idle;
+  size_t idle_count = 0;
   for (const ThreadSplit& t : threads) {
     blocked += t.times.blocked_ns;
     waiting += t.times.waiting_ns;
-    if (!t.times.ran) idle.push_back(absl::StrCat(t.name.empty() ? "?" : t.name, "/", t.times.tid));
+    if (t.times.ran) continue;
+    if (++idle_count <= kMaxNamed) {
+      idle.push_back(absl::StrCat(t.name.empty() ? "?" : t.name, "/", t.times.tid));
+    }
   }
   std::vector<std::string> lines;
+  // A lost switch-in leaves its thread counted off-CPU until the next record of it: with losses
+  // the split leans to off-CPU, and a thread whose every record was lost looks as if it never ran.
   lines.push_back(absl::StrFormat(
-      "off-CPU: %d switches, %.3f s blocked, %.3f s waiting for a CPU", collector.stats().switch_samples,
-      static_cast<double>(blocked) * 1e-9, static_cast<double>(waiting) * 1e-9));
-  if (!idle.empty()) {
-    lines.push_back(absl::StrCat(output::Plural(idle.size(), "thread", "threads"),
-                                 " never ran while recording (off-CPU throughout): ",
-                                 absl::StrJoin(idle, ", ")));
+      "off-CPU: %d switches, %.3f s blocked, %.3f s waiting for a CPU%s",
+      collector.stats().switch_samples, static_cast<double>(blocked) * 1e-9,
+      static_cast<double>(waiting) * 1e-9,
+      lost_records == 0 ? ""
+                        : absl::StrCat(" (upper bounds: with ", output::WithThousands(lost_records),
+                                       " records lost, time whose switch-in was lost counts as "
+                                       "off-CPU)")));
+  if (idle_count > 0) {
+    lines.push_back(absl::StrCat(
+        output::Plural(idle_count, "thread", "threads"),
+        lost_records == 0 ? " never ran while recording (off-CPU throughout): "
+                          : " never ran while recording, or ran with every record of theirs "
+                            "lost: ",
+        absl::StrJoin(idle, ", "),
+        idle_count > idle.size() ? absl::StrCat(" and ", idle_count - idle.size(), " more")
+                                 : "",
+        " (all in the metadata's off_cpu.threads)"));
   }
   return lines;
 }

@@ -43,7 +43,8 @@ nlohmann::json OffCpuJson(const RecordOptions& options, const unwind::StackColle
 
 // The summary lines: total off-CPU time (blocked / waiting), threads that never ran.
 std::vector<std::string> OffCpuSummaryLines(const unwind::StackCollector& collector,
-                                            const std::vector<ThreadSplit>& threads);
+                                            const std::vector<ThreadSplit>& threads,
+                                            uint64_t lost_records);
 
 }  // namespace nativeprof::tools
 

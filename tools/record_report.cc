@@ -298,7 +298,7 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
     }
   }
   if (session.off_cpu()) {
-    for (const std::string& line : OffCpuSummaryLines(collector, threads)) PrintLine(line);
+    for (const std::string& line : OffCpuSummaryLines(collector, threads, lost)) PrintLine(line);
   }
   if (state.alloc.has_value()) {
     for (const std::string& line : AllocSummaryLines(*state.alloc)) PrintLine(line);

@@ -143,6 +143,30 @@ constexpr char kNoPtraceRights[] =
 // A thread that is already blocked when recording attaches has no switch-out to sample while
 // recording: its stack is read from /proc instead (the main thread here sleeps in sleep_ms,
 // under main, for the whole recording).
+// Threads asleep for the whole attach are listed as never having run, ten by name and the rest
+// counted (a process of 2,000 such threads made one line of 2,000 names).
+TEST(OffCpuTest, ThreadsThatNeverRanAreNamedTenAtMost) {
+  NP_SKIP_IF_NO_PERF();
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs python3";
+  BackgroundProcess target(
+      {"/usr/bin/python3", "-c",
+       "import threading, time\n"
+       "for _ in range(14): threading.Thread(target=time.sleep, args=(4,), daemon=True).start()\n"
+       "print('ready', flush=True)\n"
+       "time.sleep(4)\n"},
+      /*capture_stdout=*/true);
+  ASSERT_EQ(target.ReadLine(), "ready");
+  const std::string folded = MakeTempDir() + "/idle.folded";
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "--off-cpu", "--duration", "0.5",
+                                "--no-counters", "-p", std::to_string(target.pid()), "-o",
+                                folded});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The 14 sleepers and main.
+  EXPECT_THAT(r.err, HasSubstr("15 threads never ran while recording (off-CPU throughout): "))
+      << r.err;
+  EXPECT_THAT(r.err, HasSubstr(" and 5 more (all in the metadata's off_cpu.threads)")) << r.err;
+}
+
 TEST(OffCpuTest, AttachingSeesTheStacksOfThreadsAlreadyBlocked) {
   NP_SKIP_IF_NO_PERF();
   std::unique_ptr<BackgroundProcess> target = StartSleepingTarget(/*in_main=*/false);
