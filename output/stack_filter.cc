@@ -36,6 +36,7 @@ FilteredProfile FilterStacks(const symbolize::Profile& profile, const StackFilte
   p.frames = profile.frames;
   p.event = profile.event;
   p.weight_unit = profile.weight_unit;
+  p.count_unit = profile.count_unit;
   p.sample_frequency_hz = profile.sample_frequency_hz;
   p.duration_ns = profile.duration_ns;
 

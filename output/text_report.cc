@@ -135,8 +135,9 @@ std::string RenderCallTree(const symbolize::Profile& profile, int depth, double 
   const FlameTree tree = BuildFlameGraphTree(profile);
   const uint64_t total = tree.root().value[0];
   if (total == 0) return "no samples\n";
-  std::string out = absl::StrFormat("Call tree (%s samples; total%%, self%%)\n",
-                                    WithThousands(total));
+  // In the profile's own unit: samples, or us of a time view, bytes of an allocation view.
+  std::string out = absl::StrFormat("Call tree (%s %s; total%%, self%%)\n", WithThousands(total),
+                                    profile.count_unit);
   absl::StrAppendFormat(&out, "%8s %8s  %s\n", "total", "self", "thread / function");
   std::vector<uint32_t> threads = tree.Children(0);
   std::stable_sort(threads.begin(), threads.end(), [&](uint32_t a, uint32_t b) {

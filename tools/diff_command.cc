@@ -111,11 +111,16 @@ int RunDiffCommand(int argc, char** argv) {
   const nlohmann::json before_meta = ReadRecordMetadata(argv[optind], &before_view);
   const nlohmann::json after_meta = ReadRecordMetadata(argv[optind + 1], &after_view);
   if (before_view != after_view) {
+    // What each view weighs: the off-CPU and wall views are time, the allocation views bytes or
+    // counts; their file names say which.
+    auto describe = [](const std::string& view) {
+      return view.empty() ? std::string("a CPU profile")
+                          : absl::StrCat("a .", view, ". view");
+    };
     return PrintCliError(
         CliStep::kReadInput,
-        absl::InvalidArgumentError(absl::StrCat(
-            "cannot compare ", before_view.empty() ? "a CPU profile" : before_view + " time",
-            " with ", after_view.empty() ? "a CPU profile" : after_view + " time")),
+        absl::InvalidArgumentError(absl::StrCat("cannot compare ", describe(before_view),
+                                                " with ", describe(after_view))),
         {}, "diff two files of the same view (X.folded with Y.folded, X.offcpu.folded with Y.offcpu.folded)");
   }
   MarkRecordedView(argv[optind], before_view, &*before);

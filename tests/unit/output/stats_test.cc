@@ -110,6 +110,10 @@ TEST(ReportTest, CallTreeRespectsDepth) {
   EXPECT_THAT(tree, HasSubstr(" 60.00%    0.00%      a\n"));
   EXPECT_THAT(tree, HasSubstr(" 40.00%   40.00%      b\n"));
   EXPECT_THAT(tree, ::testing::Not(HasSubstr("deep")));
+  EXPECT_THAT(tree, HasSubstr("Call tree (10 samples;"));
+  // A time or byte view's tree is in its own unit, after filtering too (it said "samples").
+  p.count_unit = "us";
+  EXPECT_THAT(RenderCallTree(FilterStacks(p, {}).profile, 2, 0.5), HasSubstr("Call tree (10 us;"));
 }
 
 TEST(ReportTest, CountersInAllShapes) {
