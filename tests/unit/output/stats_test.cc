@@ -10,6 +10,7 @@
 #include "output/diff_report.h"
 #include "output/folded_reader.h"
 #include "output/function_stats.h"
+#include "output/stack_filter.h"
 #include "output/text_report.h"
 #include "tests/testing/test_support.h"
 
