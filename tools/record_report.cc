@@ -134,7 +134,8 @@ nlohmann::json RecordMetadata(const RecordOptions& o, const sampler::Session& se
   j["samples"] = quality.samples;
   j["processes"] = collector.processes().process_count();
   j["threads"] = collector.processes().thread_count();
-  j["exit_code"] = state.exit_code;
+  // An attached process is not nativeprof's child: its exit status cannot be known.
+  j["exit_code"] = o.pids.empty() ? nlohmann::json(state.exit_code) : nlohmann::json();
   j["interrupted"] = state.interrupted;
   j["ring"] = {{"cpus", session.ring_count()}, {"data_pages_per_cpu", session.ring_pages()}};
   j["scheduling"] = SchedulingJson(state.scheduling);
