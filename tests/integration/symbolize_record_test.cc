@@ -199,7 +199,8 @@ TEST_F(SymbolizeRecordTest, JitFramesFromPerfMapWhenAttached) {
 }
 
 // A JIT in a container: its map is in its own /tmp, named after its pid there (1 here), as perf
-// also finds it. Run in new pid and mount namespaces with a tmpfs of their own on /tmp.
+// also finds it. Run in new pid and mount namespaces with a tmpfs of their own on /tmp (the
+// CI's clone is under /tmp, hidden by that mount: the program is run from a descriptor).
 TEST_F(SymbolizeRecordTest, JitFramesFromPerfMapInAnotherNamespace) {
 #if !defined(__x86_64__)
   GTEST_SKIP() << "sym_jit generates x86-64 code";
@@ -209,7 +210,9 @@ TEST_F(SymbolizeRecordTest, JitFramesFromPerfMapInAnotherNamespace) {
     GTEST_SKIP() << "unshare --pid --mount refused (needs root or user namespaces)";
   }
   BackgroundProcess box({"/usr/bin/unshare", "--pid", "--fork", "--mount", "--propagation", "private",
-                         "sh", "-c", "mount -t tmpfs none /tmp && exec \"$0\" 3",
+                         "sh", "-c",
+                         // The program is opened before the mount: it may be under /tmp.
+                         "exec 9<\"$0\" && mount -t tmpfs none /tmp && exec /proc/self/fd/9 3",
                          TargetPath("sym_jit")},
                         /*capture_stdout=*/true);
   ASSERT_EQ(box.ReadLine(), "pid 1");
