@@ -1,7 +1,6 @@
 #include "output/recording_quality.h"
 
 #include <algorithm>
-#include <string_view>
 
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
@@ -31,7 +30,7 @@ double NamedFrameShare(const symbolize::Profile& profile) {
 
 bool OutermostFrameIsRoot(const std::string& function) {
   // glibc's and musl's process entry and thread start, the dynamic loader's own entry, and Go's.
-  static constexpr std::string_view kRoots[] = {
+  static constexpr absl::string_view kRoots[] = {
       "_start",        "__libc_start_main", "__libc_start_call_main", "__libc_start_main_impl",
       "_start_c",      "_dl_start",         "_dl_start_user",         "start_thread",
       "clone",         "clone3",            "__clone",                "__clone3",
@@ -41,8 +40,8 @@ bool OutermostFrameIsRoot(const std::string& function) {
   if (absl::StartsWith(name, "runtime.") && !absl::ConsumeSuffix(&name, ".abi0")) {
     absl::ConsumeSuffix(&name, ".abiinternal");
   }
-  for (std::string_view root : kRoots) {
-    if (name == absl::string_view(root.data(), root.size())) return true;
+  for (absl::string_view root : kRoots) {
+    if (name == root) return true;
   }
   // Rust's std::thread entry (std::sys::unix::thread::Thread::new::thread_start and kin).
   return absl::EndsWith(function, "::thread_start");

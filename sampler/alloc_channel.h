@@ -46,8 +46,9 @@ struct AllocTotals {
   uint64_t peak_bytes = 0;    // most bytes live at once (exact for one thread; see the preload)
   uint64_t live_bytes() const { return alloc_bytes > freed_bytes ? alloc_bytes - freed_bytes : 0; }
   uint64_t live_blocks() const { return alloc_calls > free_calls ? alloc_calls - free_calls : 0; }
-  // False when the run freed more than it allocated, which a preload of this version, keeping
-  // inherited frees apart, does not report; kept for safety.
+  // False when the run freed more than it allocated. Inherited frees are kept apart, so only a
+  // child forked by a raw fork system call (no pthread_atfork handler: its parent's image number)
+  // can still make it so.
   bool leak_known() const { return freed_bytes <= alloc_bytes && free_calls <= alloc_calls; }
 };
 

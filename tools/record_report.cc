@@ -198,9 +198,10 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   std::vector<std::string> beside_streams;
   for (const RecordOutput& out : o.outputs) {
     if (!IsStreamPath(out.path)) continue;
-    for (const char* view : {kCpuView, kOffCpuView, kWallView, kAllocBytesView, kAllocCountView,
-                             kTemporaryView, kPeakView, kLeakedView, kHeapView}) {
-      beside_streams.push_back(RecordOptions::ViewPath(out.path, view));
+    RecordOptions one = o;
+    one.outputs = {out};
+    for (const std::vector<ViewOutput>& views : {OffCpuOutputs(one), AllocOutputs(one)}) {
+      for (const ViewOutput& v : views) beside_streams.push_back(v.path);
     }
     if (&out == &o.outputs.front()) beside_streams.push_back(o.MetadataPath());
   }

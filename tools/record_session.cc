@@ -436,11 +436,11 @@ int RunRecording(const RecordOptions& o) {
   loop.signals = &*signals;
   absl::StatusOr<sampler::RecordLoopResult> ran = sampler::RunRecordLoop(target, loop);
   if (!ran.ok()) return PrintCliError(CliStep::kExecCommand, ran.status());
-  FinishOffCpu(**session,
-               static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                         ran->stopped_at.time_since_epoch())
-                                         .count()),
-               &collector);
+  // CLOCK_MONOTONIC ns (steady_clock's), the records' clock with use_clockid.
+  const uint64_t stopped_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(ran->stopped_at.time_since_epoch())
+          .count());
+  FinishOffCpu(**session, stopped_ns, &collector);
   RunState state;
   state.signals_received = ran->signals_received;
   state.interrupted = target.forwarded_signal();
@@ -461,9 +461,6 @@ int RunRecording(const RecordOptions& o) {
     }
     // Exec records carry the channel's clock only with use_clockid (a kernel from 4.1).
     if ((*session)->attr().use_clockid != 0) {
-      const uint64_t stopped_ns = static_cast<uint64_t>(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(ran->stopped_at.time_since_epoch())
-              .count());
       for (const auto& [pid, process] : collector.processes().processes()) {
         if (process->exec_ns == 0) continue;
         if (alloc_channel->ImageAttached(static_cast<uint32_t>(pid), process->exec_ns) != false) {
