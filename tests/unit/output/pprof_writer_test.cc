@@ -251,5 +251,22 @@ TEST(PprofWriterTest, TimeProfileHasCpuOffCpuAndWallSampleTypes) {
   EXPECT_EQ(d.strings[d.default_sample_type], "wall");
 }
 
+// An off-CPU view alone (`convert` of OUT.offcpu.folded): pprof opens on off_cpu, the only time
+// it holds.
+TEST(PprofWriterTest, OffCpuViewAloneOpensOnOffCpu) {
+  Profile p;
+  p.event = "off-cpu";
+  p.count_unit = "us";
+  p.frames = {{"main", ProfileFrameKind::kUser, "", "", 0, "", 0},
+              {"futex_wait", ProfileFrameKind::kKernel, "", "", 0, "", 0}};
+  ProfileStack off{"app", 1, 1, {0, 1}, 7, 7000};
+  off.off_cpu = true;
+  p.stacks = {off};
+  const Decoded d = Decode(EncodePprof(p));
+  ASSERT_EQ(d.samples.size(), 1u);
+  EXPECT_EQ(d.samples[0].values, (std::vector<uint64_t>{0, 7000, 7000}));
+  EXPECT_EQ(d.strings[d.default_sample_type], "off_cpu");
+}
+
 }  // namespace
 }  // namespace nativeprof::output
