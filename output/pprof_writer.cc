@@ -334,12 +334,8 @@ class PprofEncoder {
     } else if (time_split_) {
       // An off-CPU view alone (`convert` of OUT.offcpu.folded) is all off-CPU time: pprof opens
       // on that, not on a "wall" type holding the same numbers under another name.
-      const bool all_off_cpu =
-          !profile_.stacks.empty() &&
-          std::all_of(profile_.stacks.begin(), profile_.stacks.end(),
-                      [](const symbolize::ProfileStack& s) { return s.off_cpu; });
       tail.Int64(pb::kProfileDefaultSampleType,
-                 strings_.Intern(all_off_cpu ? "off_cpu" : "wall"));
+                 strings_.Intern(profile_.is_off_cpu_view() ? "off_cpu" : "wall"));
     } else if (two_values_) {
       tail.Bytes(pb::kProfilePeriodType, ValueType(value_type_, profile_.weight_unit));
       if (profile_.sample_frequency_hz != 0 && profile_.weight_unit == "nanoseconds") {

@@ -347,7 +347,7 @@ absl::StatusOr<std::string> RenderProfileSvg(const symbolize::Profile& profile,
   FlameSvgOptions options;
   options.width = width;
   options.min_width_px = min_width_px;
-  const bool off_cpu = profile.event == "off-cpu";
+  const bool off_cpu = profile.is_off_cpu_view();
   const char* kind = off_cpu                   ? "Off-CPU Time "
                      : profile.event == "wall" ? "Wall-Clock Time "
                                                : "";

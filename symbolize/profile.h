@@ -76,6 +76,10 @@ struct Profile {
   std::string default_sample_type;
   SampleType period_type;
   uint64_t period = 0;
+
+  // The off-CPU view alone (ProfileView::kOffCpu, or an OUT.offcpu.* file read back): its event
+  // is "off-cpu" and every stack is off-CPU time.
+  bool is_off_cpu_view() const { return event == "off-cpu"; }
 };
 
 }  // namespace nativeprof::symbolize
