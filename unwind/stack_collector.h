@@ -8,6 +8,7 @@
 #include <array>
 #include <cassert>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -178,7 +179,7 @@ class StackCollector final : public sampler::RecordSink {
   const std::vector<CollectedFrame>& frames() const { return frames_; }
   const std::vector<std::string>& thread_names() const { return thread_names_; }
   // (time_ns, stack index) per sample, in arrival order; empty unless keep_timeline.
-  const std::vector<std::pair<uint64_t, uint32_t>>& timeline() const { return timeline_; }
+  const std::deque<std::pair<uint64_t, uint32_t>>& timeline() const { return timeline_; }
   const sampler::ModuleRegistry& modules() const { return modules_; }
   sampler::ModuleRegistry& mutable_modules() { return modules_; }
   const sampler::ProcessTable& processes() const { return processes_; }
@@ -269,7 +270,9 @@ class StackCollector final : public sampler::RecordSink {
   absl::flat_hash_set<uint32_t, StackHash, StackEq> stack_index_;
   std::vector<std::string> thread_names_;
   absl::flat_hash_map<std::string, uint32_t> thread_name_index_;
-  std::vector<std::pair<uint64_t, uint32_t>> timeline_;
+  // A deque for the reason OffCpuTracker's intervals are one: it grows by a sample at a time on
+  // the drain thread.
+  std::deque<std::pair<uint64_t, uint32_t>> timeline_;
   CollectorStats stats_;
   MappingObserver mapping_observer_;
   AllocStackObserver alloc_stack_observer_;

@@ -315,7 +315,7 @@ TEST_F(StackCollectorTest, BlockedAtStartTakesTheSwitchStackOfTheSameCall) {
   collector_.mutable_off_cpu().Finish(500);
   collector_.CompleteBlockedAtStartStacks();
 
-  const std::vector<OffCpuInterval>& intervals = collector_.off_cpu().intervals();
+  const std::deque<OffCpuInterval>& intervals = collector_.off_cpu().intervals();
   ASSERT_EQ(intervals.size(), 3u);
   ASSERT_EQ(collector_.stacks().size(), 3u);
   const uint32_t snapshot_stack = 0, full_stack = 1, elsewhere_stack = 2;
