@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "module/debug_file_cache.h"
 #include "module/debug_file_finder.h"
@@ -23,6 +24,10 @@ const char* NameSourceName(NameSource source) {
       return "none";
   }
   return "?";
+}
+
+std::string ModuleSymbols::KeyOf(const module::ElfImage& file, const std::string& path) {
+  return file.build_id().empty() ? absl::StrCat("path:", path) : file.build_id();
 }
 
 std::unique_ptr<ModuleSymbols> ModuleSymbols::Load(std::unique_ptr<module::ElfImage> file,

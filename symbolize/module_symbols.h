@@ -39,6 +39,10 @@ class ModuleSymbols {
                                              const std::string& path,
                                              const ModuleLoadOptions& options);
 
+  // The key modules share their symbols under: the build-id (same build-id, same names, whatever
+  // the path), else the path.
+  static std::string KeyOf(const module::ElfImage& file, const std::string& path);
+
   // File offset -> svma through the module's PT_LOAD headers; false when outside every segment.
   bool FileOffsetToSvma(uint64_t file_offset, uint64_t* svma) const {
     return file_->FileOffsetToSvma(file_offset, svma);

@@ -3,6 +3,7 @@
 
 #include "symbolize/symbolizer.h"
 
+#include <fcntl.h>
 #include <sys/utsname.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "module/vdso.h"
 #include "symbolize/display_name.h"
 #include "symbolize/kernel_symbols.h"
+#include "symbolize/module_prefetcher.h"
 #include "symbolize/module_symbols.h"
 #include "symbolize/perf_map.h"
 #include "unwind/stack_collector.h"
@@ -48,6 +50,7 @@ class ElfSymbolizer : public Symbolizer {
     load_options_.debug_dirs = options.debug_dirs;
     load_options_.dwarf = options.inline_frames || options.lines;
     load_options_.cache = options.cache;
+    if (options.prefetch) prefetcher_.emplace(load_options_);
   }
 
   void SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_t file_offset, uint64_t avma,
@@ -74,6 +77,9 @@ class ElfSymbolizer : public Symbolizer {
   ModuleState& State(sampler::ModuleId module);
   void Resolve(sampler::ModuleId module, ModuleState& state);
   ModuleSymbols* Intern(std::unique_ptr<module::ElfImage> file, const std::string& path);
+  // The prefetcher's result for `module`, when it loaded it: its symbols (null when the file
+  // could not be opened) and the open's status.
+  std::optional<absl::Status> TakePrefetched(sampler::ModuleId module, ModuleSymbols** symbols);
   ModuleSymbols* VdsoFor(int32_t pid);
   void CheckOptimization(ModuleSymbols& symbols, const std::string& path);
   void Unnamed(ModuleState* state, const std::string& display, uint64_t file_offset,
@@ -86,6 +92,7 @@ class ElfSymbolizer : public Symbolizer {
   std::vector<ModuleState> states_;
   absl::flat_hash_map<std::string, std::unique_ptr<ModuleSymbols>> symbols_by_key_;
   size_t held_fds_ = 0;
+  std::optional<ModulePrefetcher> prefetcher_;
 
   std::optional<KernelSymbols> kernel_;
   absl::flat_hash_map<int32_t, std::unique_ptr<SymbolTable>> perf_maps_;  // null: no map
@@ -118,22 +125,43 @@ void ElfSymbolizer::NoteMapping(int32_t pid, sampler::ModuleId module, uint64_t 
   if (state.fd_attempted || held_fds_ >= kMaxHeldFds) return;
   state.fd_attempted = true;
   ScopedFd fd = module::HoldModuleFd(info, pid, start_avma, end_avma);
-  if (fd.valid()) {
-    state.held_fd = std::move(fd);
-    ++held_fds_;
+  if (!fd.valid()) return;
+  if (prefetcher_.has_value()) {
+    ScopedFd copy(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+    if (copy.valid()) prefetcher_->Add(module, info, std::move(copy));
   }
+  state.held_fd = std::move(fd);
+  ++held_fds_;
 }
 
 ModuleSymbols* ElfSymbolizer::Intern(std::unique_ptr<module::ElfImage> file,
                                      const std::string& path) {
-  // Same build-id: same names, whatever the path. Without one, key by path.
-  std::string key = file->build_id().empty() ? absl::StrCat("path:", path) : file->build_id();
+  std::string key = ModuleSymbols::KeyOf(*file, path);
   auto it = symbols_by_key_.find(key);
   if (it != symbols_by_key_.end()) return it->second.get();
   std::unique_ptr<ModuleSymbols> symbols = ModuleSymbols::Load(std::move(file), path, load_options_);
   ModuleSymbols* raw = symbols.get();
   symbols_by_key_.emplace(std::move(key), std::move(symbols));
   return raw;
+}
+
+std::optional<absl::Status> ElfSymbolizer::TakePrefetched(sampler::ModuleId module,
+                                                          ModuleSymbols** symbols) {
+  if (!prefetcher_.has_value()) return std::nullopt;
+  prefetcher_->Stop();  // what it had not reached is loaded here, as it would have been without it
+  std::optional<LoadedModule> loaded = prefetcher_->Take(module);
+  if (!loaded.has_value()) return std::nullopt;
+  *symbols = nullptr;
+  if (!loaded->status.ok()) return loaded->status;
+  auto it = symbols_by_key_.find(loaded->key);
+  if (it == symbols_by_key_.end()) {
+    // Loaded once per key, by the first module the prefetcher reached with it.
+    std::unique_ptr<ModuleSymbols> taken = prefetcher_->TakeSymbols(loaded->key);
+    if (taken == nullptr) return std::nullopt;
+    it = symbols_by_key_.emplace(loaded->key, std::move(taken)).first;
+  }
+  *symbols = it->second.get();
+  return absl::OkStatus();
 }
 
 void ElfSymbolizer::CheckOptimization(ModuleSymbols& symbols, const std::string& path) {
@@ -152,35 +180,42 @@ void ElfSymbolizer::Resolve(sampler::ModuleId module, ModuleState& state) {
   const std::string path = module::PathOnDisk(info.path);
   state.display = std::string(BaseNameOf(path));
 
-  // The target has exited: no process to read /proc/PID/map_files of, so the fd held since the
-  // mapping was seen stands in for it.
-  absl::StatusOr<std::unique_ptr<module::ElfImage>> file =
-      module::OpenModuleImage(module::ModuleRequest{.info = &info, .held_fd = state.held_fd.get()});
+  ModuleSymbols* symbols = nullptr;
+  absl::Status opened;
+  if (std::optional<absl::Status> prefetched = TakePrefetched(module, &symbols)) {
+    opened = *std::move(prefetched);
+  } else {
+    // The target has exited: no process to read /proc/PID/map_files of, so the fd held since
+    // the mapping was seen stands in for it.
+    absl::StatusOr<std::unique_ptr<module::ElfImage>> file = module::OpenModuleImage(
+        module::ModuleRequest{.info = &info, .held_fd = state.held_fd.get()});
+    opened = file.status();
+    if (file.ok()) symbols = Intern(*std::move(file), path);
+  }
   state.held_fd.Reset();
-  if (absl::IsFailedPrecondition(file.status())) {
+  if (absl::IsFailedPrecondition(opened)) {
     state.reason = "the file on disk is not the one that was mapped";
     state.advice = "do not rebuild or replace the program while it is profiled";
     Warn(absl::StrCat(EscapeForMessage(path, kMaxQuotedPathBytes),
-                      " changed on disk after it was mapped (", file.status().message(),
+                      " changed on disk after it was mapped (", opened.message(),
                       "); its frames are shown as [", EscapeForMessage(state.display), "]"));
     return;
   }
-  if (!file.ok() && module::KindOfPath(info.path) == module::PathKind::kMemfd) {
+  if (!opened.ok() && module::KindOfPath(info.path) == module::PathKind::kMemfd) {
     // Not an ELF image (a JIT's double mapping), or gone before it could be held: its
     // addresses go to the perf map, as anonymous code's do.
     state.reason = "a memfd that is not an ELF image, or was unmapped before it was read";
     return;
   }
-  if (!file.ok()) {
-    state.reason =
-        absl::StrCat("cannot read the file (",
-                     EscapeForMessage(file.status().message(), kMaxQuotedPathBytes), ")");
+  if (!opened.ok()) {
+    state.reason = absl::StrCat(
+        "cannot read the file (", EscapeForMessage(opened.message(), kMaxQuotedPathBytes), ")");
     state.advice = "keep the binary in place until nativeprof has finished";
     Warn(absl::StrCat("cannot read ", EscapeForMessage(path, kMaxQuotedPathBytes),
                       "; its frames are shown as [", EscapeForMessage(state.display), "]"));
     return;
   }
-  state.symbols = Intern(std::move(*file), path);
+  state.symbols = symbols;
   CheckOptimization(*state.symbols, path);
   for (std::string& skipped : state.symbols->skipped_sections()) Warn(std::move(skipped));
 

@@ -33,6 +33,10 @@ struct SymbolizerOptions {
   std::string perf_map_dir = "/tmp";
   // Kept between runs: decompressed debug files and the kernel's symbols (base/cache_dir.h).
   std::optional<CacheDir> cache = CacheDir::FromEnvironment();
+  // Load each mapped module's symbols on a background thread as NoteMapping sees it, so they are
+  // ready when the recording stops (symbolize/module_prefetcher.h). Off for a symbolizer inside
+  // the process it profiles, where that thread would run beside the code being measured.
+  bool prefetch = false;
 };
 
 // One symbolized frame for one address; an address inside inlined code yields several, innermost

@@ -48,7 +48,13 @@ struct RecordOptions {
   bool call_graph_explicit = false;    // the user chose --call-graph
   uint32_t dwarf_stack_bytes = unwind::kDefaultDwarfStackSize;
   unwind::DwarfBackend dwarf_backend = unwind::DwarfBackend::kNative;
-  symbolize::SymbolizerOptions symbolizer;
+  // record loads the symbols of mapped modules while the target runs: it is a process of its own,
+  // with a CPU the target usually leaves idle (the library, inside the process it measures, not).
+  symbolize::SymbolizerOptions symbolizer = [] {
+    symbolize::SymbolizerOptions s;
+    s.prefetch = true;
+    return s;
+  }();
   output::WriteOptions write;
   bool counters = true;                // counting events beside the sampling event
   // Raise the drain thread's priority (SCHED_FIFO, else a negative nice) where permitted, so it

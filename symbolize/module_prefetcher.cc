@@ -1,0 +1,191 @@
+#include "symbolize/module_prefetcher.h"
+
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "base/file_util.h"
+#include "base/scheduling.h"
+#include "module/module_opener.h"
+#include "module/module_path.h"
+
+namespace nativeprof::symbolize {
+namespace {
+
+// Below the target's threads (nice 0) when they want every CPU, never starved outright.
+constexpr int kPrefetchNice = 10;
+constexpr int kCapSysNice = 23;  // linux/capability.h
+
+// Whether this thread may lower its nice back to `nice` after raising it: RLIMIT_NICE allows
+// it (setrlimit(2): the floor is 20 - rlim_cur), or CAP_SYS_NICE does (root).
+bool MayLowerNiceTo(int nice) {
+  if (SchedulerCalls::Real().nice_floor() <= nice) return true;
+  absl::StatusOr<std::string> status = ReadSmallFile("/proc/thread-self/status");
+  if (!status.ok()) return false;
+  for (absl::string_view line : absl::StrSplit(*status, '\n')) {
+    if (!absl::ConsumePrefix(&line, "CapEff:")) continue;
+    uint64_t caps = 0;
+    return absl::SimpleHexAtoi(absl::StripAsciiWhitespace(line), &caps) &&
+           (caps >> kCapSysNice & 1) != 0;
+  }
+  return false;
+}
+
+// Gives thread `tid` the calling thread's policy (SCHED_FIFO when the drain thread was boosted)
+// or nice. Best effort: refused, the thread keeps its own, which was then not lowered.
+void GiveCallersScheduling(pid_t tid) {
+  const int policy = ::sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
+  sched_param param{};
+  if (policy == SCHED_FIFO || policy == SCHED_RR) {
+    if (::sched_getparam(0, &param) == 0) (void)::sched_setscheduler(tid, policy, &param);
+    return;
+  }
+  errno = 0;
+  const int nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+  if (errno == 0) (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), nice);
+}
+
+}  // namespace
+
+struct ModulePrefetcher::Shared {
+  struct Job {
+    sampler::ModuleId module = 0;
+    sampler::ModuleInfo info;
+    ScopedFd held_fd;
+  };
+
+  explicit Shared(ModuleLoadOptions o) : options(std::move(o)) {}
+
+  const ModuleLoadOptions options;
+  std::mutex mu;
+  std::condition_variable wake;
+  std::condition_variable idle;
+  std::deque<Job> queue;
+  std::optional<sampler::ModuleId> loading;  // the module the thread is loading
+  pid_t tid = 0;                             // the thread's, once it runs
+  size_t added = 0;
+  bool stopping = false;
+  absl::flat_hash_map<sampler::ModuleId, LoadedModule> results;
+  absl::flat_hash_map<std::string, std::unique_ptr<ModuleSymbols>> symbols_by_key;
+
+  void Run();
+};
+
+void ModulePrefetcher::Shared::Run() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    tid = ::gettid();
+  }
+  // A tid's nice is its own (setpriority(2) on a tid). Lowered only where Stop() can raise it
+  // back; else it runs at the nice it started with, the caller's, and waiting for it costs no
+  // more than the caller doing its work.
+  errno = 0;
+  const int start_nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+  if (errno == 0 && start_nice < kPrefetchNice && MayLowerNiceTo(start_nice)) {
+    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kPrefetchNice);
+  }
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      loading.reset();
+      idle.notify_all();
+      wake.wait(lock, [this] { return stopping || !queue.empty(); });
+      if (stopping) return;
+      job = std::move(queue.front());
+      queue.pop_front();
+      loading = job.module;
+    }
+    absl::StatusOr<std::unique_ptr<module::ElfImage>> file = module::OpenModuleImage(
+        module::ModuleRequest{.info = &job.info, .held_fd = job.held_fd.get()});
+    job.held_fd.Reset();
+    LoadedModule loaded;
+    loaded.status = file.status();
+    std::unique_ptr<ModuleSymbols> symbols;
+    if (file.ok()) {
+      const std::string path = module::PathOnDisk(job.info.path);
+      loaded.key = ModuleSymbols::KeyOf(**file, path);
+      bool known;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        known = symbols_by_key.contains(loaded.key);
+      }
+      // Only this thread adds keys, so one checked absent stays absent while it loads.
+      if (!known) symbols = ModuleSymbols::Load(*std::move(file), path, options);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (symbols != nullptr) symbols_by_key.emplace(loaded.key, std::move(symbols));
+    results.emplace(job.module, std::move(loaded));
+  }
+}
+
+ModulePrefetcher::ModulePrefetcher(ModuleLoadOptions options)
+    : shared_(std::make_unique<Shared>(std::move(options))) {}
+
+ModulePrefetcher::~ModulePrefetcher() { Stop(); }
+
+void ModulePrefetcher::Add(sampler::ModuleId module, const sampler::ModuleInfo& info,
+                           ScopedFd held_fd) {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  if (shared_->stopping || shared_->added >= kMaxModules) return;
+  ++shared_->added;
+  shared_->queue.push_back(Shared::Job{module, info, std::move(held_fd)});
+  if (!thread_.joinable()) {
+    thread_ = std::thread([shared = shared_.get()] { shared->Run(); });
+  } else {
+    shared_->wake.notify_one();
+  }
+}
+
+void ModulePrefetcher::WaitUntilIdle() {
+  std::unique_lock<std::mutex> lock(shared_->mu);
+  shared_->idle.wait(lock, [this] {
+    return shared_->stopping || (shared_->queue.empty() && !shared_->loading.has_value());
+  });
+}
+
+void ModulePrefetcher::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    if (shared_->stopping) return;
+    shared_->stopping = true;
+    shared_->queue.clear();
+    // Under the lock: a thread still loading cannot exit (and free its tid) until it is released.
+    if (shared_->loading.has_value() && shared_->tid != 0) GiveCallersScheduling(shared_->tid);
+  }
+  shared_->wake.notify_one();
+  shared_->idle.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::optional<LoadedModule> ModulePrefetcher::Take(sampler::ModuleId module) {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  auto it = shared_->results.find(module);
+  if (it == shared_->results.end()) return std::nullopt;
+  LoadedModule loaded = std::move(it->second);
+  shared_->results.erase(it);
+  return loaded;
+}
+
+std::unique_ptr<ModuleSymbols> ModulePrefetcher::TakeSymbols(const std::string& key) {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  auto it = shared_->symbols_by_key.find(key);
+  if (it == shared_->symbols_by_key.end()) return nullptr;
+  std::unique_ptr<ModuleSymbols> symbols = std::move(it->second);
+  shared_->symbols_by_key.erase(it);
+  return symbols;
+}
+
+}  // namespace nativeprof::symbolize

@@ -1,0 +1,186 @@
+// ModulePrefetcher: modules loaded on its thread are handed over once, keyed as the symbolizer
+// keys them; a file that is not the mapped one is reported, not loaded; nothing is loaded after
+// Stop(). And a symbolizer that prefetches names a running program's functions as one that does
+// not, even when the binary is replaced on disk before the names are asked for.
+#include "symbolize/module_prefetcher.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "symbolize/symbolizer.h"
+#include "tests/testing/test_support.h"
+#include "tests/unit/symbolize/sym_test_util.h"
+
+namespace nativeprof::symbolize {
+namespace {
+
+using ::nativeprof::testing::MakeTempDir;
+using ::nativeprof::testing::TargetPath;
+using ::testing::ElementsAre;
+
+sampler::ModuleInfo InfoOf(const std::string& path) {
+  sampler::ModuleInfo info;
+  info.path = path;
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  info.dev = st.st_dev;
+  info.inode = st.st_ino;
+  return info;
+}
+
+ScopedFd OpenFd(const std::string& path) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  EXPECT_TRUE(fd.valid()) << path;
+  return fd;
+}
+
+ModuleLoadOptions NamesOnly() {
+  ModuleLoadOptions options;
+  options.debug_dirs = {};
+  options.dwarf = false;
+  return options;
+}
+
+TEST(ModulePrefetcherTest, LoadedModuleIsHandedOverOnce) {
+  const std::string path = TargetPath("sym_prog");
+  ModulePrefetcher prefetcher(NamesOnly());
+  prefetcher.Add(3, InfoOf(path), OpenFd(path));
+  prefetcher.WaitUntilIdle();
+  prefetcher.Stop();
+
+  std::optional<LoadedModule> loaded = prefetcher.Take(3);
+  ASSERT_TRUE(loaded.has_value());
+  ASSERT_TRUE(loaded->status.ok()) << loaded->status;
+  EXPECT_FALSE(loaded->key.empty());
+  EXPECT_FALSE(prefetcher.Take(3).has_value());
+
+  std::unique_ptr<ModuleSymbols> symbols = prefetcher.TakeSymbols(loaded->key);
+  ASSERT_NE(symbols, nullptr);
+  EXPECT_EQ(symbols->source(), NameSource::kSymtab);
+  EXPECT_GT(symbols->table().size(), 0u);
+  EXPECT_EQ(prefetcher.TakeSymbols(loaded->key), nullptr);
+}
+
+TEST(ModulePrefetcherTest, TwoModulesOfOneFileShareOneLoad) {
+  const std::string path = TargetPath("sym_prog");
+  ModulePrefetcher prefetcher(NamesOnly());
+  prefetcher.Add(1, InfoOf(path), OpenFd(path));
+  prefetcher.Add(2, InfoOf(path), OpenFd(path));
+  prefetcher.WaitUntilIdle();
+  prefetcher.Stop();
+  std::optional<LoadedModule> a = prefetcher.Take(1), b = prefetcher.Take(2);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  EXPECT_EQ(a->key, b->key);
+  EXPECT_NE(prefetcher.TakeSymbols(a->key), nullptr);
+}
+
+TEST(ModulePrefetcherTest, AnotherFileThanTheMappedOneIsReportedNotLoaded) {
+  const std::string path = TargetPath("sym_prog");
+  sampler::ModuleInfo info = InfoOf(path);
+  info.inode += 1;  // the mapping was of another file than the one the fd reads
+  ModulePrefetcher prefetcher(NamesOnly());
+  prefetcher.Add(5, info, OpenFd(path));
+  prefetcher.WaitUntilIdle();
+  prefetcher.Stop();
+  std::optional<LoadedModule> loaded = prefetcher.Take(5);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_TRUE(absl::IsFailedPrecondition(loaded->status)) << loaded->status;
+}
+
+TEST(ModulePrefetcherTest, NothingIsLoadedAfterStop) {
+  const std::string path = TargetPath("sym_prog");
+  ModulePrefetcher prefetcher(NamesOnly());
+  prefetcher.Stop();
+  prefetcher.Add(1, InfoOf(path), OpenFd(path));
+  prefetcher.Stop();
+  EXPECT_FALSE(prefetcher.Take(1).has_value());
+}
+
+// What `record` does: the mapping is noted while the program runs, the binary is replaced on
+// disk, and the names are asked for after it exited.
+std::vector<std::string> NameAfterReplacement(bool prefetch) {
+  const std::string dir = MakeTempDir();
+  const std::string copy = dir + "/sym_prog_prefetched";
+  std::filesystem::copy_file(TargetPath("sym_prog"), copy);
+  int to_child[2], from_child[2];
+  EXPECT_EQ(pipe(to_child), 0);
+  EXPECT_EQ(pipe(from_child), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(to_child[0], 0);
+    dup2(from_child[1], 1);
+    close(to_child[1]);
+    close(from_child[0]);
+    execl(copy.c_str(), copy.c_str(), "wait", nullptr);
+    _exit(127);
+  }
+  close(to_child[0]);
+  close(from_child[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  // The locations end with main's line; the program then waits for its stdin to close.
+  auto complete = [&out] {
+    const size_t main_line = out.find("main\t");
+    return main_line != std::string::npos && out.find('\n', main_line) != std::string::npos;
+  };
+  while (!complete() && (n = read(from_child[0], buf, sizeof(buf))) > 0) {
+    out.append(buf, static_cast<size_t>(n));
+  }
+  auto locations = testing::ParseLocations(out);
+  EXPECT_EQ(locations.count("sym_c_function"), 1u) << out;
+  const testing::Location loc = locations["sym_c_function"];
+
+  sampler::ModuleRegistry registry;
+  sampler::ModuleInfo info;
+  info.path = copy;
+  info.first_pid = pid;
+  const sampler::ModuleId id = registry.Intern(info);
+  SymbolizerOptions options;
+  options.inline_frames = false;
+  options.debug_dirs = {};
+  options.prefetch = prefetch;
+  auto symbolizer = MakeSymbolizer(registry, options);
+  const std::string maps =
+      nativeprof::testing::ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/maps"));
+  for (absl::string_view line : absl::StrSplit(maps, '\n')) {
+    if (!absl::StrContains(line, copy)) continue;
+    uint64_t start = 0, end = 0;
+    std::vector<std::string> range = absl::StrSplit(line.substr(0, line.find(' ')), '-');
+    EXPECT_TRUE(absl::SimpleHexAtoi(range[0], &start) && absl::SimpleHexAtoi(range[1], &end));
+    symbolizer->NoteMapping(pid, id, start, end);
+  }
+  // Time for the prefetcher to load it (a millisecond's work), as it would while a target runs;
+  // had it not, the symbolizer loads it itself, from the same held file.
+  if (prefetch) ::usleep(100'000);
+  std::filesystem::remove(copy);
+  std::filesystem::copy_file(TargetPath("sym_prog_O0"), copy);
+  close(to_child[1]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(from_child[0]);
+
+  std::vector<SymbolizedFrame> frames;
+  symbolizer->SymbolizeUser(pid, id, loc.file_offset, loc.avma, &frames);
+  EXPECT_TRUE(symbolizer->Stats().warnings.empty());
+  return testing::Names(frames);
+}
+
+TEST(ModulePrefetcherTest, SymbolizerNamesAsWithoutPrefetch) {
+  EXPECT_THAT(NameAfterReplacement(/*prefetch=*/true), ElementsAre("sym_c_function"));
+  EXPECT_THAT(NameAfterReplacement(/*prefetch=*/false), ElementsAre("sym_c_function"));
+}
+
+}  // namespace
+}  // namespace nativeprof::symbolize
