@@ -332,6 +332,12 @@ class PprofEncoder {
         tail.Int64(pb::kProfileDefaultSampleType, strings_.Intern(profile_.default_sample_type));
       }
     } else if (time_split_) {
+      // The CPU half is sampled: its period is the sampling interval, as in a CPU profile (the
+      // off-CPU half is measured, switch to switch, and has none).
+      if (!profile_.is_off_cpu_view() && profile_.sample_frequency_hz != 0) {
+        tail.Bytes(pb::kProfilePeriodType, ValueType("cpu", "nanoseconds"));
+        tail.Int64(pb::kProfilePeriod, 1000000000 / profile_.sample_frequency_hz);
+      }
       // An off-CPU view alone (`convert` of OUT.offcpu.folded) is all off-CPU time: pprof opens
       // on that, not on a "wall" type holding the same numbers under another name.
       tail.Int64(pb::kProfileDefaultSampleType,
@@ -344,12 +350,24 @@ class PprofEncoder {
       // pprof shows the last sample type by default already; naming it keeps that explicit.
       tail.Int64(pb::kProfileDefaultSampleType, strings_.Intern(value_type_));
     }
-    const std::string comment = profile_.event.empty()
-                                    ? std::string("nativeprof")
-                                    : absl::StrCat("nativeprof, event ", profile_.event);
-    tail.Int64(pb::kProfileComment, strings_.Intern(comment));
+    tail.Int64(pb::kProfileComment, strings_.Intern(Comment()));
     for (const std::string& s : strings_.strings()) tail.Bytes(pb::kProfileStringTable, s);
     return tail.Take();
+  }
+
+  // What pprof prints first (`-raw`, the web UI's legend): the event, or for a time profile what
+  // its two halves were measured with ("wall" and "off-cpu" are views, not perf events).
+  std::string Comment() const {
+    if (profile_.event.empty()) return "nativeprof";
+    if (time_split_ && profile_.is_off_cpu_view()) {
+      return "nativeprof, off-CPU time: each context switch's stack weighted by the time until "
+             "its thread ran again";
+    }
+    if (time_split_) {
+      return "nativeprof, wall time: on-CPU samples weighted by their period, plus off-CPU time "
+             "(each context switch's stack weighted by the time until its thread ran again)";
+    }
+    return absl::StrCat("nativeprof, event ", profile_.event);
   }
 
   const Profile& profile_;

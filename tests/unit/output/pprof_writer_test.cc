@@ -1,5 +1,7 @@
 #include "output/pprof_writer.h"
 
+#include <gmock/gmock.h>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -44,6 +46,9 @@ struct Decoded {
   std::map<uint64_t, Mapping> mappings;
   std::vector<uint64_t> mapping_order;  // ids as written
   uint64_t default_sample_type = 0;
+  std::pair<std::string, std::string> period_type;
+  uint64_t period = 0;
+  std::string comment;
 };
 
 Decoded Decode(const std::string& bytes) {
@@ -114,6 +119,15 @@ Decoded Decode(const std::string& bytes) {
         if (s.field == 2) name = str(s.varint);
       }
       d.functions[id] = name;
+    } else if (f.field == 11) {
+      EXPECT_TRUE(DecodeMessage(f.bytes, &sub));
+      for (const WireField& s : sub) {
+        (s.field == 1 ? d.period_type.first : d.period_type.second) = str(s.varint);
+      }
+    } else if (f.field == 12) {
+      d.period = f.varint;
+    } else if (f.field == 13) {
+      d.comment = str(f.varint);
     } else if (f.field == 14) {
       d.default_sample_type = f.varint;
     }
@@ -266,6 +280,28 @@ TEST(PprofWriterTest, OffCpuViewAloneOpensOnOffCpu) {
   ASSERT_EQ(d.samples.size(), 1u);
   EXPECT_EQ(d.samples[0].values, (std::vector<uint64_t>{0, 7000, 7000}));
   EXPECT_EQ(d.strings[d.default_sample_type], "off_cpu");
+  // Measured switch to switch: no sampling period, and not called an event named "off-cpu".
+  EXPECT_EQ(d.period, 0u);
+  EXPECT_THAT(d.comment, ::testing::HasSubstr("off-CPU time"));
+}
+
+// A wall profile (record --wall): its CPU half has the sampling period a CPU profile states, and
+// the comment says what the two halves are rather than naming a perf event "wall".
+TEST(PprofWriterTest, WallProfileStatesItsCpuPeriodAndWhatItMeasures) {
+  Profile p;
+  p.event = "wall";
+  p.count_unit = "us";
+  p.sample_frequency_hz = 999;
+  p.frames = {{"main", ProfileFrameKind::kUser, "", "", 0, "", 0}};
+  ProfileStack on{"app", 1, 1, {0}, 1, 1001001};
+  ProfileStack off{"app", 1, 1, {0}, 7, 7000};
+  off.off_cpu = true;
+  p.stacks = {on, off};
+  const Decoded d = Decode(EncodePprof(p));
+  EXPECT_EQ(d.period_type, (std::pair<std::string, std::string>{"cpu", "nanoseconds"}));
+  EXPECT_EQ(d.period, 1001001u);
+  EXPECT_EQ(d.strings[d.default_sample_type], "wall");
+  EXPECT_THAT(d.comment, ::testing::StartsWith("nativeprof, wall time: on-CPU samples"));
 }
 
 }  // namespace
