@@ -253,6 +253,15 @@ absl::Status CheckOutputWritable(const std::string& given_path) {
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
     return ErrnoError(absl::StrCat("output directory ", dir, " is not writable"));
   }
+  // access() answers from the mode bits, which root passes: /proc and /sys accept no new file
+  // whatever they say. Creating the temporary file WriteFileAtomically will create is the test.
+  const std::string probe = absl::StrCat(path, kTempInfix, ::getpid());
+  ScopedFd fd(::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd.valid()) {
+    if (errno == EEXIST) return absl::OkStatus();  // a stale one, which the writer truncates
+    return ErrnoError(absl::StrCat("output directory ", dir, " does not accept new files"));
+  }
+  ::unlink(probe.c_str());
   return absl::OkStatus();
 }
 

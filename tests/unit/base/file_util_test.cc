@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -48,6 +49,17 @@ TEST(ReadSmallFileTest, FifoWithoutWriterReadsEmptyInsteadOfBlocking) {
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
   NP_ASSERT_OK_AND_ASSIGN(std::string text, ReadSmallFile(path));
   EXPECT_EQ(text, "");
+}
+
+// /proc's mode bits let root write (access() says yes), but it takes no new file: the check
+// creates one where the output will go, so the run is refused before the command starts.
+TEST(CheckOutputWritableTest, DirectoryThatTakesNoNewFileIsRefusedEvenForRoot) {
+  const absl::Status st = CheckOutputWritable("/proc/nativeprof-test.folded");
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("/proc"));
+  const std::string dir = MakeTempDir();
+  NP_ASSERT_OK(CheckOutputWritable(dir + "/out.folded"));
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "the probe file was left behind";
 }
 
 // Renaming a new file over the output would replace a symlink with a file, and /dev/null (as
