@@ -52,6 +52,7 @@ int SignalReader::Read() {
   } while (n < 0 && errno == EINTR);
   if (n != static_cast<ssize_t>(sizeof(info))) return 0;
   last_from_kernel_ = info.ssi_code == SI_KERNEL;
+  last_sender_ = last_from_kernel_ ? 0 : static_cast<pid_t>(info.ssi_pid);
   return static_cast<int>(info.ssi_signo);
 }
 

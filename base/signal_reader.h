@@ -8,6 +8,7 @@
 #define NATIVEPROF_BASE_SIGNAL_READER_H_
 
 #include <signal.h>
+#include <sys/types.h>
 
 #include <vector>
 
@@ -44,6 +45,8 @@ class SignalReader {
   // Whether the signal Read() last returned was sent by the kernel (SI_KERNEL), as a terminal's
   // Ctrl-C, Ctrl-\\ and hangup are, rather than by a process (kill, timeout).
   bool last_from_kernel() const { return last_from_kernel_; }
+  // The process that sent it (0 when the kernel did).
+  pid_t last_sender() const { return last_sender_; }
   // Whether a signal of the set is pending, without consuming it.
   bool Pending() const;
 
@@ -56,6 +59,7 @@ class SignalReader {
   bool blocked_ = false;  // false in a moved-from reader: it restores nothing
   bool discard_unread_ = false;
   bool last_from_kernel_ = false;
+  pid_t last_sender_ = 0;
 };
 
 }  // namespace nativeprof

@@ -52,11 +52,13 @@ absl::StatusOr<RecordLoopResult> RunRecordLoop(Target& target, const RecordLoopO
   const size_t first_target_fd = options.signals != nullptr ? 1 : 0;
   std::vector<pollfd> fds;
   fds.reserve(first_target_fd + target.fds().size());
-  int max_wait_ms = target.max_wait_ms();
-  if (options.session != nullptr || !options.counters.empty()) {
-    max_wait_ms = max_wait_ms < 0 ? kDrainIntervalMs : std::min(max_wait_ms, kDrainIntervalMs);
-  }
+  const bool drains = options.session != nullptr || !options.counters.empty();
   while (true) {
+    // Asked each round: a target may have something due sooner (a signal to forward).
+    int max_wait_ms = target.max_wait_ms();
+    if (drains) {
+      max_wait_ms = max_wait_ms < 0 ? kDrainIntervalMs : std::min(max_wait_ms, kDrainIntervalMs);
+    }
     fds.clear();
     if (options.signals != nullptr) fds.push_back({options.signals->fd(), POLLIN, 0});
     for (const pollfd& p : target.fds()) fds.push_back({p.fd, p.events, 0});
@@ -75,7 +77,10 @@ absl::StatusOr<RecordLoopResult> RunRecordLoop(Target& target, const RecordLoopO
       bool stop = false;
       while (int sig = options.signals->Read()) {
         ++result.signals_received;
-        stop |= target.OnSignal(sig, options.signals->last_from_kernel()) == SignalVerdict::kStop;
+        const ReceivedSignal received{.number = sig,
+                                      .from_terminal = options.signals->last_from_kernel(),
+                                      .sender = options.signals->last_sender()};
+        stop |= target.OnSignal(received) == SignalVerdict::kStop;
       }
       if (stop) {
         result.end = LoopEnd::kSignal;

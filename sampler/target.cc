@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -32,25 +33,55 @@ std::span<pollfd> LaunchedTarget::fds() {
 bool LaunchedTarget::Done() {
   // Asked even after the second SIGINT: a command that exited meanwhile reports its own status.
   if (!wait_status_.has_value()) wait_status_ = child_->TryWait();
+  if (pending_forward_.has_value() && std::chrono::steady_clock::now() >= pending_forward_->second) {
+    if (!wait_status_.has_value()) child_->Signal(pending_forward_->first);
+    pending_forward_.reset();
+  }
   return wait_status_.has_value() || stopped_waiting_;
 }
 
-SignalVerdict LaunchedTarget::OnSignal(int sig, bool from_terminal) {
+bool LaunchedTarget::InOurProcessGroup() const {
+  return ::getpgid(child_->pid()) == ::getpgrp();
+}
+
+SignalVerdict LaunchedTarget::OnSignal(const ReceivedSignal& signal) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!signal.from_terminal && signal.sender != 0 && signals_ > 0 &&
+      signal.number == last_sent_.number && signal.sender == last_sent_.sender &&
+      now - last_sent_at_ < std::chrono::milliseconds(kGroupCopyWindowMs)) {
+    // The copy the sender's group signal left here: the command has its own, so the first is
+    // not forwarded too (unless the command left the group, and the copy missed it).
+    if (pending_forward_.has_value() && InOurProcessGroup()) pending_forward_.reset();
+    return SignalVerdict::kContinue;
+  }
   ++signals_;
   if (options_.second_sigint_stops_waiting && signals_ > 1) {
     // Done() ends the loop; the command keeps what it was sent so far.
     stopped_waiting_ = true;
     return SignalVerdict::kContinue;
   }
-  // One Ctrl-C must reach the command once: a second copy reads as a second Ctrl-C (a forced
-  // quit) to a program that shuts down gracefully on the first. A command that left the group
-  // (setsid, its own job) did not get the terminal's and is sent it.
-  if (!from_terminal || ::getpgid(child_->pid()) != ::getpgrp()) child_->Signal(sig);
   forwarded_signal_ = true;
+  if (signal.from_terminal) {
+    // One Ctrl-C must reach the command once: a second copy reads as a second Ctrl-C (a forced
+    // quit) to a program that shuts down gracefully on the first. A command that left the
+    // group (setsid, its own job) did not get the terminal's and is sent it.
+    if (!InOurProcessGroup()) child_->Signal(signal.number);
+    return SignalVerdict::kContinue;
+  }
+  last_sent_ = signal;
+  last_sent_at_ = now;
+  pending_forward_.emplace(signal.number, now + std::chrono::milliseconds(kGroupCopyWaitMs));
   return SignalVerdict::kContinue;
 }
 
-int LaunchedTarget::max_wait_ms() const { return pidfd_.fd >= 0 ? -1 : kNoPidfdWaitMs; }
+int LaunchedTarget::max_wait_ms() const {
+  const int wait = pidfd_.fd >= 0 ? -1 : kNoPidfdWaitMs;
+  if (!pending_forward_.has_value()) return wait;
+  const auto left = pending_forward_->second - std::chrono::steady_clock::now();
+  const int due = static_cast<int>(
+      std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(left).count()));
+  return wait < 0 ? due : std::min(wait, due);
+}
 
 int LaunchedTarget::exit_code() const {
   return wait_status_.has_value() ? ExitCodeFromWaitStatus(*wait_status_) : 128 + SIGINT;
@@ -86,7 +117,7 @@ bool AttachedTarget::Done() {
   return true;
 }
 
-SignalVerdict AttachedTarget::OnSignal(int, bool) { return SignalVerdict::kStop; }
+SignalVerdict AttachedTarget::OnSignal(const ReceivedSignal&) { return SignalVerdict::kStop; }
 
 int AttachedTarget::max_wait_ms() const { return pollfds_.empty() ? kNoPidfdWaitMs : -1; }
 

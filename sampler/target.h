@@ -10,8 +10,10 @@
 #include <poll.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -22,6 +24,15 @@ namespace nativeprof::sampler {
 
 // What the loop does after a target took a signal.
 enum class SignalVerdict { kContinue, kStop };
+
+// A signal the loop read from its SignalReader.
+struct ReceivedSignal {
+  int number = 0;
+  // The kernel sent it (SI_KERNEL: Ctrl-C, Ctrl-\\, a hangup), to the terminal's whole
+  // foreground process group.
+  bool from_terminal = false;
+  pid_t sender = 0;  // the process that sent it; 0 when the kernel did
+};
 
 class Target {
  public:
@@ -36,10 +47,8 @@ class Target {
   virtual std::span<pollfd> fds() = 0;
   // True once the target is done; asked after every wakeup.
   virtual bool Done() = 0;
-  // A signal the loop read (only loops that read signals call this). `from_terminal`: the
-  // kernel sent it (SI_KERNEL: Ctrl-C, Ctrl-\\, a hangup), to the terminal's whole foreground
-  // process group.
-  virtual SignalVerdict OnSignal(int sig, bool from_terminal) = 0;
+  // A signal the loop read (only loops that read signals call this).
+  virtual SignalVerdict OnSignal(const ReceivedSignal& signal) = 0;
   // The longest the loop may wait before asking Done() again: -1 when the fds report the end,
   // a short time when Done() has to look for it (no pidfd).
   virtual int max_wait_ms() const = 0;
@@ -67,9 +76,20 @@ class LaunchedTarget final : public Target {
   absl::Status Start() override;
   std::span<pollfd> fds() override;
   bool Done() override;
-  SignalVerdict OnSignal(int sig, bool from_terminal) override;
-  // Without a pidfd (Linux < 5.3) waitpid is asked every 10 ms.
+  // A process-sent signal is forwarded kGroupCopyWaitMs later (by Done()), unless its copy
+  // arrives first: see kGroupCopyWindowMs.
+  SignalVerdict OnSignal(const ReceivedSignal& signal) override;
+  // Without a pidfd (Linux < 5.3) waitpid is asked every 10 ms; sooner when a forward is due.
   int max_wait_ms() const override;
+
+  // The same signal from the same process within this of the first is a copy of it, not a
+  // second one: `timeout` (without --foreground) signals nativeprof and then its whole process
+  // group, and the command, in that group, got the copy directly. Counted as a second signal it
+  // made nativeprof stop waiting and SIGKILL a command shutting down gracefully.
+  static constexpr int kGroupCopyWindowMs = 250;
+  // How long a process-sent signal waits for that copy before it is forwarded: timeout sends
+  // the two back to back.
+  static constexpr int kGroupCopyWaitMs = 10;
 
   // The wait status once the command exited and was reaped.
   std::optional<int> wait_status() const { return wait_status_; }
@@ -80,11 +100,20 @@ class LaunchedTarget final : public Target {
   bool stopped_waiting() const { return stopped_waiting_; }
 
  private:
+  // Whether the command is still in nativeprof's process group (it did not setsid or start a
+  // job of its own), where every signal sent to the group reached it too.
+  bool InOurProcessGroup() const;
+
   ChildProcess* child_;
   LaunchedTargetOptions options_;
   pollfd pidfd_{-1, POLLIN, 0};
   std::optional<int> wait_status_;
   int signals_ = 0;
+  // The last process-sent signal counted, for telling its copy.
+  ReceivedSignal last_sent_;
+  std::chrono::steady_clock::time_point last_sent_at_;
+  // A signal to forward once its copy has had kGroupCopyWaitMs to arrive.
+  std::optional<std::pair<int, std::chrono::steady_clock::time_point>> pending_forward_;
   bool forwarded_signal_ = false;
   bool stopped_waiting_ = false;
 };
@@ -99,7 +128,7 @@ class AttachedTarget final : public Target {
   std::span<pollfd> fds() override { return std::span<pollfd>(pollfds_); }
   bool Done() override;
   // Signals stop profiling; the processes keep running.
-  SignalVerdict OnSignal(int sig, bool from_terminal) override;
+  SignalVerdict OnSignal(const ReceivedSignal& signal) override;
   int max_wait_ms() const override;
   int exit_code() const override { return 0; }
 
@@ -119,7 +148,7 @@ class SelfTarget final : public Target {
   absl::Status Start() override { return absl::OkStatus(); }
   std::span<pollfd> fds() override { return std::span<pollfd>(&stop_, 1); }
   bool Done() override;
-  SignalVerdict OnSignal(int, bool) override { return SignalVerdict::kStop; }
+  SignalVerdict OnSignal(const ReceivedSignal&) override { return SignalVerdict::kStop; }
   int max_wait_ms() const override { return -1; }
   int exit_code() const override { return 0; }
 

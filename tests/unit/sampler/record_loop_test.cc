@@ -48,8 +48,8 @@ class PipeTarget final : public Target {
     ++done_calls;
     return (pollfd_.revents & POLLIN) != 0 || (done_after_signal && !signals.empty());
   }
-  SignalVerdict OnSignal(int sig, bool) override {
-    signals.push_back(sig);
+  SignalVerdict OnSignal(const ReceivedSignal& sig) override {
+    signals.push_back(sig.number);
     return verdict;
   }
   int max_wait_ms() const override { return -1; }
@@ -182,10 +182,11 @@ TEST(LaunchedTargetTest, ASecondSignalStopsWaitingWhenAsked) {
         ChildProcess::Spawn({"/bin/sh", "-c", absl::StrCat("trap '' ", name, "; exec sleep 30")}));
     LaunchedTarget target(&child, {.second_sigint_stops_waiting = true});
     NP_ASSERT_OK(target.Start());
-    EXPECT_EQ(target.OnSignal(sig, false), SignalVerdict::kContinue) << name;
+    EXPECT_EQ(target.OnSignal({.number = sig, .sender = 100}), SignalVerdict::kContinue) << name;
     EXPECT_TRUE(target.forwarded_signal()) << name;
     EXPECT_FALSE(target.stopped_waiting()) << name;
-    EXPECT_EQ(target.OnSignal(sig, false), SignalVerdict::kContinue) << name;
+    // From another process: a second signal, not the first one's group copy.
+    EXPECT_EQ(target.OnSignal({.number = sig, .sender = 101}), SignalVerdict::kContinue) << name;
     EXPECT_TRUE(target.stopped_waiting()) << name;
     EXPECT_TRUE(target.Done()) << name;
     EXPECT_FALSE(target.wait_status().has_value()) << name;
@@ -200,11 +201,48 @@ TEST(LaunchedTargetTest, ATerminalsSignalIsNotSentTwice) {
   ASSERT_EQ(::getpgid(child.pid()), ::getpgrp());
   LaunchedTarget target(&child, {});
   NP_ASSERT_OK(target.Start());
-  EXPECT_EQ(target.OnSignal(SIGINT, /*from_terminal=*/true), SignalVerdict::kContinue);
+  EXPECT_EQ(target.OnSignal({.number = SIGINT, .from_terminal = true}), SignalVerdict::kContinue);
   ::usleep(100'000);
   EXPECT_FALSE(child.TryWait().has_value()) << "the terminal's signal was sent again";
-  EXPECT_EQ(target.OnSignal(SIGINT, /*from_terminal=*/false), SignalVerdict::kContinue);
+  EXPECT_EQ(target.OnSignal({.number = SIGINT}), SignalVerdict::kContinue);
   for (int i = 0; i < 100 && !target.Done(); ++i) ::usleep(20'000);
+  ASSERT_TRUE(target.wait_status().has_value());
+  EXPECT_EQ(target.exit_code(), 128 + SIGINT);
+}
+
+// `timeout` signals nativeprof, then its whole process group: the command (in that group) got
+// the second copy itself. The copy is neither forwarded nor a second signal, which made
+// nativeprof stop waiting and SIGKILL a command shutting down gracefully.
+TEST(LaunchedTargetTest, TheSendersGroupCopyIsNeitherForwardedNorASecondSignal) {
+  NP_ASSERT_OK_AND_ASSIGN(ChildProcess child, ChildProcess::Spawn({"/bin/sleep", "30"}));
+  ASSERT_EQ(::getpgid(child.pid()), ::getpgrp());
+  LaunchedTarget target(&child, {.second_sigint_stops_waiting = true});
+  NP_ASSERT_OK(target.Start());
+  EXPECT_EQ(target.OnSignal({.number = SIGINT, .sender = 100}), SignalVerdict::kContinue);
+  EXPECT_EQ(target.OnSignal({.number = SIGINT, .sender = 100}), SignalVerdict::kContinue);
+  EXPECT_FALSE(target.stopped_waiting()) << "the group copy counted as a second signal";
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_FALSE(target.Done());
+    ::usleep(2 * LaunchedTarget::kGroupCopyWaitMs * 1000);
+  }
+  // sleep dies of one SIGINT: it was sent none (the copy stood for the one it got directly).
+  EXPECT_FALSE(child.TryWait().has_value()) << "the first signal was forwarded as well";
+  // Later, from the same sender: a second signal.
+  ::usleep(LaunchedTarget::kGroupCopyWindowMs * 1000);
+  EXPECT_EQ(target.OnSignal({.number = SIGINT, .sender = 100}), SignalVerdict::kContinue);
+  EXPECT_TRUE(target.stopped_waiting());
+}
+
+// A kill of nativeprof alone reaches the command kGroupCopyWaitMs later, through Done(), which
+// the loop asks that soon (max_wait_ms).
+TEST(LaunchedTargetTest, AProcessSentSignalIsForwardedOnceItsCopyHadTimeToCome) {
+  NP_ASSERT_OK_AND_ASSIGN(ChildProcess child, ChildProcess::Spawn({"/bin/sleep", "30"}));
+  LaunchedTarget target(&child, {.second_sigint_stops_waiting = true});
+  NP_ASSERT_OK(target.Start());
+  EXPECT_EQ(target.OnSignal({.number = SIGINT, .sender = 100}), SignalVerdict::kContinue);
+  EXPECT_GE(target.max_wait_ms(), 0);
+  EXPECT_LE(target.max_wait_ms(), LaunchedTarget::kGroupCopyWaitMs);
+  for (int i = 0; i < 200 && !target.Done(); ++i) ::usleep(10'000);
   ASSERT_TRUE(target.wait_status().has_value());
   EXPECT_EQ(target.exit_code(), 128 + SIGINT);
 }
@@ -214,7 +252,9 @@ TEST(LaunchedTargetTest, WithoutTheOptionEverySignalIsForwarded) {
                           ChildProcess::Spawn({"/bin/sh", "-c", "trap '' INT; exec sleep 30"}));
   LaunchedTarget target(&child, {});
   NP_ASSERT_OK(target.Start());
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(target.OnSignal(SIGINT, false), SignalVerdict::kContinue);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(target.OnSignal({.number = SIGINT, .sender = 100 + i}), SignalVerdict::kContinue);
+  }
   EXPECT_FALSE(target.stopped_waiting());
 }
 
@@ -238,7 +278,8 @@ TEST(AttachedTargetTest, RunsOnWhileTheProcessDoesAndSignalsStopTheLoop) {
   AttachedTarget target({child.pid()});
   NP_ASSERT_OK(target.Start());
   EXPECT_FALSE(target.Done());
-  EXPECT_EQ(target.OnSignal(SIGINT, false), SignalVerdict::kStop) << "and is not forwarded";
+  EXPECT_EQ(target.OnSignal({.number = SIGINT}), SignalVerdict::kStop)
+      << "and is not forwarded";
   EXPECT_FALSE(child.TryWait().has_value());
 }
 
