@@ -9,7 +9,7 @@ packages=(
   libbenchmark-dev libgtest-dev libgmock-dev liblzma-dev zlib1g-dev libzstd-dev nlohmann-json3-dev
   libdeflate-dev
   linux-perf heaptrack binutils elfutils xz-utils libiberty-dev
-  clang-14 libclang-rt-14-dev libc6-dbg
+  clang-14 libclang-rt-14-dev lld libc6-dbg
   python3
   chromium golang-go
   librust-criterion-dev libcpptoml-dev

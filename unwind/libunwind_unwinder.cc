@@ -61,9 +61,12 @@ int FindProcInfo(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int ne
   ElfCfi* elf = st->files->Get(*m, st->process);
   if (elf == nullptr) return -UNW_ENOINFO;
   const module::ElfImage& image = elf->image();
-  uint64_t map_svma;
-  if (!image.FileOffsetToSvma(m->file_offset, &map_svma)) return -UNW_ENOINFO;
-  const int64_t bias = static_cast<int64_t>(m->start_avma - map_svma);
+  // The bias from ip's own file offset, not the mapping's start: a segment whose p_offset is
+  // not page-aligned with its p_vaddr apart (lld's layout, every Rust binary since 1.90) is
+  // mapped from the page below p_offset, which lies in the previous segment's file range.
+  uint64_t ip_svma;
+  if (!image.FileOffsetToSvma(m->FileOffset(ip), &ip_svma)) return -UNW_ENOINFO;
+  const int64_t bias = static_cast<int64_t>(ip - ip_svma);
   bool known = false;
   for (const State::Loaded& l : st->loaded) known |= l.elf == elf;
   if (!known) st->loaded.push_back({bias, elf});
@@ -102,12 +105,8 @@ bool IsSigreturnTrampoline(const State& st, uint64_t ip) {
   const sampler::Mapping* m = st.process.address_space->Find(ip);
   if (m == nullptr) return false;
   ElfCfi* elf = st.files->Get(*m, st.process);
-  uint64_t map_svma = 0, offset = 0;
-  if (elf == nullptr || !elf->image().FileOffsetToSvma(m->file_offset, &map_svma) ||
-      !elf->image().SvmaToFileOffset(ip - m->start_avma + map_svma, &offset)) {
-    return false;
-  }
-  std::span<const uint8_t> code = elf->image().Bytes(offset, sizeof(kSigreturn));
+  if (elf == nullptr) return false;
+  std::span<const uint8_t> code = elf->image().Bytes(m->FileOffset(ip), sizeof(kSigreturn));
   return code.size() == sizeof(kSigreturn) &&
          std::memcmp(code.data(), kSigreturn, sizeof(kSigreturn)) == 0;
 }

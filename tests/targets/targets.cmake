@@ -16,6 +16,13 @@ target_compile_options(nofp_shared PRIVATE -O2 -fomit-frame-pointer)
 set_target_properties(nofp_shared PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${NATIVEPROF_TARGETS_DIR})
 np_test_target(nofp_workload SOURCES ${CMAKE_CURRENT_LIST_DIR}/nofp_workload.c
                FLAGS -O2 -fomit-frame-pointer LINK nofp_shared pthread)
+# The same linked by lld, whose layout puts a segment's p_vaddr a page apart from its p_offset
+# (as every Rust binary since 1.90 has): the kernel maps it from the page below p_offset.
+find_program(NP_LLD ld.lld)
+if(NP_LLD)
+  np_test_target(nofp_workload_lld SOURCES ${CMAKE_CURRENT_LIST_DIR}/nofp_workload.c
+                 FLAGS -O2 -fomit-frame-pointer LINK nofp_shared pthread -fuse-ld=lld)
+endif()
 np_test_target(nofp_cpp SOURCES ${CMAKE_CURRENT_LIST_DIR}/nofp_cpp.cc FLAGS -O2 -fomit-frame-pointer)
 np_test_target(dwarf_capture SOURCES ${CMAKE_CURRENT_LIST_DIR}/dwarf_capture.cc LINK np_unwind)
 # Symbolizer test programs (issue 5).
