@@ -316,7 +316,8 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
                                                                        : alloc_views.front().path)));
     return exit_code;
   }
-  PrintLine(absl::StrFormat("%d samples, %d lost, %.2f s, %s -> %s", quality.samples, lost,
+  PrintLine(absl::StrFormat("%s, %d lost, %.2f s, %s -> %s",
+                            output::Plural(quality.samples, "sample", "samples"), lost,
                             state.duration_seconds, threads_and_processes,
                             fallback.WrittenPath(o.outputs.front().path)));
   return exit_code;
