@@ -49,6 +49,8 @@ class SignalReader {
   pid_t last_sender() const { return last_sender_; }
   // Whether a signal of the set is pending, without consuming it.
   bool Pending() const;
+  // The signals read (blocked in the creating thread).
+  const sigset_t& set() const { return set_; }
 
  private:
   SignalReader() = default;

@@ -33,8 +33,11 @@ std::span<pollfd> LaunchedTarget::fds() {
 bool LaunchedTarget::Done() {
   // Asked even after the second SIGINT: a command that exited meanwhile reports its own status.
   if (!wait_status_.has_value()) wait_status_ = child_->TryWait();
-  if (pending_forward_.has_value() && std::chrono::steady_clock::now() >= pending_forward_->second) {
-    if (!wait_status_.has_value()) child_->Signal(pending_forward_->first);
+  if (pending_forward_.has_value() && std::chrono::steady_clock::now() >= pending_forward_->due) {
+    if (!wait_status_.has_value() &&
+        !CommandGotItFromTheGroup(pending_forward_->number, pending_forward_->sender)) {
+      child_->Signal(pending_forward_->number);
+    }
     pending_forward_.reset();
   }
   return wait_status_.has_value() || stopped_waiting_;
@@ -44,13 +47,22 @@ bool LaunchedTarget::InOurProcessGroup() const {
   return ::getpgid(child_->pid()) == ::getpgrp();
 }
 
+bool LaunchedTarget::CommandGotItFromTheGroup(int number, pid_t sender) const {
+  return options_.group_witness != nullptr &&
+         options_.group_witness->GroupWasSent(number, sender) && InOurProcessGroup();
+}
+
 SignalVerdict LaunchedTarget::OnSignal(const ReceivedSignal& signal) {
   const auto now = std::chrono::steady_clock::now();
   if (!signal.from_terminal && signal.sender != 0 && signals_ > 0 &&
       signal.number == last_sent_.number && signal.sender == last_sent_.sender &&
       now - last_sent_at_ < std::chrono::milliseconds(kGroupCopyWindowMs)) {
     // The copy the sender's group signal left here: the command has its own, so the first is
-    // not forwarded too (unless the command left the group, and the copy missed it).
+    // not forwarded too (unless the command left the group, and the copy missed it). The
+    // witness's report of it is used up with it.
+    if (options_.group_witness != nullptr) {
+      (void)options_.group_witness->GroupWasSent(signal.number, signal.sender);
+    }
     if (pending_forward_.has_value() && InOurProcessGroup()) pending_forward_.reset();
     return SignalVerdict::kContinue;
   }
@@ -70,14 +82,18 @@ SignalVerdict LaunchedTarget::OnSignal(const ReceivedSignal& signal) {
   }
   last_sent_ = signal;
   last_sent_at_ = now;
-  pending_forward_.emplace(signal.number, now + std::chrono::milliseconds(kGroupCopyWaitMs));
+  // Sent to the group (kill -INT -PGID, or timeout's copy merged into this one by the kernel):
+  // the command has it.
+  if (CommandGotItFromTheGroup(signal.number, signal.sender)) return SignalVerdict::kContinue;
+  pending_forward_ = PendingForward{signal.number, signal.sender,
+                                    now + std::chrono::milliseconds(kGroupCopyWaitMs)};
   return SignalVerdict::kContinue;
 }
 
 int LaunchedTarget::max_wait_ms() const {
   const int wait = pidfd_.fd >= 0 ? -1 : kNoPidfdWaitMs;
   if (!pending_forward_.has_value()) return wait;
-  const auto left = pending_forward_->second - std::chrono::steady_clock::now();
+  const auto left = pending_forward_->due - std::chrono::steady_clock::now();
   const int due = static_cast<int>(
       std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(left).count()));
   return wait < 0 ? due : std::min(wait, due);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/group_signal_witness.h"
 #include "base/scoped_fd.h"
 #include "sampler/child_process.h"
 
@@ -64,6 +65,9 @@ struct LaunchedTargetOptions {
   // signal from the terminal is not forwarded to a command in nativeprof's process group, which
   // the terminal signalled already.
   bool second_sigint_stops_waiting = false;
+  // Says whether a signal a process sent was sent to the whole group (which the command, in
+  // that group, then got itself) or to nativeprof alone; null: assumed alone.
+  GroupSignalWitness* group_witness = nullptr;
 };
 
 // A command started by ChildProcess::Spawn and not yet released; Start() releases it to exec.
@@ -87,9 +91,9 @@ class LaunchedTarget final : public Target {
   // group, and the command, in that group, got the copy directly. Counted as a second signal it
   // made nativeprof stop waiting and SIGKILL a command shutting down gracefully.
   static constexpr int kGroupCopyWindowMs = 250;
-  // How long a process-sent signal waits for that copy before it is forwarded: timeout sends
-  // the two back to back.
-  static constexpr int kGroupCopyWaitMs = 10;
+  // How long a process-sent signal waits, before it is forwarded, for that copy (timeout sends
+  // the two back to back) or for the group witness to report it.
+  static constexpr int kGroupCopyWaitMs = 20;
 
   // The wait status once the command exited and was reaped.
   std::optional<int> wait_status() const { return wait_status_; }
@@ -103,6 +107,8 @@ class LaunchedTarget final : public Target {
   // Whether the command is still in nativeprof's process group (it did not setsid or start a
   // job of its own), where every signal sent to the group reached it too.
   bool InOurProcessGroup() const;
+  // Whether `signal` was sent to the group, so the command in it has it already.
+  bool CommandGotItFromTheGroup(int number, pid_t sender) const;
 
   ChildProcess* child_;
   LaunchedTargetOptions options_;
@@ -113,7 +119,12 @@ class LaunchedTarget final : public Target {
   ReceivedSignal last_sent_;
   std::chrono::steady_clock::time_point last_sent_at_;
   // A signal to forward once its copy has had kGroupCopyWaitMs to arrive.
-  std::optional<std::pair<int, std::chrono::steady_clock::time_point>> pending_forward_;
+  struct PendingForward {
+    int number = 0;
+    pid_t sender = 0;
+    std::chrono::steady_clock::time_point due;
+  };
+  std::optional<PendingForward> pending_forward_;
   bool forwarded_signal_ = false;
   bool stopped_waiting_ = false;
 };

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/file_util.h"
+#include "base/group_signal_witness.h"
 #include "base/logging.h"
 #include "base/scheduling.h"
 #include "base/signal_reader.h"
@@ -365,6 +366,11 @@ int RunRecording(const RecordOptions& o) {
     return RunAttached(attached, **unwinder, *signals, setup_sched, std::move(scheduling));
   }
 
+  // Before the command and the channel exist, so it holds neither. Without it a signal sent to
+  // the whole process group may reach the command twice (docs/record.md).
+  absl::StatusOr<GroupSignalWitness> witness = GroupSignalWitness::Start(signals->set());
+  if (!witness.ok()) Logger("main")->debug("no process-group signal witness: {}", witness.status());
+
   sampler::SpawnOptions spawn;
   if (scheduling.boost.kind != PriorityKind::kUnchanged) {
     spawn.nice = scheduling.boost.original_nice;
@@ -429,7 +435,9 @@ int RunRecording(const RecordOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const std::optional<SchedStat> start_sched = SchedNow();
   // Like perf: the command decides how to end on a signal; nativeprof drains until it exits.
-  sampler::LaunchedTarget target(&*child, {.second_sigint_stops_waiting = true});
+  sampler::LaunchedTarget target(
+      &*child, {.second_sigint_stops_waiting = true,
+                .group_witness = witness.ok() ? &*witness : nullptr});
   sampler::RecordLoopOptions loop;
   loop.session = session->get();
   loop.sink = &collector;

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "base/logging.h"
+#include "base/group_signal_witness.h"
 #include "base/signal_reader.h"
 #include "output/counter_report.h"
 #include "output/json_util.h"
@@ -191,7 +192,8 @@ struct RunResult {
   bool interrupted = false;
 };
 
-RunResult RunCommandOnce(const StatOptions& options, SignalReader& signals) {
+RunResult RunCommandOnce(const StatOptions& options, SignalReader& signals,
+                         GroupSignalWitness* witness) {
   RunResult result;
   if (absl::StatusOr<std::string> program = sampler::FindProgram(options.command[0]);
       !program.ok()) {
@@ -219,7 +221,8 @@ RunResult RunCommandOnce(const StatOptions& options, SignalReader& signals) {
   getrusage(RUSAGE_CHILDREN, &before);
   const double start = MonotonicSeconds();
   // As perf stat does: every signal goes to the command, and its counts are printed after it.
-  sampler::LaunchedTarget target(&*child, {.second_sigint_stops_waiting = false});
+  sampler::LaunchedTarget target(
+      &*child, {.second_sigint_stops_waiting = false, .group_witness = witness});
   sampler::RecordLoopOptions loop;
   loop.signals = &signals;
   loop.counters = {&*set};
@@ -326,8 +329,10 @@ int RunStatCommand(int argc, char** argv) {
     if (exit_code != kExitOk) return exit_code;
     runs.push_back(std::move(run));
   } else {
+    // Reaped when this returns, after every run's RUSAGE_CHILDREN was read.
+    absl::StatusOr<GroupSignalWitness> witness = GroupSignalWitness::Start(signals->set());
     for (int i = 0; i < options.repeat; ++i) {
-      RunResult result = RunCommandOnce(options, *signals);
+      RunResult result = RunCommandOnce(options, *signals, witness.ok() ? &*witness : nullptr);
       if (result.exit_code.has_value()) return *result.exit_code;
       runs.push_back(std::move(result.run));
       exit_code = result.command_exit;
