@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "base/text_escape.h"
 #include "output/text_report.h"
+#include "symbolize/go_runtime.h"
 #include "unwind/dwarf_stack_size.h"
 
 namespace nativeprof::output {
@@ -35,14 +36,12 @@ bool OutermostFrameIsRoot(const std::string& function) {
       "_start_c",      "_dl_start",         "_dl_start_user",         "start_thread",
       "clone",         "clone3",            "__clone",                "__clone3",
       "thread_start",  "runtime.goexit",    "runtime.rt0_go",         "runtime.mstart"};
-  // Go 1.17 and later name its assembly entry points with their ABI: runtime.goexit.abi0.
-  absl::string_view name = function;
-  if (absl::StartsWith(name, "runtime.") && !absl::ConsumeSuffix(&name, ".abi0")) {
-    absl::ConsumeSuffix(&name, ".abiinternal");
-  }
+  const absl::string_view name = symbolize::WithoutGoAbiSuffix(function);
   for (absl::string_view root : kRoots) {
     if (name == root) return true;
   }
+  // A Go stack on the scheduler stack starts where the goroutine switched to it.
+  if (symbolize::IsGoStackSwitch(function)) return true;
   // Rust's std::thread entry (std::sys::unix::thread::Thread::new::thread_start and kin).
   return absl::EndsWith(function, "::thread_start");
 }

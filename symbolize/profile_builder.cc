@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "absl/types/span.h"
+#include "symbolize/go_runtime.h"
 
 namespace nativeprof::symbolize {
 namespace {
@@ -137,6 +138,15 @@ class ProfileFrames {
       for (uint32_t index :
            names_.FramesFor(all_frames[cs.first_frame + k], cs.pid, /*leaf=*/k == 0)) {
         frames.push_back(Local(index));
+      }
+    }
+    // Above the innermost Go stack switch lie stale frames of the scheduler stack (an unwinder
+    // that walked on found [unknown];runtime.newproc.abi0 there): the stack starts at it.
+    for (size_t i = frames.size(); i-- > 1;) {
+      const ProfileFrame& f = profile_->frames[frames[i]];
+      if (f.kind != ProfileFrameKind::kKernel && IsGoStackSwitch(f.function)) {
+        frames.erase(frames.begin(), frames.begin() + static_cast<ptrdiff_t>(i));
+        break;
       }
     }
     return frames;

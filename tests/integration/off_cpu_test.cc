@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -96,6 +97,34 @@ TEST(OffCpuTest, BlockedTimeGoesToTheFunctionThatBlocked) {
   // The CPU view stays a CPU profile: no switch stacks in it.
   FoldedProfile cpu = FoldedProfile::Parse(ReadFileOrEmpty(folded));
   EXPECT_EQ(cpu.Total("[waiting for CPU]"), 0u);
+}
+
+// Go parks a goroutine by switching to its thread's scheduler stack in runtime.mcall: above
+// mcall's frame there lie stale frames of the scheduler stack's earlier use, which the unwinder
+// walked into ([unknown];runtime.newproc.abi0;runtime.mcall in a fifth of the stacks). Stacks
+// through mcall now start at it, in every view.
+TEST(OffCpuTest, GoStacksOnTheSchedulerStackStartAtTheSwitch) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string target = TargetPath("go_scheduler");
+  if (::access(target.c_str(), X_OK) != 0) GTEST_SKIP() << "go not installed (tools/setup.sh)";
+  const std::string folded = MakeTempDir() + "/go.folded";
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "--wall", "-o", folded, "--",
+                                target, "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  FoldedProfile wall = FoldedProfile::Parse(ReadFileOrEmpty(folded));
+  uint64_t through_mcall = 0;
+  for (const FoldedLine& line : wall.lines()) {
+    for (size_t i = 1; i < line.frames.size(); ++i) {
+      const std::string& f = line.frames[i];
+      if (f != "runtime.mcall" && f != "runtime.mcall.abi0" && f != "runtime.morestack.abi0") {
+        continue;
+      }
+      through_mcall += line.count;
+      EXPECT_EQ(i, 1u) << "frames above the switch: " << absl::StrJoin(line.frames, ";");
+      break;
+    }
+  }
+  EXPECT_GT(through_mcall, 0u) << "no goroutine parked through runtime.mcall";
 }
 
 TEST(OffCpuTest, AttachingGivesTheSameSplitAsLaunching) {

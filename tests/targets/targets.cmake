@@ -91,3 +91,18 @@ if(NP_RUSTC)
     add_dependencies(np_test_targets ${variant})
   endforeach()
 endif()
+# Go's scheduler stack (issue 12): goroutines parking through runtime.mcall, built when Go is
+# installed (tools/setup.sh installs golang-go).
+find_program(NP_GO go)
+if(NP_GO)
+  set(out ${NATIVEPROF_TARGETS_DIR}/go_scheduler)
+  add_custom_command(
+    OUTPUT ${out}
+    COMMAND ${CMAKE_COMMAND} -E env GOCACHE=${CMAKE_CURRENT_BINARY_DIR}/go-cache GO111MODULE=off
+            ${NP_GO} build -o ${out} ${CMAKE_CURRENT_LIST_DIR}/go_scheduler.go
+    DEPENDS ${CMAKE_CURRENT_LIST_DIR}/go_scheduler.go
+    COMMENT "go build go_scheduler.go"
+    VERBATIM)
+  add_custom_target(go_scheduler DEPENDS ${out})
+  add_dependencies(np_test_targets go_scheduler)
+endif()

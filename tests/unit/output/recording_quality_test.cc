@@ -63,6 +63,10 @@ TEST(RecordingQualityTest, FramePointerChainsThatStopShortOfTheEntryAreNamed) {
   EXPECT_TRUE(OutermostFrameIsRoot("runtime.mstart.abi0"));
   EXPECT_TRUE(OutermostFrameIsRoot("runtime.rt0_go.abi0"));
   EXPECT_TRUE(OutermostFrameIsRoot("runtime.goexit"));
+  // A stack on Go's scheduler stack starts where the goroutine switched to it.
+  EXPECT_TRUE(OutermostFrameIsRoot("runtime.mcall"));
+  EXPECT_TRUE(OutermostFrameIsRoot("runtime.morestack.abi0"));
+  EXPECT_FALSE(OutermostFrameIsRoot("runtime.park_m"));
   EXPECT_FALSE(OutermostFrameIsRoot("main.main.abi0"));
 
   RecordingQuality q = Clean();
