@@ -6,16 +6,11 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <string>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "symbolize/symbolizer.h"
@@ -110,69 +105,32 @@ TEST(ModulePrefetcherTest, NothingIsLoadedAfterStop) {
 // What `record` does: the mapping is noted while the program runs, the binary is replaced on
 // disk, and the names are asked for after it exited.
 std::vector<std::string> NameAfterReplacement(bool prefetch) {
-  const std::string dir = MakeTempDir();
-  const std::string copy = dir + "/sym_prog_prefetched";
-  std::filesystem::copy_file(TargetPath("sym_prog"), copy);
-  int to_child[2], from_child[2];
-  EXPECT_EQ(pipe(to_child), 0);
-  EXPECT_EQ(pipe(from_child), 0);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(to_child[0], 0);
-    dup2(from_child[1], 1);
-    close(to_child[1]);
-    close(from_child[0]);
-    execl(copy.c_str(), copy.c_str(), "wait", nullptr);
-    _exit(127);
-  }
-  close(to_child[0]);
-  close(from_child[1]);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  // The locations end with main's line; the program then waits for its stdin to close.
-  auto complete = [&out] {
-    const size_t main_line = out.find("main\t");
-    return main_line != std::string::npos && out.find('\n', main_line) != std::string::npos;
-  };
-  while (!complete() && (n = read(from_child[0], buf, sizeof(buf))) > 0) {
-    out.append(buf, static_cast<size_t>(n));
-  }
-  auto locations = testing::ParseLocations(out);
-  EXPECT_EQ(locations.count("sym_c_function"), 1u) << out;
+  const std::string copy = MakeTempDir() + "/sym_prog_prefetched";
+  testing::WaitingSymProg prog(copy);
+  auto locations = testing::ParseLocations(prog.output());
+  EXPECT_EQ(locations.count("sym_c_function"), 1u) << prog.output();
   const testing::Location loc = locations["sym_c_function"];
 
   sampler::ModuleRegistry registry;
   sampler::ModuleInfo info;
   info.path = copy;
-  info.first_pid = pid;
+  info.first_pid = prog.pid();
   const sampler::ModuleId id = registry.Intern(info);
   SymbolizerOptions options;
   options.inline_frames = false;
   options.debug_dirs = {};
   options.prefetch = prefetch;
   auto symbolizer = MakeSymbolizer(registry, options);
-  const std::string maps =
-      nativeprof::testing::ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/maps"));
-  for (absl::string_view line : absl::StrSplit(maps, '\n')) {
-    if (!absl::StrContains(line, copy)) continue;
-    uint64_t start = 0, end = 0;
-    std::vector<std::string> range = absl::StrSplit(line.substr(0, line.find(' ')), '-');
-    EXPECT_TRUE(absl::SimpleHexAtoi(range[0], &start) && absl::SimpleHexAtoi(range[1], &end));
-    symbolizer->NoteMapping(pid, id, start, end);
-  }
+  prog.NoteMappings(*symbolizer, id);
   // Time for the prefetcher to load it (a millisecond's work), as it would while a target runs;
   // had it not, the symbolizer loads it itself, from the same held file.
   if (prefetch) ::usleep(100'000);
   std::filesystem::remove(copy);
   std::filesystem::copy_file(TargetPath("sym_prog_O0"), copy);
-  close(to_child[1]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  close(from_child[0]);
+  prog.Finish();
 
   std::vector<SymbolizedFrame> frames;
-  symbolizer->SymbolizeUser(pid, id, loc.file_offset, loc.avma, &frames);
+  symbolizer->SymbolizeUser(prog.pid(), id, loc.file_offset, loc.avma, &frames);
   EXPECT_TRUE(symbolizer->Stats().warnings.empty());
   return testing::Names(frames);
 }

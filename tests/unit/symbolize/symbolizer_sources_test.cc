@@ -6,7 +6,6 @@
 #include <gnu/libc-version.h>
 #include <signal.h>
 #include <sys/auxv.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -346,34 +345,11 @@ TEST(SymbolizerSourcesTest, VdsoFramesNamed) {
 TEST(SymbolizerSourcesTest, BinaryDeletedWhileRunningStillNamed) {
   std::string dir = MakeTempDir();
   std::string copy = dir + "/sym_prog_deleted";
-  std::filesystem::copy_file(TargetPath("sym_prog"), copy);
-  int to_child[2], from_child[2];
-  ASSERT_EQ(pipe(to_child), 0);
-  ASSERT_EQ(pipe(from_child), 0);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    dup2(to_child[0], 0);
-    dup2(from_child[1], 1);
-    close(to_child[1]);
-    close(from_child[0]);
-    execl(copy.c_str(), copy.c_str(), "wait", nullptr);
-    _exit(127);
-  }
-  close(to_child[0]);
-  close(from_child[1]);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while (out.find("main\t") == std::string::npos && (n = read(from_child[0], buf, sizeof(buf))) > 0) {
-    out.append(buf, n);
-  }
-  while (out.find('\n', out.find("main\t")) == std::string::npos &&
-         (n = read(from_child[0], buf, sizeof(buf))) > 0) {
-    out.append(buf, n);
-  }
-  auto locations = testing::ParseLocations(out);
-  ASSERT_EQ(locations.count("main"), 1u) << out;
+  testing::WaitingSymProg prog(copy);
+  ASSERT_GT(prog.pid(), 0);
+  const pid_t pid = prog.pid();
+  auto locations = testing::ParseLocations(prog.output());
+  ASSERT_EQ(locations.count("main"), 1u) << prog.output();
   Location loc = locations["sym_c_function"];
 
   // What the recorder does at MMAP2 time: note the executable mapping.
@@ -383,21 +359,11 @@ TEST(SymbolizerSourcesTest, BinaryDeletedWhileRunningStillNamed) {
   info.first_pid = pid;
   sampler::ModuleId id = registry.Intern(info);
   auto symbolizer = MakeSymbolizer(registry, OnlyNames());
-  std::string maps = nativeprof::testing::ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/maps"));
-  for (absl::string_view line : absl::StrSplit(maps, '\n')) {
-    if (!absl::StrContains(line, copy)) continue;
-    uint64_t start = 0, end = 0;
-    std::vector<std::string> range = absl::StrSplit(line.substr(0, line.find(' ')), '-');
-    ASSERT_TRUE(absl::SimpleHexAtoi(range[0], &start) && absl::SimpleHexAtoi(range[1], &end));
-    symbolizer->NoteMapping(pid, id, start, end);
-  }
+  prog.NoteMappings(*symbolizer, id);
   // Replace the binary with something else, then let the target exit.
   std::filesystem::remove(copy);
   std::filesystem::copy_file(TargetPath("sym_prog_O0"), copy);
-  close(to_child[1]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  close(from_child[0]);
+  prog.Finish();
 
   std::vector<SymbolizedFrame> frames;
   symbolizer->SymbolizeUser(pid, id, loc.file_offset, loc.avma, &frames);
