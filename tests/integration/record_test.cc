@@ -2,7 +2,6 @@
 // tests/targets, profiled through the built CLI, checked by the shape of the folded output.
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,9 +10,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <sstream>
-#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,8 +23,6 @@
 #include "nlohmann/json.hpp"
 #include "tests/testing/folded_testing.h"
 #include "tests/testing/test_support.h"
-
-extern char** environ;
 
 namespace nativeprof::testing {
 namespace {
@@ -302,28 +299,14 @@ TEST(RecordTest, SigintYieldsCompleteOutput) {
   NP_SKIP_IF_NO_PERF();
   std::string dir = MakeTempDir();
   std::string folded = dir + "/sig.folded";
-  int out_pipe[2];
-  ASSERT_EQ(pipe(out_pipe), 0);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_addclose(&actions, out_pipe[0]);
-  std::string bin = NativeprofBinary(), target = TargetPath("fp_until_signal");
-  std::vector<const char*> argv = {bin.c_str(), "record", "-o", folded.c_str(), "--",
-                                   target.c_str(), nullptr};
-  pid_t pid = -1;
-  ASSERT_EQ(posix_spawn(&pid, bin.c_str(), &actions, nullptr, const_cast<char**>(argv.data()),
-                        environ),
-            0);
-  posix_spawn_file_actions_destroy(&actions);
-  close(out_pipe[1]);
-  char buf[16] = {};
-  ASSERT_GT(read(out_pipe[0], buf, sizeof(buf) - 1), 0);  // "ready"
-  close(out_pipe[0]);
+  BackgroundProcess np({NativeprofBinary(), "record", "-o", folded, "--",
+                        TargetPath("fp_until_signal")},
+                       /*capture_stdout=*/true);
+  ASSERT_GT(np.pid(), 0);
+  ASSERT_EQ(np.ReadLine(), "ready");
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-  ASSERT_EQ(kill(pid, SIGINT), 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_EQ(kill(np.pid(), SIGINT), 0);
+  const int status = np.Wait();
   ASSERT_TRUE(WIFEXITED(status));
   // The target died of the forwarded SIGINT; nativeprof reports it like a shell would.
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
@@ -343,35 +326,16 @@ TEST(RecordTest, SigintYieldsCompleteOutput) {
 std::string RunGracefulCommandAndSignal(const std::function<void(pid_t)>& send) {
   std::string dir = MakeTempDir();
   std::string folded = dir + "/graceful.folded";
-  int out_pipe[2];
-  EXPECT_EQ(pipe(out_pipe), 0);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_addclose(&actions, out_pipe[0]);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  std::string bin = NativeprofBinary(), target = TargetPath("fp_until_signal");
-  std::vector<const char*> argv = {bin.c_str(), "record",       "-o", folded.c_str(),
-                                   "--",        target.c_str(), "graceful", nullptr};
-  pid_t pid = -1;
-  EXPECT_EQ(posix_spawn(&pid, bin.c_str(), &actions, &attr, const_cast<char**>(argv.data()),
-                        environ),
-            0);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  close(out_pipe[1]);
-  char buf[16] = {};
-  EXPECT_GT(read(out_pipe[0], buf, 6), 0);  // "ready\n"
+  BackgroundProcess np({NativeprofBinary(), "record", "-o", folded, "--",
+                        TargetPath("fp_until_signal"), "graceful"},
+                       /*capture_stdout=*/true, /*own_process_group=*/true);
+  EXPECT_GT(np.pid(), 0);
+  EXPECT_EQ(np.ReadLine(), "ready");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  send(pid);
+  send(np.pid());
   std::string out;
-  for (ssize_t n; (n = read(out_pipe[0], buf, sizeof(buf))) > 0;) out.append(buf, n);
-  close(out_pipe[0]);
-  int status = 0;
-  EXPECT_EQ(waitpid(pid, &status, 0), pid);
+  for (std::string line; !(line = np.ReadLine()).empty();) out += line + "\n";
+  const int status = np.Wait();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << " " << out;
   EXPECT_THAT(out, HasSubstr("shut down after")) << "the command did not finish its shutdown";
   FoldedProfile p = FoldedProfile::Parse(ReadFileOrEmpty(folded));

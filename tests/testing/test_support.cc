@@ -126,9 +126,16 @@ CommandResult RunCommand(const std::vector<std::string>& argv) {
   return result;
 }
 
-BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, bool capture_stdout) {
+BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, bool capture_stdout,
+                                     bool own_process_group) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  if (own_process_group) {
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+  }
   int write_end = -1;
   if (capture_stdout) {
     int p[2];
@@ -141,8 +148,9 @@ BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, bool 
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  if (::posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ) != 0) pid_ = -1;
+  if (::posix_spawn(&pid_, args[0], &actions, &attr, args.data(), environ) != 0) pid_ = -1;
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
   if (write_end >= 0) ::close(write_end);
 }
 

@@ -42,8 +42,11 @@ CommandResult RunCommand(const std::vector<std::string>& argv);
 // goes away unless Wait() reaped it first.
 class BackgroundProcess {
  public:
-  // pid() is -1 when the spawn failed. With `capture_stdout`, ReadLine() reads its stdout.
-  explicit BackgroundProcess(const std::vector<std::string>& argv, bool capture_stdout = false);
+  // pid() is -1 when the spawn failed. With `capture_stdout`, ReadLine() reads its stdout. With
+  // `own_process_group` it leads a process group of its own (as a shell job, or under timeout),
+  // whose id is its pid.
+  explicit BackgroundProcess(const std::vector<std::string>& argv, bool capture_stdout = false,
+                             bool own_process_group = false);
   ~BackgroundProcess();
   BackgroundProcess(const BackgroundProcess&) = delete;
   BackgroundProcess& operator=(const BackgroundProcess&) = delete;
