@@ -69,8 +69,8 @@ bool IsStreamPath(const std::string& path);
 
 // Checks, before any work is done, that `path` can later be written by WriteFileAtomically:
 // its directory exists and accepts new files (one is created and removed), or it is an existing
-// special file (a device, a FIFO) that can be opened for writing. Symlinks are followed. Errors: kNotFound,
-// kPermissionDenied, kFailedPrecondition (the path is a directory).
+// special file (a device, a FIFO) that can be opened for writing. Symlinks are followed.
+// Errors: kNotFound, kPermissionDenied, kFailedPrecondition (the path is a directory).
 absl::Status CheckOutputWritable(const std::string& path);
 
 }  // namespace nativeprof

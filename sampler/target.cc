@@ -5,9 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <algorithm>
 #include <cstdint>
 #include <utility>
+
+#include "sampler/record_loop.h"
 
 namespace nativeprof::sampler {
 namespace {
@@ -92,11 +93,7 @@ SignalVerdict LaunchedTarget::OnSignal(const ReceivedSignal& signal) {
 
 int LaunchedTarget::max_wait_ms() const {
   const int wait = pidfd_.fd >= 0 ? -1 : kNoPidfdWaitMs;
-  if (!pending_forward_.has_value()) return wait;
-  const auto left = pending_forward_->due - std::chrono::steady_clock::now();
-  const int due = static_cast<int>(
-      std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(left).count()));
-  return wait < 0 ? due : std::min(wait, due);
+  return pending_forward_.has_value() ? WaitMs(pending_forward_->due, wait) : wait;
 }
 
 int LaunchedTarget::exit_code() const {
