@@ -30,8 +30,8 @@ constexpr int kCapSysNice = 23;  // linux/capability.h
 
 // Whether this thread may lower its nice back to `nice` after raising it: RLIMIT_NICE allows
 // it (setrlimit(2): the floor is 20 - rlim_cur), or CAP_SYS_NICE does (root).
-bool MayLowerNiceTo(int nice) {
-  if (SchedulerCalls::Real().nice_floor() <= nice) return true;
+bool MayLowerNiceTo(const SchedulerCalls& calls, int nice) {
+  if (calls.nice_floor() <= nice) return true;
   absl::StatusOr<std::string> status = ReadSmallFile("/proc/thread-self/status");
   if (!status.ok()) return false;
   for (absl::string_view line : absl::StrSplit(*status, '\n')) {
@@ -46,14 +46,14 @@ bool MayLowerNiceTo(int nice) {
 // Gives thread `tid` the calling thread's policy (SCHED_FIFO when the drain thread was boosted)
 // or nice. Best effort: refused, the thread keeps its own, which was then not lowered.
 void GiveCallersScheduling(pid_t tid) {
-  const int policy = ::sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
+  const SchedulerCalls calls = SchedulerCalls::Real();
+  const int policy = calls.get_policy();
   sched_param param{};
   if (policy == SCHED_FIFO || policy == SCHED_RR) {
     if (::sched_getparam(0, &param) == 0) (void)::sched_setscheduler(tid, policy, &param);
     return;
   }
-  errno = 0;
-  const int nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+  const int nice = calls.get_nice();
   if (errno == 0) (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), nice);
 }
 
@@ -91,10 +91,10 @@ void ModulePrefetcher::Shared::Run() {
   // A tid's nice is its own (setpriority(2) on a tid). Lowered only where Stop() can raise it
   // back; else it runs at the nice it started with, the caller's, and waiting for it costs no
   // more than the caller doing its work.
-  errno = 0;
-  const int start_nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
-  if (errno == 0 && start_nice < kPrefetchNice && MayLowerNiceTo(start_nice)) {
-    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kPrefetchNice);
+  const SchedulerCalls calls = SchedulerCalls::Real();
+  const int start_nice = calls.get_nice();
+  if (errno == 0 && start_nice < kPrefetchNice && MayLowerNiceTo(calls, start_nice)) {
+    (void)calls.set_nice(kPrefetchNice);
   }
   for (;;) {
     Job job;
