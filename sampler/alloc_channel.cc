@@ -134,9 +134,12 @@ absl::StatusOr<AllocChannel> AllocChannel::Create(const std::string& dir, uint64
   ch.fifo_writer_ = ScopedFd(::open(fifo_path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
   if (!ch.fifo_writer_.valid()) return ErrnoError(absl::StrCat("cannot open ", fifo_path));
 
-  // The file is zero-filled: only the fixed fields need values. The magic is written last (by
-  // Configure), so a preload that maps the file early sees no channel rather than half of one.
-  Control* c = new (base) Control();
+  // The file is zero-filled, every field's initial value: only the fixed fields need values.
+  // Constructing a Control would write its 760 KiB of zeros again, faulting in every page of
+  // thread slots that no thread may ever claim (a millisecond of every run's start). The magic is
+  // written last (by Configure), so a preload that maps the file early sees no channel rather
+  // than half of one.
+  Control* c = std::launder(reinterpret_cast<Control*>(base));
   c->rate_bytes = rate_bytes == 0 ? 1 : rate_bytes;
   c->ring_offset = alloc_channel::RingOffset(PageSize());
   c->ring_data_bytes = ring_data_bytes;
