@@ -414,6 +414,11 @@ bool DwarfInfo::Describe(uint64_t svma, bool inline_frames, bool full_names,
   return out->size() > first;
 }
 
+size_t DwarfInfo::indexed_units() const {
+  return static_cast<size_t>(
+      std::count_if(index_.begin(), index_.end(), [](const CuIndex& i) { return i.built; }));
+}
+
 bool DwarfInfo::BuiltWithoutOptimization(std::string* evidence) {
   for (size_t i = 0; i < cu_offsets_.size(); ++i) {
     Dwarf_Die* die = CuDie(i);

@@ -49,6 +49,8 @@ class DwarfInfo {
   bool BuiltWithoutOptimization(std::string* evidence);
 
   size_t compilation_units() const { return cu_offsets_.size(); }
+  // How many units Describe has indexed so far (each on its first address).
+  size_t indexed_units() const;
 
  private:
   struct CuRange {

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -66,21 +67,27 @@ struct ModulePrefetcher::Shared {
     ScopedFd held_fd;
   };
 
-  explicit Shared(ModuleLoadOptions o) : options(std::move(o)) {}
+  Shared(ModuleLoadOptions o, NamingOptions n) : options(std::move(o)), naming(n) {}
 
   const ModuleLoadOptions options;
+  const NamingOptions naming;
   std::mutex mu;
   std::condition_variable wake;
   std::condition_variable idle;
   std::deque<Job> queue;
-  std::optional<sampler::ModuleId> loading;  // the module the thread is loading
-  pid_t tid = 0;                             // the thread's, once it runs
+  std::deque<unwind::CollectedFrame> addresses;  // to prepare once `queue` is empty
+  bool busy = false;  // the thread is loading a module or preparing an address
+  pid_t tid = 0;      // the thread's, once it runs
   size_t added = 0;
+  size_t addresses_added = 0;
   bool stopping = false;
   absl::flat_hash_map<sampler::ModuleId, LoadedModule> results;
   absl::flat_hash_map<std::string, std::unique_ptr<ModuleSymbols>> symbols_by_key;
 
   void Run();
+  void Load(Job job);
+  // The symbols `module` was loaded into, or null (not loaded, or unreadable). Under mu.
+  ModuleSymbols* LoadedSymbols(sampler::ModuleId module);
 };
 
 void ModulePrefetcher::Shared::Run() {
@@ -96,43 +103,69 @@ void ModulePrefetcher::Shared::Run() {
   if (errno == 0 && start_nice < kPrefetchNice && MayLowerNiceTo(calls, start_nice)) {
     (void)calls.set_nice(kPrefetchNice);
   }
+  // Each address once: stacks share most of their frames.
+  absl::flat_hash_set<unwind::CollectedFrame> prepared;
   for (;;) {
-    Job job;
+    std::optional<Job> job;
+    unwind::CollectedFrame frame;
+    ModuleSymbols* symbols = nullptr;
     {
       std::unique_lock<std::mutex> lock(mu);
-      loading.reset();
+      busy = false;
       idle.notify_all();
-      wake.wait(lock, [this] { return stopping || !queue.empty(); });
+      wake.wait(lock, [this] { return stopping || !queue.empty() || !addresses.empty(); });
       if (stopping) return;
-      job = std::move(queue.front());
-      queue.pop_front();
-      loading = job.module;
-    }
-    absl::StatusOr<std::unique_ptr<module::ElfImage>> file = module::OpenModuleImage(
-        module::ModuleRequest{.info = &job.info, .held_fd = job.held_fd.get()});
-    job.held_fd.Reset();
-    LoadedModule loaded;
-    loaded.status = file.status();
-    std::unique_ptr<ModuleSymbols> symbols;
-    if (file.ok()) {
-      const std::string path = module::PathOnDisk(job.info.path);
-      loaded.key = ModuleSymbols::KeyOf(**file, path);
-      bool known;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        known = symbols_by_key.contains(loaded.key);
+      busy = true;
+      if (!queue.empty()) {
+        job = std::move(queue.front());
+        queue.pop_front();
+      } else {
+        frame = addresses.front();
+        addresses.pop_front();
+        if (prepared.insert(frame).second) symbols = LoadedSymbols(frame.module());
       }
-      // Only this thread adds keys, so one checked absent stays absent while it loads.
-      if (!known) symbols = ModuleSymbols::Load(*std::move(file), path, options);
     }
-    std::lock_guard<std::mutex> lock(mu);
-    if (symbols != nullptr) symbols_by_key.emplace(loaded.key, std::move(symbols));
-    results.emplace(job.module, std::move(loaded));
+    if (job.has_value()) {
+      Load(*std::move(job));
+    } else if (symbols != nullptr) {
+      // Only this thread touches loaded symbols until Stop() has joined it.
+      symbols->PrepareNames(frame.file_offset(), naming);
+    }
   }
 }
 
-ModulePrefetcher::ModulePrefetcher(ModuleLoadOptions options)
-    : shared_(std::make_unique<Shared>(std::move(options))) {}
+void ModulePrefetcher::Shared::Load(Job job) {
+  absl::StatusOr<std::unique_ptr<module::ElfImage>> file = module::OpenModuleImage(
+      module::ModuleRequest{.info = &job.info, .held_fd = job.held_fd.get()});
+  job.held_fd.Reset();
+  LoadedModule loaded;
+  loaded.status = file.status();
+  std::unique_ptr<ModuleSymbols> symbols;
+  if (file.ok()) {
+    const std::string path = module::PathOnDisk(job.info.path);
+    loaded.key = ModuleSymbols::KeyOf(**file, path);
+    bool known;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      known = symbols_by_key.contains(loaded.key);
+    }
+    // Only this thread adds keys, so one checked absent stays absent while it loads.
+    if (!known) symbols = ModuleSymbols::Load(*std::move(file), path, options);
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (symbols != nullptr) symbols_by_key.emplace(loaded.key, std::move(symbols));
+  results.emplace(job.module, std::move(loaded));
+}
+
+ModuleSymbols* ModulePrefetcher::Shared::LoadedSymbols(sampler::ModuleId module) {
+  auto result = results.find(module);
+  if (result == results.end() || !result->second.status.ok()) return nullptr;
+  auto it = symbols_by_key.find(result->second.key);
+  return it == symbols_by_key.end() ? nullptr : it->second.get();
+}
+
+ModulePrefetcher::ModulePrefetcher(ModuleLoadOptions options, NamingOptions naming)
+    : shared_(std::make_unique<Shared>(std::move(options), naming)) {}
 
 ModulePrefetcher::~ModulePrefetcher() { Stop(); }
 
@@ -149,10 +182,25 @@ void ModulePrefetcher::Add(sampler::ModuleId module, const sampler::ModuleInfo& 
   }
 }
 
+void ModulePrefetcher::PrepareNames(absl::Span<const unwind::CollectedFrame> frames) {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  // Before the thread exists there is no module to prepare names in.
+  if (shared_->stopping || !thread_.joinable()) return;
+  const size_t before = shared_->addresses.size();
+  for (const unwind::CollectedFrame& frame : frames) {
+    if (shared_->addresses_added >= kMaxAddresses) break;
+    if (!frame.in_module()) continue;
+    ++shared_->addresses_added;
+    shared_->addresses.push_back(frame);
+  }
+  if (shared_->addresses.size() != before) shared_->wake.notify_one();
+}
+
 void ModulePrefetcher::WaitUntilIdle() {
   std::unique_lock<std::mutex> lock(shared_->mu);
   shared_->idle.wait(lock, [this] {
-    return shared_->stopping || (shared_->queue.empty() && !shared_->loading.has_value());
+    return shared_->stopping ||
+           (shared_->queue.empty() && shared_->addresses.empty() && !shared_->busy);
   });
 }
 
@@ -162,8 +210,9 @@ void ModulePrefetcher::Stop() {
     if (shared_->stopping) return;
     shared_->stopping = true;
     shared_->queue.clear();
-    // Under the lock: a thread still loading cannot exit (and free its tid) until it is released.
-    if (shared_->loading.has_value() && shared_->tid != 0) GiveCallersScheduling(shared_->tid);
+    shared_->addresses.clear();
+    // Under the lock: a thread still busy cannot exit (and free its tid) until it is released.
+    if (shared_->busy && shared_->tid != 0) GiveCallersScheduling(shared_->tid);
   }
   shared_->wake.notify_one();
   shared_->idle.notify_all();

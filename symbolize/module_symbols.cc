@@ -1,6 +1,7 @@
 #include "symbolize/module_symbols.h"
 
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
@@ -105,6 +106,25 @@ const std::string& ModuleSymbols::DisplayNameOf(const SymbolTable::Symbol* symbo
   std::string& name = cache[static_cast<size_t>(symbol - table_.symbols().data())];
   if (name.empty()) name = DisplayName(table_.Name(*symbol), full_names);
   return name;
+}
+
+bool ModuleSymbols::NameAt(uint64_t file_offset, const NamingOptions& naming,
+                           std::vector<DwarfFrame>* out) {
+  uint64_t svma = 0;
+  if (!FileOffsetToSvma(file_offset, &svma)) return false;
+  const SymbolTable::Symbol* symbol = Lookup(svma);
+  if (dwarf_ != nullptr && dwarf_->Describe(svma, naming.inline_frames, naming.full_names, out)) {
+    if (symbol != nullptr) out->back().function = DisplayNameOf(symbol, naming.full_names);
+    return true;
+  }
+  if (symbol == nullptr) return false;
+  out->push_back(DwarfFrame{DisplayNameOf(symbol, naming.full_names), std::string(), 0});
+  return true;
+}
+
+void ModuleSymbols::PrepareNames(uint64_t file_offset, const NamingOptions& naming) {
+  std::vector<DwarfFrame> frames;
+  (void)NameAt(file_offset, naming, &frames);
 }
 
 }  // namespace nativeprof::symbolize

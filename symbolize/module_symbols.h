@@ -30,6 +30,12 @@ struct ModuleLoadOptions {
   std::optional<CacheDir> cache;
 };
 
+// How the symbolizer asks for names (its options' part that reaches a module's tables).
+struct NamingOptions {
+  bool inline_frames = true;
+  bool full_names = false;
+};
+
 class ModuleSymbols {
  public:
   // Loads the names of the module whose ELF is `file`; `path` is where it lives (or lived) on disk,
@@ -65,6 +71,17 @@ class ModuleSymbols {
   // Sections of the module's file or its debug file left out as corrupt, one message each
   // (module::ElfImage::skipped_sections).
   std::vector<std::string> skipped_sections() const;
+  // Names the address at `file_offset`: appends the inlined functions containing it, innermost
+  // first, then the function they are in (only that one without naming.inline_frames), each
+  // with its file:line from the DWARF; the outermost is named by its ELF symbol where there is
+  // one (clone suffixes, full qualification), and a frame nothing names has an empty function.
+  // Without DWARF for it, the ELF symbol alone (no file:line). False, appending nothing, when
+  // neither names it.
+  bool NameAt(uint64_t file_offset, const NamingOptions& naming, std::vector<DwarfFrame>* out);
+  // NameAt for its side effects only (demangled names cached, the DWARF unit indexed), so that
+  // naming the address later finds them done: what the prefetcher does for the addresses of
+  // stacks while the target still runs.
+  void PrepareNames(uint64_t file_offset, const NamingOptions& naming);
   // DWARF for inline frames and lines; nullptr when the module has none.
   DwarfInfo* dwarf() { return dwarf_.get(); }
 

@@ -46,11 +46,13 @@ bool IsSystemPath(absl::string_view path) {
 class ElfSymbolizer : public Symbolizer {
  public:
   ElfSymbolizer(const sampler::ModuleRegistry& modules, const SymbolizerOptions& options)
-      : modules_(modules), options_(options) {
+      : modules_(modules),
+        options_(options),
+        naming_{.inline_frames = options.inline_frames, .full_names = options.full_names} {
     load_options_.debug_dirs = options.debug_dirs;
     load_options_.dwarf = options.inline_frames || options.lines;
     load_options_.cache = options.cache;
-    if (options.prefetch) prefetcher_.emplace(load_options_);
+    if (options.prefetch) prefetcher_.emplace(load_options_, naming_);
   }
 
   void SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_t file_offset, uint64_t avma,
@@ -61,6 +63,9 @@ class ElfSymbolizer : public Symbolizer {
   void NoteMapping(int32_t pid, sampler::ModuleId module, uint64_t start_avma,
                    uint64_t end_avma) override;
   void NoteVdso(int32_t pid, uint64_t start_avma, uint64_t end_avma) override;
+  void NoteFrames(absl::Span<const unwind::CollectedFrame> frames) override {
+    if (prefetcher_.has_value()) prefetcher_->PrepareNames(frames);
+  }
 
  private:
   struct ModuleState {
@@ -88,6 +93,7 @@ class ElfSymbolizer : public Symbolizer {
 
   const sampler::ModuleRegistry& modules_;
   SymbolizerOptions options_;
+  NamingOptions naming_;
   ModuleLoadOptions load_options_;
   std::vector<ModuleState> states_;
   absl::flat_hash_map<std::string, std::unique_ptr<ModuleSymbols>> symbols_by_key_;
@@ -330,39 +336,19 @@ void ElfSymbolizer::SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_
     if (symbols == nullptr) return Unnamed(state, state->display, file_offset, out);
   }
 
-  uint64_t svma = 0;
-  if (!symbols->FileOffsetToSvma(file_offset, &svma)) {
+  std::vector<DwarfFrame> frames;
+  if (!symbols->NameAt(file_offset, naming_, &frames)) {
     return Unnamed(state, state->display, file_offset, out);
   }
-  const SymbolTable::Symbol* symbol = symbols->Lookup(svma);
-  size_t first = out->size();
-  if (symbols->dwarf() != nullptr && (options_.inline_frames || options_.lines)) {
-    std::vector<DwarfFrame> dwarf_frames;
-    if (symbols->dwarf()->Describe(svma, options_.inline_frames, options_.full_names,
-                                   &dwarf_frames)) {
-      for (size_t i = 0; i < dwarf_frames.size(); ++i) {
-        bool outermost = i + 1 == dwarf_frames.size();
-        SymbolizedFrame frame;
-        frame.kind = outermost ? ProfileFrameKind::kUser : ProfileFrameKind::kInlined;
-        // The ELF symbol names the real function best (clone suffixes, full qualification).
-        if (outermost && symbol != nullptr) {
-          frame.function = symbols->DisplayNameOf(symbol, options_.full_names);
-        } else {
-          frame.function = std::move(dwarf_frames[i].function);
-        }
-        if (frame.function.empty()) frame.function = absl::StrCat("[", state->display, "]");
-        if (options_.lines) {
-          frame.file = std::move(dwarf_frames[i].file);
-          frame.line = dwarf_frames[i].line;
-        }
-        out->push_back(std::move(frame));
-      }
-    }
-  }
-  if (out->size() == first) {
-    if (symbol == nullptr) return Unnamed(state, state->display, file_offset, out);
+  for (size_t i = 0; i < frames.size(); ++i) {
     SymbolizedFrame frame;
-    frame.function = symbols->DisplayNameOf(symbol, options_.full_names);
+    frame.kind = i + 1 == frames.size() ? ProfileFrameKind::kUser : ProfileFrameKind::kInlined;
+    frame.function = std::move(frames[i].function);
+    if (frame.function.empty()) frame.function = absl::StrCat("[", state->display, "]");
+    if (options_.lines) {
+      frame.file = std::move(frames[i].file);
+      frame.line = frames[i].line;
+    }
     out->push_back(std::move(frame));
   }
   ++named_;
@@ -473,6 +459,8 @@ std::unique_ptr<Symbolizer> MakeMappingAwareSymbolizer(unwind::StackCollector& c
         break;
     }
   });
+  collector.set_new_frames_observer(
+      [s](absl::Span<const unwind::CollectedFrame> frames) { s->NoteFrames(frames); });
   return symbolizer;
 }
 

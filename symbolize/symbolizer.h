@@ -11,12 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "base/cache_dir.h"
 #include "module/debug_file_finder.h"
 #include "sampler/module_registry.h"
 #include "symbolize/profile.h"
 
 namespace nativeprof::unwind {
+class CollectedFrame;
 class StackCollector;
 }  // namespace nativeprof::unwind
 
@@ -81,7 +83,7 @@ class Symbolizer {
 
   virtual SymbolizationStats Stats() const = 0;
 
-  // Hooks for the recording thread, called while the target still runs (both optional, cheap, and
+  // Hooks for the recording thread, called while the target still runs (all optional, cheap, and
   // never fail; errors only lower the quality of later names):
   // A file mapping was seen (MMAP2). Holds an fd to the mapped file (via /proc/PID/map_files) the
   // first time a module is seen, so a binary deleted or replaced later is still read as mapped.
@@ -90,6 +92,9 @@ class Symbolizer {
   // A [vdso] mapping was seen: copies the image from /proc/PID/mem so vdso frames get names.
   // Without it the vdso of nativeprof itself is used (the same on one kernel for 64-bit targets).
   virtual void NoteVdso(int32_t pid, uint64_t start_avma, uint64_t end_avma) {}
+  // A stack with frames no earlier stack had was collected: a prefetching symbolizer prepares
+  // their names in the background.
+  virtual void NoteFrames(absl::Span<const unwind::CollectedFrame> frames) {}
 };
 
 std::unique_ptr<Symbolizer> MakeSymbolizer(const sampler::ModuleRegistry& modules,
@@ -97,8 +102,9 @@ std::unique_ptr<Symbolizer> MakeSymbolizer(const sampler::ModuleRegistry& module
 
 // A symbolizer for `collector`'s modules that is told of every code mapping the moment the
 // collector applies it, while the process is still alive (NoteMapping holds the file, NoteVdso
-// copies the vdso): `record` and the library both symbolize this way. Installs itself as the
-// collector's mapping observer, so it must outlive the collector's use.
+// copies the vdso), and of every new stack's frames (NoteFrames): `record` and the library both
+// symbolize this way. Installs itself as the collector's mapping and new-frames observer, so it
+// must outlive the collector's use.
 std::unique_ptr<Symbolizer> MakeMappingAwareSymbolizer(unwind::StackCollector& collector,
                                                        const SymbolizerOptions& options);
 

@@ -291,6 +291,7 @@ uint32_t StackCollector::InternSample(const sampler::SampleView& sample, StackKi
     if (new_list) {
       frames_.insert(frames_.end(), probe_.frames.begin(), probe_.frames.end());
       frame_list_index_.insert(index);
+      if (new_frames_observer_) new_frames_observer_(probe_.frames);
     }
     stack_index_.insert(index);
   }

@@ -17,6 +17,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/types/span.h"
 #include "absl/strings/string_view.h"
 #include "sampler/module_registry.h"
 #include "sampler/process_table.h"
@@ -124,6 +125,12 @@ class StackCollector final : public sampler::RecordSink {
   // /proc/PID/map_files, read the vdso). Runs on the drain thread; must not block.
   using MappingObserver = std::function<void(const sampler::MmapView&, sampler::ModuleId)>;
   void set_mapping_observer(MappingObserver observer) { mapping_observer_ = std::move(observer); }
+  // Called on the drain thread with the frames of each stack whose frame list is new (a symbolizer
+  // prepares their names while the target runs).
+  using NewFramesObserver = std::function<void(absl::Span<const CollectedFrame>)>;
+  void set_new_frames_observer(NewFramesObserver observer) {
+    new_frames_observer_ = std::move(observer);
+  }
 
   // Called after each sampled allocation's unwind with its thread and UnwoundStack::stack_high
   // (0 when the unwind did not complete), and with 0 when a thread starts, exits or execs, so
@@ -275,6 +282,7 @@ class StackCollector final : public sampler::RecordSink {
   std::deque<std::pair<uint64_t, uint32_t>> timeline_;
   CollectorStats stats_;
   MappingObserver mapping_observer_;
+  NewFramesObserver new_frames_observer_;
   AllocStackObserver alloc_stack_observer_;
   ProcessExitObserver process_exit_observer_;
   OffCpuTracker off_cpu_;

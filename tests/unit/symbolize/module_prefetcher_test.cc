@@ -1,6 +1,6 @@
 // ModulePrefetcher: modules loaded on its thread are handed over once, keyed as the symbolizer
-// keys them; a file that is not the mapped one is reported, not loaded; nothing is loaded after
-// Stop(). And a symbolizer that prefetches names a running program's functions as one that does
+// keys them; a file that is not the mapped one is reported, not loaded; the names of queued
+// frames are prepared; nothing is loaded after Stop(). And a symbolizer that prefetches names a running program's functions as one that does
 // not, even when the binary is replaced on disk before the names are asked for.
 #include "symbolize/module_prefetcher.h"
 
@@ -93,11 +93,48 @@ TEST(ModulePrefetcherTest, AnotherFileThanTheMappedOneIsReportedNotLoaded) {
   EXPECT_TRUE(absl::IsFailedPrecondition(loaded->status)) << loaded->status;
 }
 
+// The names of a queued frame are prepared on the thread: its DWARF unit is indexed before the
+// symbolizer asks; a frame of a module never added, and a kernel frame, are passed over.
+size_t UnitsIndexedAfterPreparing(bool prepare) {
+  const std::string path = TargetPath("sym_prog");
+  const testing::Location loc = testing::RunAndLocate(path)["sym_c_function"];
+  EXPECT_GT(loc.file_offset, 0u);
+  ModuleLoadOptions options;
+  options.debug_dirs = {};
+  ModulePrefetcher prefetcher(options);
+  prefetcher.Add(3, InfoOf(path), OpenFd(path));
+  if (prepare) {
+    const unwind::CollectedFrame frames[] = {unwind::CollectedFrame::InModule(3, loc.file_offset),
+                                             unwind::CollectedFrame::InModule(4, loc.file_offset),
+                                             unwind::CollectedFrame::Kernel(0xffffffff81000000)};
+    prefetcher.PrepareNames(frames);
+  }
+  prefetcher.WaitUntilIdle();
+  prefetcher.Stop();
+  std::optional<LoadedModule> loaded = prefetcher.Take(3);
+  EXPECT_TRUE(loaded.has_value() && loaded->status.ok());
+  if (!loaded.has_value()) return 0;
+  std::unique_ptr<ModuleSymbols> symbols = prefetcher.TakeSymbols(loaded->key);
+  EXPECT_NE(symbols, nullptr);
+  if (symbols == nullptr || symbols->dwarf() == nullptr) {
+    ADD_FAILURE() << path << " has no DWARF";
+    return 0;
+  }
+  return symbols->dwarf()->indexed_units();
+}
+
+TEST(ModulePrefetcherTest, PreparesTheNamesOfQueuedFrames) {
+  EXPECT_EQ(UnitsIndexedAfterPreparing(/*prepare=*/false), 0u);
+  EXPECT_EQ(UnitsIndexedAfterPreparing(/*prepare=*/true), 1u);
+}
+
 TEST(ModulePrefetcherTest, NothingIsLoadedAfterStop) {
   const std::string path = TargetPath("sym_prog");
   ModulePrefetcher prefetcher(NamesOnly());
   prefetcher.Stop();
   prefetcher.Add(1, InfoOf(path), OpenFd(path));
+  const unwind::CollectedFrame frame = unwind::CollectedFrame::InModule(1, 0);
+  prefetcher.PrepareNames({&frame, 1});
   prefetcher.Stop();
   EXPECT_FALSE(prefetcher.Take(1).has_value());
 }
