@@ -36,7 +36,8 @@ bool LaunchedTarget::Done() {
   if (!wait_status_.has_value()) wait_status_ = child_->TryWait();
   if (pending_forward_.has_value() && std::chrono::steady_clock::now() >= pending_forward_->due) {
     if (!wait_status_.has_value() &&
-        !CommandGotItFromTheGroup(pending_forward_->number, pending_forward_->sender)) {
+        !CommandGotItFromTheGroup(pending_forward_->number, pending_forward_->sender,
+                                  /*ask_witness=*/true)) {
       child_->Signal(pending_forward_->number);
     }
     pending_forward_.reset();
@@ -48,9 +49,10 @@ bool LaunchedTarget::InOurProcessGroup() const {
   return ::getpgid(child_->pid()) == ::getpgrp();
 }
 
-bool LaunchedTarget::CommandGotItFromTheGroup(int number, pid_t sender) const {
+bool LaunchedTarget::CommandGotItFromTheGroup(int number, pid_t sender, bool ask_witness) const {
+  const auto wait = std::chrono::milliseconds(ask_witness ? kWitnessAnswerMs : 0);
   return options_.group_witness != nullptr &&
-         options_.group_witness->GroupWasSent(number, sender) && InOurProcessGroup();
+         options_.group_witness->GroupWasSent(number, sender, wait) && InOurProcessGroup();
 }
 
 SignalVerdict LaunchedTarget::OnSignal(const ReceivedSignal& signal) {
@@ -85,7 +87,9 @@ SignalVerdict LaunchedTarget::OnSignal(const ReceivedSignal& signal) {
   last_sent_at_ = now;
   // Sent to the group (kill -INT -PGID, or timeout's copy merged into this one by the kernel):
   // the command has it.
-  if (CommandGotItFromTheGroup(signal.number, signal.sender)) return SignalVerdict::kContinue;
+  if (CommandGotItFromTheGroup(signal.number, signal.sender, /*ask_witness=*/false)) {
+    return SignalVerdict::kContinue;
+  }
   pending_forward_ = PendingForward{signal.number, signal.sender,
                                     now + std::chrono::milliseconds(kGroupCopyWaitMs)};
   return SignalVerdict::kContinue;

@@ -94,6 +94,9 @@ class LaunchedTarget final : public Target {
   // How long a process-sent signal waits, before it is forwarded, for that copy (timeout sends
   // the two back to back) or for the group witness to report it.
   static constexpr int kGroupCopyWaitMs = 20;
+  // How long the forward then waits for the witness's answer (GroupSignalWitness::GroupWasSent):
+  // a loaded machine may not have run the witness since the signal came.
+  static constexpr int kWitnessAnswerMs = 1000;
 
   // The wait status once the command exited and was reaped.
   std::optional<int> wait_status() const { return wait_status_; }
@@ -107,8 +110,9 @@ class LaunchedTarget final : public Target {
   // Whether the command is still in nativeprof's process group (it did not setsid or start a
   // job of its own), where every signal sent to the group reached it too.
   bool InOurProcessGroup() const;
-  // Whether `signal` was sent to the group, so the command in it has it already.
-  bool CommandGotItFromTheGroup(int number, pid_t sender) const;
+  // Whether `signal` was sent to the group, so the command in it has it already: as far as the
+  // witness has said, or as it answers when asked (`ask_witness`).
+  bool CommandGotItFromTheGroup(int number, pid_t sender, bool ask_witness) const;
 
   ChildProcess* child_;
   LaunchedTargetOptions options_;
