@@ -42,8 +42,10 @@ class ModulePrefetcher {
   // (the program and what it linked at start), the rest loaded when named.
   static constexpr size_t kMaxModules = 128;
 
-  // Addresses queued for PrepareNames at most, over the recording: a program with more distinct
-  // frames gets its first ones (its hot code is where sampling finds it first) prepared.
+  // Frames queued for PrepareNames at most, over the recording; a frame that several new stacks
+  // share counts once per stack (the thread, not the drain, drops the repeats), so fewer distinct
+  // addresses may be prepared. A program with more gets its first ones (its hot code is where
+  // sampling finds it first) prepared.
   static constexpr size_t kMaxAddresses = size_t{1} << 16;
 
   explicit ModulePrefetcher(ModuleLoadOptions options, NamingOptions naming = {});
