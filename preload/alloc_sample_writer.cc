@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <x86intrin.h>
 
@@ -19,6 +20,7 @@
 #include "preload/record_clock.h"
 
 extern "C" {
+extern void* __libc_stack_end;  // glibc's: the main thread's sp as _start began
 void* __libc_malloc(size_t size);
 void __libc_free(void* ptr);
 }
@@ -101,15 +103,62 @@ bool FindMapping(uintptr_t sp, uintptr_t* lo_out, uintptr_t* hi_out) {
   return found;
 }
 
+// Whether the byte at `address` can be read, asked of the kernel (a read that faults returns
+// EFAULT instead of raising SIGSEGV), without a descriptor.
+bool Readable(uintptr_t address) {
+  char byte = 0;
+  const iovec local{&byte, 1};
+  const iovec remote{reinterpret_cast<void*>(address), 1};
+  return ::syscall(SYS_process_vm_readv, ::getpid(), &local, 1UL, &remote, 1UL, 0UL) == 1;
+}
+
+// Where the stack that holds `sp` ends by what the thread knows of it, when /proc/self/maps
+// cannot be opened (the program has used up its RLIMIT_NOFILE): the main thread's stack ends
+// above __libc_stack_end (its sp at _start, with argc and the argument vector above it), another
+// glibc thread's at its descriptor. Only pages from sp's up that can be read count, so a sp on a
+// signal or coroutine stack, where that end may lie beyond unmapped or guard pages, yields a
+// shorter copy rather than a fault. When every page from sp's to the end was read (at most
+// kMaxProbedPages), [*lo_out, *hi_out) is set to them, to be kept as the stack's mapping; a
+// deeper sp probes only the `limit` bytes it copies, each time.
+uintptr_t GuessStackTop(const ThreadState& t, uintptr_t sp, size_t limit, uintptr_t* lo_out,
+                        uintptr_t* hi_out) {
+  constexpr uintptr_t kPage = 4096;
+  constexpr uintptr_t kMaxProbedPages = 256;
+  // 48 bytes above __libc_stack_end are always there: argc, argv[0] or its null, envp's null
+  // and auxv's AT_NULL pair.
+  const uintptr_t end = t.tid == t.pid ? reinterpret_cast<uintptr_t>(__libc_stack_end) + 48
+                                       : reinterpret_cast<uintptr_t>(pthread_self());
+  if (end <= sp) return 0;
+  const uintptr_t first = sp & ~(kPage - 1);
+  const bool whole = (end - first) / kPage <= kMaxProbedPages;
+  const uintptr_t want = whole ? end : std::min<uintptr_t>(end, sp + limit);
+  uintptr_t readable = first;
+  while (readable < want && Readable(readable)) readable += kPage;
+  if (readable <= sp) return 0;
+  if (whole && readable >= want) {
+    *lo_out = first;
+    *hi_out = end;
+  }
+  return std::min(readable, want);
+}
+
 // The highest address of the stack `sp` is on, so a copy from sp never runs past its mapping.
 // Not pthread_getattr_np: it takes the thread's lock and allocates under it, so calling it from
 // an allocation it made deadlocks. The mapping is looked up once per thread and again whenever
 // sp leaves it (the main thread's stack grew, or sp is on a signal or coroutine stack). A glibc
 // thread's descriptor (pthread_self) sits at the top of its own stack, right above the frames.
-uintptr_t StackTop(ThreadState& t, uintptr_t sp) {
+uintptr_t StackTop(ThreadState& t, uintptr_t sp, size_t limit) {
   if (t.stack_top == 0 || sp < t.stack_lo || sp >= t.stack_hi) {
     uintptr_t lo = 0, hi = 0;
-    if (!FindMapping(sp, &lo, &hi)) return 0;  // copy nothing
+    if (!FindMapping(sp, &lo, &hi)) {
+      const uintptr_t top = GuessStackTop(t, sp, limit, &lo, &hi);
+      if (hi != 0) {
+        t.stack_lo = lo;
+        t.stack_hi = hi;
+        t.stack_top = top;
+      }
+      return top;
+    }
     t.stack_lo = lo;
     t.stack_hi = hi;
     const uintptr_t self = reinterpret_cast<uintptr_t>(pthread_self());
@@ -568,7 +617,7 @@ bool WriteAllocSample(ThreadState& t, Control& c, CallSite site, const void* use
   // the call, and the unwinder looks up the call's CFI row as for any interrupted instruction.
   f.ip = return_address - 1;
   FillIdentity(t, f, /*cpu=*/true);  // first: StackTop tells the main thread by its tid
-  uintptr_t top = StackTop(t, caller_sp);
+  uintptr_t top = StackTop(t, caller_sp, c.stack_user_bytes);
   // Nothing the unwinder reads lies above the hint; the stack's own end still bounds it (a hint
   // left by an earlier image of this tid, after an exec, may be anywhere).
   if (const uintptr_t high = StackHigh(c, t.tid); high > caller_sp && high < top) top = high;

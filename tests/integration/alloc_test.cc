@@ -670,6 +670,24 @@ TEST(AllocTest, DescriptorsTheProgramReusesAreNotWrittenTo) {
   EXPECT_EQ(rec.exact["allocation_calls"], 2 * 1'326'210) << rec.exact.dump();
 }
 
+// A program that has used up its descriptors: the library cannot open /proc/self/maps to find
+// where a thread's stack ends. Its samples came without stacks before (named [unknown], with
+// advice about frame pointers); the stack's end is now taken from what glibc knows of it.
+TEST(AllocTest, StacksAreCopiedWhenTheProgramHasNoDescriptorLeft) {
+  NP_SKIP_IF_NO_PERF();
+  AllocRecording rec = RecordAlloc("--alloc=1", {TargetPath("alloc_workload"), "nofiles"});
+  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+  EXPECT_EQ(Exact(rec, "allocation_calls"), 1'326'210u + 201'000u + 1u);  // + the thread's DTV
+  EXPECT_EQ(Exact(rec, "temporary_allocations"), 1'310'720u + 200'000u);
+  FoldedProfile count = rec.View("allocs");
+  ASSERT_TRUE(count.errors().empty()) << count.errors().front();
+  EXPECT_EQ(count.WithSequence({"run_sites", "small_temporaries"}), 1'310'720u);
+  EXPECT_GE(count.Total("main"), 1'326'210u);  // every stack of the main thread reaches main
+  EXPECT_EQ(count.WithSequence({"ThreadMain", "thread_temporaries"}), 200'000u);
+  EXPECT_EQ(count.WithSequence({"ThreadMain", "thread_keep_blocks"}), 1'000u);
+  EXPECT_EQ(rec.unwind["ends"]["truncated-stack-copy"].get<uint64_t>(), 0u) << rec.unwind.dump();
+}
+
 // A writer that stops while it holds the ring's lock (its process killed, its thread cancelled)
 // hung the whole run: every later sampled allocation waited for the lock forever. The killed
 // children hung every run, the cancelled threads one run in three.

@@ -91,6 +91,11 @@
 // (The third, a signal handler that allocates, is not async-signal-safe even without the
 // library: glibc's own heap checks abort such a program now and then.)
 //
+// Mode `nofiles`: lowers RLIMIT_NOFILE to 64 and opens /dev/null until open fails with EMFILE
+// (as a server under load may), then runs `sites` in the main thread while one thread runs what
+// a thread of `threads` does, which the main thread frees after joining it: the library can
+// open nothing, /proc/self/maps included. Totals are `sites` plus `threads 1` (and its DTV).
+//
 // Mode `mmap`: an allocator of its own, as jemalloc or mimalloc would be: 96 MiB from mmap,
 // every page touched, and nothing from malloc. The preload sees no heap while the RSS grows.
 #define _GNU_SOURCE
@@ -103,6 +108,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -550,6 +556,24 @@ static int RunCloseFds(const char* path) {
   return close(fd) == 0 ? 0 : 9;
 }
 
+// ---- nofiles ----
+
+// Uses up every descriptor RLIMIT_NOFILE allows (as a server does under load), then allocates in
+// the main thread and in a thread: the library cannot open /proc/self/maps to find either stack.
+static int RunWithoutDescriptors(void) {
+  const struct rlimit few = {64, 64};
+  if (setrlimit(RLIMIT_NOFILE, &few) != 0) return 9;
+  int opened = 0;
+  while (open("/dev/null", O_RDONLY) >= 0) ++opened;
+  if (errno != EMFILE || opened == 0) return 9;
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, ThreadMain, g_kept[0]) != 0) return 9;
+  run_sites();
+  if (pthread_join(thread, NULL) != 0) return 9;
+  main_frees_thread_blocks(g_kept[0]);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "sites";
   if (strcmp(mode, "sites") == 0) {
@@ -581,8 +605,9 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "mmap") == 0) return RunOwnAllocator();
   if (strcmp(mode, "closefds") == 0 && argc > 2) return RunCloseFds(argv[2]);
   if (strcmp(mode, "interrupted-writers") == 0) return RunInterruptedWriters();
+  if (strcmp(mode, "nofiles") == 0) return RunWithoutDescriptors();
   if (strcmp(mode, "serial-threads") == 0) return RunSerialThreads(argc > 2 ? atoi(argv[2]) : 1);
   Say("usage: alloc_workload [sites [N] | realloc | threads [N] | serial-threads N | forkexec | "
-      "execs N | execs-holding N | forkfree | forkleak | pidreuse | exit N | mmap | closefds PATH | interrupted-writers]\n");
+      "execs N | execs-holding N | forkfree | forkleak | pidreuse | exit N | mmap | closefds PATH | interrupted-writers | nofiles]\n");
   return 2;
 }
