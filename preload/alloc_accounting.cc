@@ -14,22 +14,30 @@
 #include <cstdlib>
 #include <ctime>
 #include <initializer_list>
+#include <new>
 #include <utility>
 
 namespace nativeprof::preload {
 
+namespace {
+ProcessPage g_static_page{};
+}  // namespace
+
 namespace internal {
-std::atomic<alloc_channel::Control*> g_channel{nullptr};
+ProcessPage* g_process = &g_static_page;
 __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
-uint32_t g_own_tag = ~uint32_t{0};
 }  // namespace internal
 
 namespace {
 
 using alloc_channel::Control;
 using alloc_channel::ThreadSlot;
-// 0: not attached yet, 3: attaching, 1: attached (g_channel set), 2: not profiling.
+// 0: not attached yet, 3: attaching, 1: attached (g_attached set), 2: not profiling.
 std::atomic<int> g_attach_state{0};
+// The channel attached to, kept where a forked child inherits it.
+Control* g_attached = nullptr;
+// Whether g_process is a page of the process's own that a forked child gets blank.
+bool g_page_wipes_on_fork = false;
 pthread_key_t g_thread_key;
 bool g_thread_key_ok = false;
 
@@ -37,11 +45,13 @@ bool g_thread_key_ok = false;
 // Set when the process attaches and again in a forked child, before either allocates.
 int g_pid_slot = -1;
 
-void RegisterProcess(Control& c) {
+// Counts the process image in the channel and gives it its tag (in `page`, which the caller
+// then makes the process's).
+void RegisterProcess(Control& c, ProcessPage& page) {
   const uint32_t pid = static_cast<uint32_t>(::getpid());
   const uint64_t now_ns = MonotonicNowNs();
   const uint32_t image = c.images.fetch_add(1, std::memory_order_relaxed) + 1;
-  internal::g_own_tag = kTagMagic | (image & 0xffffu) << kTagImageShift;
+  page.not_own_tag = ~(kTagMagic | (image & 0xffffu) << kTagImageShift);
   g_pid_slot = -1;
   for (size_t i = 0; i < alloc_channel::kPidSlots; ++i) {
     const size_t index = (pid + i) % alloc_channel::kPidSlots;
@@ -101,8 +111,21 @@ Control* Attach() {
     ::munmap(base, static_cast<size_t>(st.st_size));
     return nullptr;
   }
-  RegisterProcess(*c);
   return c;
+}
+
+// The process's page (ProcessPage): one that a forked child gets blank, or where the kernel
+// cannot do that (before 4.14), the static one, and only the atfork handler tells a child.
+ProcessPage* NewProcessPage() {
+  constexpr size_t kPage = 4096;
+  void* p = ::mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return &g_static_page;
+  if (::madvise(p, kPage, MADV_WIPEONFORK) != 0) {
+    ::munmap(p, kPage);
+    return &g_static_page;
+  }
+  g_page_wipes_on_fork = true;
+  return new (p) ProcessPage{};
 }
 
 }  // namespace
@@ -154,17 +177,38 @@ void ThreadExit(void* arg) {
 
 void BeforeFork() { PublishThisThread(); }
 
-// The child shares the channel with its parent but not its slots: its copy of this thread must
-// count into a slot of its own.
-void InChildAfterFork() {
-  ThreadState& t = CurrentThread();
+// A forked child shares the channel with its parent but not its slots: its copy of the thread
+// that forked must count into a slot of its own, and its records carry its own ids.
+void ResetForkedThread(ThreadState& t) {
   t.slot = nullptr;
   t.claimed = false;
   t.pending_live = 0;
   t.pending_high = 0;
   t.pid = 0;
   t.tid = 0;
-  if (Control* c = Channel(); c != nullptr) RegisterProcess(*c);
+}
+
+// Registers a forked child whose page came blank, at its first call into the library or in the
+// atfork handler, whichever comes first (another library's child handler may allocate before
+// this one runs). A fork leaves one thread: no other can be here.
+Control* AdoptForkedChild() {
+  Control* c = g_attached;
+  ProcessPage& page = *internal::g_process;
+  if (c == nullptr) return nullptr;
+  if (Control* registered = page.channel.load(std::memory_order_acquire)) return registered;
+  ResetForkedThread(CurrentThread());
+  RegisterProcess(*c, page);
+  page.channel.store(c, std::memory_order_release);
+  return c;
+}
+
+void InChildAfterFork() {
+  if (g_page_wipes_on_fork) {
+    (void)AdoptForkedChild();
+    return;
+  }
+  ResetForkedThread(CurrentThread());
+  if (g_attached != nullptr) RegisterProcess(*g_attached, *internal::g_process);
 }
 
 // libstdc++ allocates its exception-handling emergency pool at start-up and keeps it until exit;
@@ -197,21 +241,29 @@ __attribute__((constructor)) void InitPreload() {
 }  // namespace
 
 Control* internal::AttachOnce() {
+  const int state = g_attach_state.load(std::memory_order_acquire);
+  // Attached, yet this process's page holds no channel: a child forked without the handlers.
+  if (state == 1) return AdoptForkedChild();
   // Not being profiled (or another thread is attaching): no locked instruction on every call.
-  if (g_attach_state.load(std::memory_order_acquire) != 0) {
-    return g_channel.load(std::memory_order_acquire);
-  }
+  if (state != 0) return nullptr;
   // The first allocation of the process happens before it can start a thread, so there is no
   // race to attach; the compare-exchange only keeps a second attach from happening.
   int expected = 0;
-  if (g_attach_state.compare_exchange_strong(expected, 3, std::memory_order_acq_rel)) {
-    const int saved_errno = errno;  // open and mmap must not show in the program's errno
-    Control* c = Attach();
-    errno = saved_errno;
-    if (c != nullptr) g_channel.store(c, std::memory_order_release);
-    g_attach_state.store(c != nullptr ? 1 : 2, std::memory_order_release);
+  if (!g_attach_state.compare_exchange_strong(expected, 3, std::memory_order_acq_rel)) {
+    return nullptr;
   }
-  return g_channel.load(std::memory_order_acquire);
+  const int saved_errno = errno;  // open and mmap must not show in the program's errno
+  Control* c = Attach();
+  if (c != nullptr) {
+    ProcessPage* page = NewProcessPage();
+    RegisterProcess(*c, *page);
+    page->channel.store(c, std::memory_order_release);
+    g_attached = c;
+    internal::g_process = page;
+  }
+  errno = saved_errno;
+  g_attach_state.store(c != nullptr ? 1 : 2, std::memory_order_release);
+  return c;
 }
 
 bool internal::SampleDue(ThreadState& t, const Control& c) {

@@ -81,15 +81,33 @@ inline constexpr uint32_t kTagMagicMask = 0xfffu << 20;
 inline constexpr int kTagImageShift = 4;
 inline constexpr uint32_t kTagFlagMask = 0xf;
 
+// What the process's first call into the library finds out, in memory of the process's own:
+// once attached, an anonymous page the kernel hands a forked child zero-filled
+// (MADV_WIPEONFORK, Linux 4.14). A child forked without glibc's atfork handlers (a raw fork or
+// clone system call, _Fork) thus finds no channel at its first call and registers as a process
+// of its own, with thread slots and an image number of its own, as one forked by fork() does;
+// before, it counted into its parent's slots (racing with its parent's plain stores) and
+// tagged its blocks with its parent's image.
+struct ProcessPage {
+  // The channel once attached; null before, when the process is not being profiled, and in a
+  // forked child until it has registered.
+  std::atomic<alloc_channel::Control*> channel;
+  // The complement of the tag of a block this image allocates, flags clear (kTagMagic and the
+  // image's number). 0 until the image registers, in a forked child's blank page too: the tag
+  // is then ~0, which no header holds (a block without one shows 0 there), so the image's
+  // frees take the general path, which registers it.
+  uint32_t not_own_tag;
+};
+
 namespace internal {
-// The channel once attached; null before, and when the process is not being profiled.
-extern std::atomic<alloc_channel::Control*> g_channel;
-// The tag of a block this image allocates, flags clear: kTagMagic and the image's number. Set
-// as the image attaches and in a forked child, before either counts an allocation; until then a
-// value no header holds.
-extern uint32_t g_own_tag;
+// Never null: a static page (no channel, no tag) until the process attaches. Set once, by
+// the process's first allocation, which comes before it can start a thread.
+// Hidden, so the hooks load it directly rather than through the GOT.
+extern ProcessPage* g_process __attribute__((visibility("hidden")));
 extern __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
 
+// The channel when Channel() found none: attaches on the process's first call, and registers a
+// child forked without the atfork handlers on its first.
 alloc_channel::Control* AttachOnce();
 void ClaimSlot(ThreadState& t, alloc_channel::Control& c);
 // The sampling decision once until_sample has run out (or was never drawn).
@@ -105,7 +123,9 @@ NP_ALWAYS_INLINE void Add(std::atomic<uint64_t>& field, uint64_t n) {
 // The channel this process reports to; null when the process is not being profiled (no
 // NATIVEPROF_ALLOC_CHANNEL, or it could not be mapped), in which case the hooks only forward.
 NP_ALWAYS_INLINE alloc_channel::Control* Channel() {
-  alloc_channel::Control* c = internal::g_channel.load(std::memory_order_acquire);
+  // Relaxed: set by the process's first allocation, or a forked child's first call, before the
+  // process can start a thread.
+  alloc_channel::Control* c = internal::g_process->channel.load(std::memory_order_relaxed);
   if (__builtin_expect(c != nullptr, 1)) return c;
   return internal::AttachOnce();
 }
@@ -113,10 +133,12 @@ NP_ALWAYS_INLINE alloc_channel::Control* Channel() {
 NP_ALWAYS_INLINE ThreadState& CurrentThread() { return internal::t_state; }
 
 // The tag of a block this image allocates with `flags`.
-NP_ALWAYS_INLINE uint32_t OwnTag(uint32_t flags = 0) { return internal::g_own_tag | flags; }
+NP_ALWAYS_INLINE uint32_t OwnTag(uint32_t flags = 0) {
+  return ~internal::g_process->not_own_tag | flags;
+}
 // Whether a block of ours was allocated by this image, rather than one it was forked from.
 NP_ALWAYS_INLINE bool AllocatedHere(uint32_t tag) {
-  return (tag & ~kTagFlagMask) == internal::g_own_tag;
+  return (tag & ~kTagFlagMask) == ~internal::g_process->not_own_tag;
 }
 
 // Adds the thread's pending live-heap change to the channel (and raises the peak).

@@ -83,7 +83,7 @@ __attribute__((noinline)) bool SampleAllocation(ThreadState& t, Control& c, cons
 // Writes the header of a new block and counts it. `base` is what glibc returned.
 __attribute__((noinline)) void* TrackSlow(void* base, size_t size, size_t offset,
                                           const void* hook_frame) {
-  Control* c = internal::g_channel.load(std::memory_order_acquire);
+  Control* c = internal::g_process->channel.load(std::memory_order_acquire);
   char* user = static_cast<char*>(base) + offset;
   BlockHeader* h = HeaderOf(user);
   h->size = size;
@@ -337,7 +337,7 @@ __attribute__((noinline)) void* CountReallocation(void* user, const BlockHeader&
 // growing vector reallocs often, and the general path costs about twice this.
 NP_ALWAYS_INLINE void* Reallocate(void* user, size_t size, const void* frame) {
   if (user == nullptr) return Allocate(size, frame);  // as common as a growth: a vector's first
-  Control* c = internal::g_channel.load(std::memory_order_acquire);
+  Control* c = internal::g_process->channel.load(std::memory_order_acquire);
   if (NP_UNLIKELY(size == 0 || size > SIZE_MAX - kHeaderBytes || c == nullptr)) {
     return ReallocateSlow(user, size, frame);
   }

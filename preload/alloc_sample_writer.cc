@@ -5,7 +5,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -15,7 +14,6 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <new>
 
 #include "preload/record_clock.h"
 
@@ -519,42 +517,13 @@ void Encode(const Control& c, const SampleFields& f, uint16_t size, Out& out) {
   }
 }
 
-// A word that holds the pid of the process that last looked at it, and reads 0 in a child forked
-// since (MADV_WIPEONFORK, Linux 4.14), however it was forked: _Fork and a raw clone run no atfork
-// handler, and another library's child handler may allocate before InChildAfterFork has run.
-// Without MADV_WIPEONFORK it is a plain word a child inherits, and only those handlers tell.
-std::atomic<uint32_t>& ProcessMarker() {
-  static std::atomic<std::atomic<uint32_t>*> marker{nullptr};
-  static std::atomic<uint32_t> fallback{0};
-  std::atomic<uint32_t>* m = marker.load(std::memory_order_acquire);
-  if (m != nullptr) return *m;
-  const size_t page = 4096;
-  void* p = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  std::atomic<uint32_t>* mine = &fallback;
-  if (p != MAP_FAILED) {
-    if (::madvise(p, page, MADV_WIPEONFORK) == 0) {
-      mine = new (p) std::atomic<uint32_t>(0);
-    } else {
-      ::munmap(p, page);
-    }
-  }
-  if (!marker.compare_exchange_strong(m, mine, std::memory_order_acq_rel)) {
-    if (mine != &fallback) ::munmap(mine, page);  // another thread's won
-    return *m;
-  }
-  return *mine;
-}
-
 // The record's pid and tid, and with `cpu` (a free's record has none) its CPU.
 void FillIdentity(ThreadState& t, SampleFields& f, bool cpu) {
-  std::atomic<uint32_t>& marker = ProcessMarker();
-  const uint32_t process = marker.load(std::memory_order_relaxed);
-  if (t.tid == 0 || process != t.pid) {
-    // New thread, or this is a forked child still holding its parent's ids and stack copy.
+  if (t.tid == 0) {
+    // A new thread, or a forked child's (ResetForkedThread), whose stack copy is its parent's.
     t.pid = static_cast<uint32_t>(::getpid());
     t.tid = static_cast<uint32_t>(::gettid());
     t.last_words = 0;
-    if (process != t.pid) marker.store(t.pid, std::memory_order_relaxed);
   }
   f.pid = t.pid;
   f.tid = t.tid;

@@ -36,7 +36,8 @@
 //
 // Mode `forkfree`: keeps 100 x malloc(1000), forks; the child frees those 100 copies and runs
 // `sites`, the parent runs `sites`, waits, and frees its 100. Calls 2 x `sites` + 100, frees
-// 2 x `sites` + 200 (the child frees blocks it did not allocate).
+// 2 x `sites` + 200 (the child frees blocks it did not allocate). Mode `rawforkfree`: the same,
+// forked by the raw fork system call, which runs no atfork handler.
 //
 // Mode `forkleak`: two children, one after the other, each keeps 8 x malloc(1 MiB) and ends with
 // it live, the first by exit(0) and the second by _exit(0); once both are gone the parent runs
@@ -109,6 +110,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -266,13 +268,14 @@ static int RunExecsHolding(char* argv0, int left) {
   return left <= 0 ? 0 : ExecNext(argv0, "execs-holding", left);
 }
 
-static int RunForkFree(void) {
+static int RunForkFree(int raw) {
   void* kept[100];
   for (int i = 0; i < 100; ++i) {
     kept[i] = malloc(1000);
     touch(kept[i], 1000);
   }
-  pid_t pid = fork();
+  // The raw system call runs none of glibc's atfork handlers.
+  pid_t pid = raw ? (pid_t)syscall(SYS_fork) : fork();
   if (pid < 0) return 2;
   if (pid == 0) {
     for (int i = 0; i < 100; ++i) free(kept[i]);
@@ -588,7 +591,8 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "execs-holding") == 0) {
     return RunExecsHolding(argv[0], argc > 2 ? atoi(argv[2]) : 1);
   }
-  if (strcmp(mode, "forkfree") == 0) return RunForkFree();
+  if (strcmp(mode, "forkfree") == 0) return RunForkFree(0);
+  if (strcmp(mode, "rawforkfree") == 0) return RunForkFree(1);
   if (strcmp(mode, "forkleak") == 0) return RunForkLeak();
   if (strcmp(mode, "pidreuse") == 0) return RunPidReuse();
   if (strcmp(mode, "forkkill") == 0) return RunForkKill();
@@ -608,6 +612,6 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "nofiles") == 0) return RunWithoutDescriptors();
   if (strcmp(mode, "serial-threads") == 0) return RunSerialThreads(argc > 2 ? atoi(argv[2]) : 1);
   Say("usage: alloc_workload [sites [N] | realloc | threads [N] | serial-threads N | forkexec | "
-      "execs N | execs-holding N | forkfree | forkleak | pidreuse | exit N | mmap | closefds PATH | interrupted-writers | nofiles]\n");
+      "execs N | execs-holding N | forkfree | rawforkfree | forkleak | pidreuse | exit N | mmap | closefds PATH | interrupted-writers | nofiles]\n");
   return 2;
 }
