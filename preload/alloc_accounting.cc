@@ -36,8 +36,7 @@ using alloc_channel::ThreadSlot;
 std::atomic<int> g_attach_state{0};
 // The channel attached to, kept where a forked child inherits it.
 Control* g_attached = nullptr;
-// Whether g_process is a page of the process's own that a forked child gets blank.
-bool g_page_wipes_on_fork = false;
+
 pthread_key_t g_thread_key;
 bool g_thread_key_ok = false;
 
@@ -52,6 +51,7 @@ void RegisterProcess(Control& c, ProcessPage& page) {
   const uint64_t now_ns = MonotonicNowNs();
   const uint32_t image = c.images.fetch_add(1, std::memory_order_relaxed) + 1;
   page.not_own_tag = ~(kTagMagic | (image & 0xffffu) << kTagImageShift);
+  page.pid = pid;
   g_pid_slot = -1;
   for (size_t i = 0; i < alloc_channel::kPidSlots; ++i) {
     const size_t index = (pid + i) % alloc_channel::kPidSlots;
@@ -124,7 +124,6 @@ ProcessPage* NewProcessPage() {
     ::munmap(p, kPage);
     return &g_static_page;
   }
-  g_page_wipes_on_fork = true;
   return new (p) ProcessPage{};
 }
 
@@ -188,27 +187,34 @@ void ResetForkedThread(ThreadState& t) {
   t.tid = 0;
 }
 
-// Registers a forked child whose page came blank, at its first call into the library or in the
-// atfork handler, whichever comes first (another library's child handler may allocate before
-// this one runs). A fork leaves one thread: no other can be here.
+// Registers a forked child: at its first call into the library when its page came blank, or in
+// the atfork handler, whichever comes first (another library's child handler may allocate
+// before this one runs). A fork leaves one thread: no other can be here.
 Control* AdoptForkedChild() {
+  static bool adopting = false;
   Control* c = g_attached;
+  // A signal handler's allocation while this registers is forwarded uncounted, not registered
+  // a second time.
+  if (c == nullptr || adopting) return nullptr;
+  adopting = true;
   ProcessPage& page = *internal::g_process;
-  if (c == nullptr) return nullptr;
-  if (Control* registered = page.channel.load(std::memory_order_acquire)) return registered;
   ResetForkedThread(CurrentThread());
   RegisterProcess(*c, page);
   page.channel.store(c, std::memory_order_release);
+  adopting = false;
   return c;
 }
 
 void InChildAfterFork() {
-  if (g_page_wipes_on_fork) {
-    (void)AdoptForkedChild();
+  // Registered already (a call before this handler found the page blank) when the page names
+  // this process; not when the page is the static one, or the kernel ignored MADV_WIPEONFORK
+  // (qemu-user accepts it and does nothing), which leave the parent's there.
+  const ProcessPage& page = *internal::g_process;
+  if (page.channel.load(std::memory_order_acquire) != nullptr &&
+      page.pid == static_cast<uint32_t>(::getpid())) {
     return;
   }
-  ResetForkedThread(CurrentThread());
-  if (g_attached != nullptr) RegisterProcess(*g_attached, *internal::g_process);
+  if (AdoptForkedChild() == nullptr) ResetForkedThread(CurrentThread());
 }
 
 // libstdc++ allocates its exception-handling emergency pool at start-up and keeps it until exit;

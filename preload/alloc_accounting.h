@@ -97,6 +97,7 @@ struct ProcessPage {
   // is then ~0, which no header holds (a block without one shows 0 there), so the image's
   // frees take the general path, which registers it.
   uint32_t not_own_tag;
+  uint32_t pid;  // the process that registered it (getpid() then)
 };
 
 namespace internal {

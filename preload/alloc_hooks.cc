@@ -286,6 +286,9 @@ size_t UsableSize(void* user) {
 
 // Everything realloc does but the common case (see Reallocate).
 __attribute__((noinline)) void* ReallocateSlow(void* user, size_t size, const void* frame) {
+  // First: a forked child that has not registered yet (Reallocate's channel was null) does so
+  // before it reads a tag, or marks a block with its own.
+  (void)Channel();
   if (user == nullptr) return Allocate(size, frame);
   if (size == 0) {  // glibc frees the block and returns NULL
     Release(user);
