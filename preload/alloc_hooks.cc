@@ -286,9 +286,6 @@ size_t UsableSize(void* user) {
 
 // Everything realloc does but the common case (see Reallocate).
 __attribute__((noinline)) void* ReallocateSlow(void* user, size_t size, const void* frame) {
-  // First: a forked child that has not registered yet (Reallocate's channel was null) does so
-  // before it reads a tag, or marks a block with its own.
-  (void)Channel();
   if (user == nullptr) return Allocate(size, frame);
   if (size == 0) {  // glibc frees the block and returns NULL
     Release(user);
@@ -340,7 +337,9 @@ __attribute__((noinline)) void* CountReallocation(void* user, const BlockHeader&
 // growing vector reallocs often, and the general path costs about twice this.
 NP_ALWAYS_INLINE void* Reallocate(void* user, size_t size, const void* frame) {
   if (user == nullptr) return Allocate(size, frame);  // as common as a growth: a vector's first
-  Control* c = internal::g_process->channel.load(std::memory_order_acquire);
+  // Channel(), not a bare load: a forked child that has not registered yet does so before a
+  // tag is read or a block marked with its own (the general path too relies on that).
+  Control* c = Channel();
   if (NP_UNLIKELY(size == 0 || size > SIZE_MAX - kHeaderBytes || c == nullptr)) {
     return ReallocateSlow(user, size, frame);
   }
