@@ -15,7 +15,8 @@
 namespace nativeprof::symbolize {
 namespace {
 
-// Walks at most this many DIEs of one unit when looking for inlined calls (producer check).
+// Walks at most this many DIEs of one unit when indexing it (times ten), or of a program's Rust
+// units when telling a debug build.
 constexpr int kMaxDiesScanned = 200000;
 
 const char* StringAttr(Dwarf_Die* die, int name) {
@@ -77,21 +78,41 @@ bool ProducerLacksOptimization(absl::string_view producer) {
   return gcc && absl::StrContains(producer, " -");
 }
 
-// Depth-first walk of a unit's DIEs; returns true when an inlined call exists.
-bool HasInlinedCall(Dwarf_Die* parent, int* budget, bool* has_code) {
+// Where a unit's parameters and local variables live. Unoptimized code keeps every one in its
+// frame's stack slot (a single DW_OP_fbreg); optimized code keeps most in registers or moves
+// them over the function's life (location lists). Statics (DW_OP_addr) say nothing either way.
+struct VariableLocations {
+  int in_frame = 0;
+  int elsewhere = 0;
+  int total() const { return in_frame + elsewhere; }
+};
+
+// Enough variables to tell a debug build from an optimized one.
+constexpr int kVariablesToDecide = 2000;
+
+// Depth-first walk of a unit's DIEs, counting its variables' locations, within `budget` DIEs.
+void CountVariableLocations(Dwarf_Die* parent, int* budget, VariableLocations* counts) {
   Dwarf_Die child;
-  if (dwarf_child(parent, &child) != 0) return false;
+  if (dwarf_child(parent, &child) != 0) return;
   do {
-    if (--*budget <= 0) return true;  // too big to scan: assume optimized, never cry wolf
-    int tag = dwarf_tag(&child);
-    if (tag == DW_TAG_inlined_subroutine) return true;
-    if (tag == DW_TAG_subprogram) {
-      Dwarf_Addr low;
-      if (dwarf_lowpc(&child, &low) == 0) *has_code = true;
+    if (--*budget <= 0 || counts->total() >= kVariablesToDecide) return;
+    const int tag = dwarf_tag(&child);
+    Dwarf_Attribute attr;
+    if ((tag == DW_TAG_formal_parameter || tag == DW_TAG_variable) &&
+        dwarf_attr(&child, DW_AT_location, &attr) != nullptr) {
+      const int form = dwarf_whatform(&attr);
+      Dwarf_Op* ops = nullptr;
+      size_t nops = 0;
+      if (form != DW_FORM_exprloc && form != DW_FORM_block1 && form != DW_FORM_block2 &&
+          form != DW_FORM_block4 && form != DW_FORM_block) {
+        ++counts->elsewhere;  // a location list
+      } else if (dwarf_getlocation(&attr, &ops, &nops) == 0 && nops > 0 &&
+                 ops[0].atom != DW_OP_addr && ops[0].atom != DW_OP_addrx) {
+        ++(ops[0].atom == DW_OP_fbreg ? counts->in_frame : counts->elsewhere);
+      }
     }
-    if (dwarf_haschildren(&child) && HasInlinedCall(&child, budget, has_code)) return true;
+    if (dwarf_haschildren(&child)) CountVariableLocations(&child, budget, counts);
   } while (dwarf_siblingof(&child, &child) == 0);
-  return false;
 }
 
 }  // namespace
@@ -420,6 +441,13 @@ size_t DwarfInfo::indexed_units() const {
 }
 
 bool DwarfInfo::BuiltWithoutOptimization(std::string* evidence) {
+  // Rust producers carry no flags, and a debug build inlines too (#[inline(always)], and what
+  // rustc inlines itself), so the sign is where the variables of the program's own code live
+  // (std's units and the crates.io registry's are built apart): nearly all in the frame.
+  // rdbg, a HashMap loop, `cargo build`: 1,338 of 1,387 frame slots; `--release` with debug
+  // info: 20 of 1,208. Without variable information (debug = 1 or "limited") it says nothing.
+  VariableLocations rust;
+  int budget = kMaxDiesScanned;
   for (size_t i = 0; i < cu_offsets_.size(); ++i) {
     Dwarf_Die* die = CuDie(i);
     if (die == nullptr) continue;
@@ -430,18 +458,12 @@ bool DwarfInfo::BuiltWithoutOptimization(std::string* evidence) {
     Dwarf_Attribute attr;
     if (dwarf_attr(&cu, DW_AT_language, &attr) != nullptr) dwarf_formudata(&attr, &lang);
     if (lang == DW_LANG_Rust) {
-      // Rust producers carry no flags; a debug build inlines nothing into the crate's own code.
       const char* name = StringAttr(&cu, DW_AT_name);
-      if (name == nullptr || absl::StrContains(name, "/rustc/") ||
-          absl::StrContains(name, "/.cargo/registry/")) {
+      if (budget <= 0 || rust.total() >= kVariablesToDecide || name == nullptr ||
+          absl::StrContains(name, "/rustc/") || absl::StrContains(name, "/.cargo/registry/")) {
         continue;
       }
-      int budget = kMaxDiesScanned;
-      bool has_code = false;
-      if (!HasInlinedCall(&cu, &budget, &has_code) && has_code) {
-        *evidence = std::string("Rust unit ") + name + " has no inlined calls (a debug build)";
-        return true;
-      }
+      CountVariableLocations(&cu, &budget, &rust);
       continue;
     }
     Dwarf_Addr low;
@@ -451,7 +473,12 @@ bool DwarfInfo::BuiltWithoutOptimization(std::string* evidence) {
       return true;
     }
   }
-  return false;
+  // A few functions prove nothing; 80 %: an optimized build keeps a variable in its frame only
+  // when its address is taken.
+  if (rust.total() < 50 || rust.in_frame * 5 < rust.total() * 4) return false;
+  *evidence = absl::StrCat("Rust code keeps ", rust.in_frame, " of ", rust.total(),
+                           " variables in the stack frame (a debug build)");
+  return true;
 }
 
 }  // namespace nativeprof::symbolize

@@ -42,6 +42,17 @@ if(NP_RUSTC)
     add_custom_target(sym_rust_${mangling} DEPENDS ${out})
     add_dependencies(np_test_targets sym_rust_${mangling})
   endforeach()
+  # A debug build (cargo build's profile), which the symbolizer must tell from the two above.
+  set(out ${NATIVEPROF_TARGETS_DIR}/sym_rust_O0)
+  add_custom_command(
+    OUTPUT ${out}
+    COMMAND ${NP_RUSTC} -C opt-level=0 -g -C panic=abort ${CMAKE_CURRENT_LIST_DIR}/sym_rust.rs
+            -o ${out}
+    DEPENDS ${CMAKE_CURRENT_LIST_DIR}/sym_rust.rs
+    COMMENT "rustc sym_rust.rs (debug build)"
+    VERBATIM)
+  add_custom_target(sym_rust_O0 DEPENDS ${out})
+  add_dependencies(np_test_targets sym_rust_O0)
 endif()
 
 np_test_target(sym_jit SOURCES ${CMAKE_CURRENT_LIST_DIR}/sym_jit.c FLAGS -O1 -fno-omit-frame-pointer)

@@ -74,5 +74,31 @@ TEST(SymbolizerRustTest, V0ManglingDemangled) {
   EXPECT_THAT(names, Contains(HasSubstr("sym_rust::apply::<sym_rust::main::{closure#")));
 }
 
+// What BuiltWithoutOptimization says of `program`, with its evidence.
+bool DebugBuild(const std::string& program, std::string* evidence) {
+  auto opened = module::ElfImage::Open(program);
+  EXPECT_TRUE(opened.ok()) << opened.status();
+  if (!opened.ok()) return false;
+  auto symbols = ModuleSymbols::Load(std::move(*opened), program, ModuleLoadOptions());
+  EXPECT_NE(symbols->dwarf(), nullptr) << program;
+  return symbols->dwarf() != nullptr && symbols->dwarf()->BuiltWithoutOptimization(evidence);
+}
+
+// rustc inlines #[inline(always)] functions even at opt-level 0 (sym_rust_O0 has inlined calls
+// in its own unit), so it is told by where its variables live: the frame, in a debug build.
+TEST(SymbolizerRustTest, DebugBuildIsToldFromOptimizedOnes) {
+  const std::string debug = TargetPath("sym_rust_O0");
+  if (!std::filesystem::exists(debug)) {
+    GTEST_SKIP() << "rustc not found at configure time (looked in PATH and ~/.cargo/bin)";
+  }
+  std::string evidence;
+  EXPECT_TRUE(DebugBuild(debug, &evidence));
+  EXPECT_THAT(evidence, HasSubstr("variables in the stack frame (a debug build)"));
+  for (const char* optimized : {"sym_rust_legacy", "sym_rust_v0"}) {
+    evidence.clear();
+    EXPECT_FALSE(DebugBuild(TargetPath(optimized), &evidence)) << optimized << ": " << evidence;
+  }
+}
+
 }  // namespace
 }  // namespace nativeprof::symbolize
