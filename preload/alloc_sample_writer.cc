@@ -118,14 +118,16 @@ bool Readable(uintptr_t address) {
 // shorter copy rather than a fault. When every page from sp's to the end was read (at most
 // kMaxProbedPages), [*lo_out, *hi_out) is set to them, to be kept as the stack's mapping; a
 // deeper sp probes only the `limit` bytes it copies, each time.
-uintptr_t GuessStackTop(const ThreadState& t, uintptr_t sp, size_t limit, uintptr_t* lo_out,
-                        uintptr_t* hi_out) {
+uintptr_t GuessStackTop(uintptr_t sp, size_t limit, uintptr_t* lo_out, uintptr_t* hi_out) {
   constexpr uintptr_t kPage = 4096;
   constexpr uintptr_t kMaxProbedPages = 256;
-  // 48 bytes above __libc_stack_end are always there: argc, argv[0] or its null, envp's null
-  // and auxv's AT_NULL pair.
-  const uintptr_t end = t.tid == t.pid ? reinterpret_cast<uintptr_t>(__libc_stack_end) + 48
-                                       : reinterpret_cast<uintptr_t>(pthread_self());
+  // A glibc thread's descriptor lies right above its stack; the main thread's lies in the
+  // loader's TLS block, below the main stack. So a descriptor above sp marks a thread's stack,
+  // a process's main thread's too when it was forked from a secondary thread. 48 bytes above
+  // __libc_stack_end are always there: argc, argv[0] or its null, envp's null and auxv's
+  // AT_NULL pair.
+  const uintptr_t self = reinterpret_cast<uintptr_t>(pthread_self());
+  const uintptr_t end = self > sp ? self : reinterpret_cast<uintptr_t>(__libc_stack_end) + 48;
   if (end <= sp) return 0;
   const uintptr_t first = sp & ~(kPage - 1);
   const bool whole = (end - first) / kPage <= kMaxProbedPages;
@@ -149,7 +151,7 @@ uintptr_t StackTop(ThreadState& t, uintptr_t sp, size_t limit) {
   if (t.stack_top == 0 || sp < t.stack_lo || sp >= t.stack_hi) {
     uintptr_t lo = 0, hi = 0;
     if (!FindMapping(sp, &lo, &hi)) {
-      const uintptr_t top = GuessStackTop(t, sp, limit, &lo, &hi);
+      const uintptr_t top = GuessStackTop(sp, limit, &lo, &hi);
       if (hi != 0) {
         t.stack_lo = lo;
         t.stack_hi = hi;
@@ -160,7 +162,7 @@ uintptr_t StackTop(ThreadState& t, uintptr_t sp, size_t limit) {
     t.stack_lo = lo;
     t.stack_hi = hi;
     const uintptr_t self = reinterpret_cast<uintptr_t>(pthread_self());
-    t.stack_top = t.tid != t.pid && self > sp && self <= hi ? self : hi;
+    t.stack_top = self > sp && self <= hi ? self : hi;  // the main thread's lies elsewhere
   }
   return t.stack_top;
 }
@@ -585,7 +587,7 @@ bool WriteAllocSample(ThreadState& t, Control& c, CallSite site, const void* use
   // The call instruction, not the one after it: the caller's leaf frame then names the line of
   // the call, and the unwinder looks up the call's CFI row as for any interrupted instruction.
   f.ip = return_address - 1;
-  FillIdentity(t, f, /*cpu=*/true);  // first: StackTop tells the main thread by its tid
+  FillIdentity(t, f, /*cpu=*/true);  // first: a new thread's or forked child's copy is dropped
   uintptr_t top = StackTop(t, caller_sp, c.stack_user_bytes);
   // Nothing the unwinder reads lies above the hint; the stack's own end still bounds it (a hint
   // left by an earlier image of this tid, after an exec, may be anywhere).
