@@ -150,6 +150,34 @@ absl::StatusOr<std::string> LocateWorkspaceManifest(const std::string& cargo,
   return manifest;
 }
 
+absl::StatusOr<std::string> CargoTargetDirectory(const std::string& cargo,
+                                                 const std::vector<std::string>& cargo_args,
+                                                 const std::string& here) {
+  std::vector<std::string> argv = {cargo, "metadata", "--format-version", "1", "--no-deps"};
+  for (const std::string& a : cargo_args) {
+    if (absl::StartsWith(a, "--target-dir=")) {
+      const std::string dir = a.substr(strlen("--target-dir="));
+      return dir.empty() || dir[0] == '/' ? dir : absl::StrCat(here, "/", dir);
+    }
+    // What decides which workspace, and how Cargo may reach its files.
+    if (absl::StartsWith(a, "--manifest-path=") || absl::StartsWith(a, "--config=") ||
+        a == "--offline" || a == "--frozen" || a == "--locked") {
+      argv.push_back(a);
+    }
+  }
+  std::string dir;
+  absl::StatusOr<int> status = RunLineCommand({argv, {}, ""}, [&](absl::string_view line) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && dir.empty()) dir = JsonString(j, "target_directory");
+  });
+  if (!status.ok()) return status.status();
+  if (*status != 0 || dir.empty()) {
+    return absl::NotFoundError(absl::StrCat("cargo metadata gave no target directory (exit status ",
+                                            *status, ")"));
+  }
+  return dir;
+}
+
 std::vector<std::string> CargoBuildArgs(const CargoOptions& o) {
   std::vector<std::string> args = {"build", "--message-format=json-render-diagnostics",
                                    absl::StrCat("--profile=", o.profile)};

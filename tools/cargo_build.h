@@ -55,6 +55,13 @@ inline constexpr char kLineTablesDebugSetting[] = "1";
 absl::StatusOr<std::string> LocateWorkspaceManifest(const std::string& cargo,
                                                     const std::vector<std::string>& cargo_args);
 
+// The workspace's target directory: `--target-dir` among `cargo_args` (relative to `here`), else
+// `cargo metadata`'s target_directory (which follows CARGO_TARGET_DIR and Cargo's configuration).
+// Errors: kNotFound when cargo does not say, or the errors of RunLineCommand.
+absl::StatusOr<std::string> CargoTargetDirectory(const std::string& cargo,
+                                                 const std::vector<std::string>& cargo_args,
+                                                 const std::string& here);
+
 struct CargoBuildRequest {
   std::string cargo;
   const CargoOptions* options = nullptr;

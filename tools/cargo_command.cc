@@ -166,6 +166,19 @@ int RunCargoCommand(int argc, char** argv) {
                                                 inherited != nullptr ? inherited : "");
   ::setenv("LD_LIBRARY_PATH", dylib_path.c_str(), 1);
   spdlog::info("recording {} with LD_LIBRARY_PATH={}", artifact->executable, dylib_path);
+  if (options->kind == CargoTargetKind::kBench && std::getenv("CARGO_TARGET_DIR") == nullptr) {
+    // Criterion finds its output directory in CARGO_TARGET_DIR, or else by running
+    // `$CARGO metadata`: that cargo's start-up, manifest parsing and allocations (more than the
+    // benchmark's own peak heap) were recorded as part of the benchmark.
+    absl::StatusOr<std::string> target_dir =
+        CargoTargetDirectory(cargo, options->cargo_args, here);
+    if (target_dir.ok()) {
+      ::setenv("CARGO_TARGET_DIR", target_dir->c_str(), 1);
+      spdlog::info("recording with CARGO_TARGET_DIR={}", *target_dir);
+    } else {
+      spdlog::info("CARGO_TARGET_DIR not set: {}", target_dir.status().message());
+    }
+  }
   return RunRecording(*record);
 }
 

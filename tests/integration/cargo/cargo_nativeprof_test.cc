@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/integration/cargo/cargo_test_support.h"
 #include "tests/testing/folded_testing.h"
 #include "tests/testing/test_support.h"
@@ -107,6 +110,36 @@ TEST_F(CargoNativeprofTest, BenchRunsTheHarnessInBenchModeInItsPackage) {
   ASSERT_GT(p.total(), 1000u) << r.err;
   EXPECT_GT(p.TotalShare("hotlib::collatz_steps"), 0.6);
   EXPECT_LT(p.TotalShare("hotlib::fnv_checksum"), 0.02);  // the filter ran one benchmark
+}
+
+// Criterion looks its output directory up in CARGO_TARGET_DIR, or else runs `$CARGO metadata`
+// (Cargo sets CARGO for its subcommands): that cargo's allocations, more than the benchmark's
+// own peak heap, were recorded with it. The target directory here comes from --target-dir.
+TEST_F(CargoNativeprofTest, BenchHarnessRunsNoCargoOfItsOwn) {
+  std::vector<std::string> argv = CargoNativeprofCommand(dir_, /*target_dir=*/"");
+  argv.insert(argv.end(), {absl::StrCat("--manifest-path=", SourcePath("tests/cargo/Cargo.toml")),
+                           absl::StrCat("--target-dir=", CargoTargetDir()), "--alloc", "--bench",
+                           "hot", "-o", "c.folded", "--", "--profile-time", "1", "hot/collatz"});
+  const auto started = std::filesystem::file_time_type::clock::now() - std::chrono::seconds(1);
+  CommandResult r = RunCommand(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json meta =
+      nlohmann::json::parse(ReadFileOrEmpty(dir_ + "/c.folded.json"), nullptr, false);
+  ASSERT_TRUE(meta.is_object()) << r.err;
+  const nlohmann::json& processes = meta["allocations"]["per_process"];
+  ASSERT_TRUE(processes.is_array()) << r.err;
+  for (const nlohmann::json& p : processes) {
+    EXPECT_NE(p.value("command", ""), "cargo") << processes.dump();
+  }
+  EXPECT_EQ(processes.size(), 1u) << processes.dump();
+  // Criterion wrote where `cargo bench` makes it write (the profiler hook's files).
+  bool written = false;
+  const std::string criterion_dir = CargoTargetDir() + "/criterion/hot_collatz";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(criterion_dir, ec)) {
+    written = written || (entry.is_regular_file() && entry.last_write_time() >= started);
+  }
+  EXPECT_TRUE(written) << "nothing written in " << criterion_dir << ": " << r.err;
 }
 
 TEST_F(CargoNativeprofTest, IntegrationTestAndExampleTargets) {

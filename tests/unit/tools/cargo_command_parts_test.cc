@@ -1,5 +1,8 @@
 // The parts of `cargo nativeprof` that need no cargo: its command line, the profile settings it
 // reads from Cargo.toml and the environment, and Cargo's JSON artifact messages.
+#include <sys/stat.h>
+
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -83,6 +86,33 @@ absl::StatusOr<CargoProfileSettings> Read(const std::string& toml, const std::st
     auto it = env.find(name);
     return it == env.end() ? nullptr : it->second.c_str();
   });
+}
+
+// A stand-in for cargo that answers `metadata` as Cargo does (one JSON line), after checking
+// which of the build's arguments it was given.
+std::string FakeCargo(const std::string& dir, const std::string& body) {
+  const std::string path = dir + "/cargo";
+  std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
+TEST(CargoTargetDirectoryTest, FromTargetDirOrCargoMetadata) {
+  const std::string dir = ::nativeprof::testing::MakeTempDir();
+  // --target-dir wins, relative to where cargo nativeprof was started; cargo is not run.
+  EXPECT_EQ(*CargoTargetDirectory(dir + "/no-cargo", {"--target-dir=t"}, "/work"), "/work/t");
+  EXPECT_EQ(*CargoTargetDirectory(dir + "/no-cargo", {"--target-dir=/abs"}, "/work"), "/abs");
+  const std::string cargo = FakeCargo(
+      dir,
+      "[ \"$*\" = 'metadata --format-version 1 --no-deps --manifest-path=/p/Cargo.toml "
+      "--offline' ] || exit 3\n"
+      "echo '{\"packages\":[],\"target_directory\":\"/p/target\",\"version\":1}'");
+  absl::StatusOr<std::string> got = CargoTargetDirectory(
+      cargo, {"--features=simd", "--manifest-path=/p/Cargo.toml", "--offline"}, "/work");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, "/p/target");
+  absl::StatusOr<std::string> failed = CargoTargetDirectory(cargo, {}, "/work");
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kNotFound) << failed.status();
 }
 
 TEST(CargoProfileTest, BuiltInDefaults) {
