@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_format.h"
 #include "output/folded_writer.h"
 #include "output/function_stats.h"
@@ -18,6 +20,16 @@ double Ms(const nlohmann::json& v) { return v.is_number() ? v.get<double>() * 1e
 
 bool IsPseudoFrame(const std::string& name) {
   return name == symbolize::kWaitingForCpuFrame || name == symbolize::kNoSwitchStackFrame;
+}
+
+// A function of Rust's standard library (std, core, alloc, and their impls such as
+// `<std::sys::sync::condvar::futex::Condvar>::wait`), which is compiled into the program and so
+// shares its module: a thread that waits on a Condvar blocks in `syscall`, called by std's futex
+// wrapper, called by Condvar::wait, called by the program.
+bool IsRustStandardLibrary(absl::string_view name) {
+  absl::ConsumePrefix(&name, "<");
+  return absl::StartsWith(name, "std::") || absl::StartsWith(name, "core::") ||
+         absl::StartsWith(name, "alloc::");
 }
 
 }  // namespace
@@ -92,15 +104,21 @@ std::vector<BlockingCallSite> TopBlockingCallSites(const symbolize::Profile& pro
       // named so, not taken for a kernel thread.
       name = pseudo != nullptr ? *pseudo : "[kernel thread or no user stack]";
     } else {
-      name = profile.frames[s.frames[inner]].function;
+      // The call is the library function the program called (the outermost frame of the run in
+      // the innermost frame's module, or of Rust's standard library compiled into the program),
+      // the caller the frame that called it.
       const std::string* module = module_of(s.frames[inner]);
-      int caller = inner - 1;
-      while (module != nullptr && caller > 0) {
-        const std::string* m = module_of(s.frames[caller]);
-        if (m != nullptr && *m != *module) break;
-        --caller;
+      int call = inner;
+      while (module != nullptr && call > 0) {
+        const std::string* m = module_of(s.frames[call - 1]);
+        if (m == nullptr || *m != *module) break;
+        --call;
       }
-      if (caller >= 0) name = absl::StrCat(profile.frames[s.frames[caller]].function, " > ", name);
+      while (call > 0 && IsRustStandardLibrary(profile.frames[s.frames[call - 1]].function)) {
+        --call;
+      }
+      name = profile.frames[s.frames[call]].function;
+      if (call > 0) name = absl::StrCat(profile.frames[s.frames[call - 1]].function, " > ", name);
     }
     sites[name] += s.samples;
   }
