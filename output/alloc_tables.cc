@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "output/library_frames.h"
 #include "output/text_report.h"
 
 namespace nativeprof::output {
@@ -29,14 +30,12 @@ bool IsAllocatorPlumbing(const std::string& f) {
   for (const char* e : kExact) {
     if (f == e) return true;
   }
-  static const char* const kPrefixes[] = {
-      "alloc::",       "<alloc::",      "core::alloc::", "std::alloc::",  "<std::alloc::",
-      "__gnu_cxx::new_allocator", "std::__new_allocator", "std::allocator",
-      "std::allocator_traits", "std::_Vector_base", "std::vector<", "std::__cxx11::",
-      "std::basic_string", "std::_Hashtable", "std::__detail::", "std::_Rb_tree",
-      "std::unordered_map<", "std::unordered_set<", "std::map<", "std::set<", "std::deque<",
-      "std::__shared_count", "std::make_shared", "std::make_unique",
-      "hashbrown::", "<hashbrown::", "std::collections::", "<std::collections::"};
+  // The standard library's containers and conversions (`std::vector<T>::_M_realloc_insert`,
+  // `<alloc::raw_vec::RawVec<T>>::grow_one`, `<str>::to_lowercase`, `core::iter::...::collect`):
+  // the site is the program's frame that called into it.
+  if (IsStandardLibraryFunction(f)) return true;
+  static const char* const kPrefixes[] = {"__gnu_cxx::new_allocator", "hashbrown::",
+                                          "<hashbrown::"};
   for (const char* p : kPrefixes) {
     if (absl::StartsWith(f, p)) return true;
   }

@@ -3,12 +3,11 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_format.h"
 #include "output/folded_writer.h"
 #include "output/function_stats.h"
+#include "output/library_frames.h"
 #include "output/report_markdown.h"
 #include "output/text_report.h"
 #include "symbolize/profile_builder.h"
@@ -22,15 +21,6 @@ bool IsPseudoFrame(const std::string& name) {
   return name == symbolize::kWaitingForCpuFrame || name == symbolize::kNoSwitchStackFrame;
 }
 
-// A function of Rust's standard library (std, core, alloc, and their impls such as
-// `<std::sys::sync::condvar::futex::Condvar>::wait`), which is compiled into the program and so
-// shares its module: a thread that waits on a Condvar blocks in `syscall`, called by std's futex
-// wrapper, called by Condvar::wait, called by the program.
-bool IsRustStandardLibrary(absl::string_view name) {
-  absl::ConsumePrefix(&name, "<");
-  return absl::StartsWith(name, "std::") || absl::StartsWith(name, "core::") ||
-         absl::StartsWith(name, "alloc::");
-}
 
 }  // namespace
 
@@ -105,7 +95,8 @@ std::vector<BlockingCallSite> TopBlockingCallSites(const symbolize::Profile& pro
       name = pseudo != nullptr ? *pseudo : "[kernel thread or no user stack]";
     } else {
       // The call is the library function the program called (the outermost frame of the run in
-      // the innermost frame's module, or of Rust's standard library compiled into the program),
+      // the innermost frame's module, then of the standard library compiled into the program:
+      // Rust's std waits on a Condvar through its futex wrapper, which calls libc's `syscall`),
       // the caller the frame that called it.
       const std::string* module = module_of(s.frames[inner]);
       int call = inner;
@@ -114,7 +105,7 @@ std::vector<BlockingCallSite> TopBlockingCallSites(const symbolize::Profile& pro
         if (m == nullptr || *m != *module) break;
         --call;
       }
-      while (call > 0 && IsRustStandardLibrary(profile.frames[s.frames[call - 1]].function)) {
+      while (call > 0 && IsStandardLibraryFunction(profile.frames[s.frames[call - 1]].function)) {
         --call;
       }
       name = profile.frames[s.frames[call]].function;

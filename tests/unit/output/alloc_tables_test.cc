@@ -65,6 +65,34 @@ TEST(AllocTablesTest, SitesSkipAllocatorPlumbing) {
               HasSubstr("75.00%                 300 B  build_index"));
 }
 
+// Rust's standard library is compiled into the program: the site is the program's frame that
+// called into it, named with the library function it called. A trait method the program
+// implements itself is a site.
+TEST(AllocTablesTest, RustSitesAreTheProgramsCallsIntoTheStandardLibrary) {
+  symbolize::Profile p;
+  for (const char* f : {"words::count", "<str>::to_lowercase", "alloc::str::convert_while_ascii",
+                        "<alloc::raw_vec::RawVecInner>::finish_grow", "__rust_alloc", "malloc",
+                        "<words::Tokens as core::iter::traits::iterator::Iterator>::next",
+                        "<alloc::string::String>::push_str"}) {
+    symbolize::ProfileFrame frame;
+    frame.function = f;
+    p.frames.push_back(frame);
+  }
+  symbolize::ProfileStack a;
+  a.frames = {0, 1, 2, 3, 4, 5};
+  a.samples = 300;
+  symbolize::ProfileStack b;
+  b.frames = {0, 6, 7, 3, 4, 5};
+  b.samples = 100;
+  p.stacks = {a, b};
+  const std::vector<AllocCallSite> sites = TopAllocCallSites(p, 10);
+  ASSERT_EQ(sites.size(), 2u);
+  EXPECT_EQ(sites[0].name, "words::count (via <str>::to_lowercase)");
+  EXPECT_EQ(sites[1].name,
+            "<words::Tokens as core::iter::traits::iterator::Iterator>::next (via "
+            "<alloc::string::String>::push_str)");
+}
+
 // GCC's and coreutils' xmalloc, GLib's g_malloc0: the site is the caller of the wrapper.
 TEST(AllocTablesTest, SitesSkipCheckedAllocationWrappers) {
   symbolize::Profile p;

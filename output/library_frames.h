@@ -1,0 +1,23 @@
+// Which frames of a profile are a language's standard library rather than the program's own
+// code, by their names alone: Rust's std, core and alloc and C++'s std are compiled into the
+// program (generics, templates, Rust's whole std), so the module a frame is in cannot tell.
+// `report` steps over them to name the program's frame that called into the library: where an
+// allocation was made, where a thread blocked. Pure functions; any thread.
+#ifndef NATIVEPROF_OUTPUT_LIBRARY_FRAMES_H_
+#define NATIVEPROF_OUTPUT_LIBRARY_FRAMES_H_
+
+#include "absl/strings/string_view.h"
+
+namespace nativeprof::output {
+
+// A function of Rust's std, core or alloc, or of C++'s std: a path under one of them
+// (`std::thread::sleep`, `core::iter::Iterator::collect`, `std::vector<int>::_M_realloc_insert`),
+// or a method of such a type, of a primitive or of a generic parameter
+// (`<alloc::vec::Vec<T>>::push`, `<str>::to_lowercase`, `<[u8]>::to_vec`,
+// `<T as alloc::string::ToString>::to_string`). A trait's method implemented for the program's
+// own type (`<myapp::Parser as core::iter::Iterator>::next`) is the program's.
+bool IsStandardLibraryFunction(absl::string_view function);
+
+}  // namespace nativeprof::output
+
+#endif  // NATIVEPROF_OUTPUT_LIBRARY_FRAMES_H_

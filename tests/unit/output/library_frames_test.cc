@@ -1,0 +1,30 @@
+#include "output/library_frames.h"
+
+#include "gtest/gtest.h"
+
+namespace nativeprof::output {
+namespace {
+
+TEST(LibraryFramesTest, StandardLibraryPathsTypesAndImpls) {
+  for (const char* f : {"std::thread::functions::sleep", "core::iter::traits::iterator::Iterator::collect",
+                        "alloc::raw_vec::finish_grow", "std::vector<int>::_M_realloc_insert",
+                        "<alloc::vec::Vec<T,A>>::push", "<str>::to_lowercase", "<[u8]>::to_vec",
+                        "<T as alloc::string::ToString>::to_string",
+                        "<std::sys::sync::condvar::futex::Condvar>::wait",
+                        "<alloc::boxed::Box<dyn core::ops::function::FnOnce<(), Output = ()> + "
+                        "core::marker::Send> as core::ops::function::FnOnce<()>>::call_once",
+                        "<dyn core::any::Any>::is", "<&mut W as core::fmt::Write>::write_str",
+                        "<u64 as core::fmt::Display>::fmt"}) {
+    EXPECT_TRUE(IsStandardLibraryFunction(f)) << f;
+  }
+  for (const char* f : {"main", "wait_for_work", "myapp::parse", "tokio::runtime::park::Inner::park",
+                        "<myapp::Parser as core::iter::traits::iterator::Iterator>::next",
+                        "<myapp::Tree<T>>::insert", "<dyn myapp::Handler>::handle",
+                        "<myapp::Wrap<std::string::String> as core::clone::Clone>::clone",
+                        "pthread_cond_wait", "stdio_read", "<lambda()>", "core_dump"}) {
+    EXPECT_FALSE(IsStandardLibraryFunction(f)) << f;
+  }
+}
+
+}  // namespace
+}  // namespace nativeprof::output
