@@ -46,6 +46,8 @@ bool IsStandardLibraryFunction(absl::string_view function) {
   // Slices, references, tuples, pointers, and bare identifiers: primitives (`str`, `u64`) and
   // generic parameters (`T`). The program's own types always carry their crate's path.
   if (absl::ConsumePrefix(&self, "dyn ")) return UnderStandardLibrary(self);
+  // A function item as the type (`<<Box<str> as From<&str>>::from as FnOnce<(&str,)>>::call_once`).
+  if (absl::StartsWith(self, "<")) return IsStandardLibraryFunction(self);
   return UnderStandardLibrary(self) || absl::StartsWith(self, "[") || absl::StartsWith(self, "&") ||
          absl::StartsWith(self, "(") || absl::StartsWith(self, "*") ||
          IsPlainIdentifier(self);

@@ -14,13 +14,17 @@ TEST(LibraryFramesTest, StandardLibraryPathsTypesAndImpls) {
                         "<alloc::boxed::Box<dyn core::ops::function::FnOnce<(), Output = ()> + "
                         "core::marker::Send> as core::ops::function::FnOnce<()>>::call_once",
                         "<dyn core::any::Any>::is", "<&mut W as core::fmt::Write>::write_str",
-                        "<u64 as core::fmt::Display>::fmt"}) {
+                        "<u64 as core::fmt::Display>::fmt",
+                        "<<alloc::boxed::Box<str> as core::convert::From<&str>>::from as "
+                        "core::ops::function::FnOnce<(&str,)>>::call_once"}) {
     EXPECT_TRUE(IsStandardLibraryFunction(f)) << f;
   }
   for (const char* f : {"main", "wait_for_work", "myapp::parse", "tokio::runtime::park::Inner::park",
                         "<myapp::Parser as core::iter::traits::iterator::Iterator>::next",
                         "<myapp::Tree<T>>::insert", "<dyn myapp::Handler>::handle",
                         "<myapp::Wrap<std::string::String> as core::clone::Clone>::clone",
+                        "<<myapp::Config as core::default::Default>::default as "
+                        "core::ops::function::FnOnce<()>>::call_once",
                         "pthread_cond_wait", "stdio_read", "<lambda()>", "core_dump"}) {
     EXPECT_FALSE(IsStandardLibraryFunction(f)) << f;
   }
