@@ -63,19 +63,23 @@ bool IsLambdaClosure(Dwarf_Die* type) {
   return false;
 }
 
-// True for producers that print their flags and show no optimization among them.
+// GCC's or clang's producer string with the compiler's flags in it: GCC records its switches
+// by default (-grecord-gcc-switches), clang only with -grecord-command-line.
+bool ProducerRecordsFlags(absl::string_view producer) {
+  const bool gcc = absl::StartsWith(producer, "GNU ");
+  const bool clang = absl::StrContains(producer, "clang") && !absl::StrContains(producer, "rustc");
+  return (gcc || clang) && absl::StrContains(producer, " -");
+}
+
+// For a producer that ProducerRecordsFlags: the last -O flag is -O0, or there is none (the
+// compilers' default is -O0).
 bool ProducerLacksOptimization(absl::string_view producer) {
-  bool gcc = absl::StartsWith(producer, "GNU ");
-  bool clang = absl::StrContains(producer, "clang") && !absl::StrContains(producer, "rustc");
-  if (!gcc && !clang) return false;
   // The last -O flag wins, as on the compiler's command line.
   size_t last = producer.rfind(" -O");
   if (last != absl::string_view::npos) {
     return last + 3 < producer.size() && producer[last + 3] == '0';
   }
-  // GCC records its switches (-grecord-gcc-switches is the default), so no -O at all means -O0;
-  // clang records none unless asked, so its silence proves nothing.
-  return gcc && absl::StrContains(producer, " -");
+  return true;
 }
 
 // Where a unit's parameters and local variables live. Unoptimized code keeps every one in its
@@ -441,13 +445,16 @@ size_t DwarfInfo::indexed_units() const {
 }
 
 bool DwarfInfo::BuiltWithoutOptimization(std::string* evidence) {
-  // Rust producers carry no flags, and a debug build inlines too (#[inline(always)], and what
-  // rustc inlines itself), so the sign is where the variables of the program's own code live
-  // (std's units and the crates.io registry's are built apart): nearly all in the frame.
-  // rdbg, a HashMap loop, `cargo build`: 1,338 of 1,387 frame slots; `--release` with debug
-  // info: 20 of 1,208. Without variable information (debug = 1 or "limited") it says nothing.
-  VariableLocations rust;
+  // A producer that records its flags (GCC's default, clang's with -grecord-command-line) says.
+  // Rust's never does, nor clang's by default, and a Rust debug build inlines too
+  // (#[inline(always)], and what rustc inlines itself), so for those units the sign is where the
+  // variables of the program's own code live (std's units and the crates.io registry's are
+  // built apart): nearly all in the frame. rdbg, a HashMap loop, `cargo build`: 1,338 of 1,387
+  // frame slots; `--release` with debug info: 20 of 1,208. Without variable information
+  // (Rust's debug = 1 or "limited", -gline-tables-only) it says nothing.
+  VariableLocations silent;
   int budget = kMaxDiesScanned;
+  bool rust_only = true;  // every unit counted is Rust's (for the evidence's wording)
   for (size_t i = 0; i < cu_offsets_.size(); ++i) {
     Dwarf_Die* die = CuDie(i);
     if (die == nullptr) continue;
@@ -457,27 +464,35 @@ bool DwarfInfo::BuiltWithoutOptimization(std::string* evidence) {
     Dwarf_Word lang = 0;
     Dwarf_Attribute attr;
     if (dwarf_attr(&cu, DW_AT_language, &attr) != nullptr) dwarf_formudata(&attr, &lang);
-    if (lang == DW_LANG_Rust) {
-      const char* name = StringAttr(&cu, DW_AT_name);
-      if (budget <= 0 || rust.total() >= kVariablesToDecide || name == nullptr ||
-          absl::StrContains(name, "/rustc/") || absl::StrContains(name, "/.cargo/registry/")) {
+    if (lang != DW_LANG_Rust) {
+      Dwarf_Addr low;
+      const bool has_code = dwarf_lowpc(&cu, &low) == 0 || dwarf_hasattr(&cu, DW_AT_ranges);
+      if (!has_code) continue;
+      if (ProducerRecordsFlags(producer)) {
+        if (ProducerLacksOptimization(producer)) {
+          *evidence = producer;
+          return true;
+        }
         continue;
       }
-      CountVariableLocations(&cu, &budget, &rust);
-      continue;
     }
-    Dwarf_Addr low;
-    bool has_code = dwarf_lowpc(&cu, &low) == 0 || dwarf_hasattr(&cu, DW_AT_ranges);
-    if (has_code && ProducerLacksOptimization(producer)) {
-      *evidence = producer;
-      return true;
+    if (budget <= 0 || silent.total() >= kVariablesToDecide) continue;
+    if (lang == DW_LANG_Rust) {
+      const char* name = StringAttr(&cu, DW_AT_name);
+      if (name == nullptr || absl::StrContains(name, "/rustc/") ||
+          absl::StrContains(name, "/.cargo/registry/")) {
+        continue;
+      }
+    } else {
+      rust_only = false;
     }
+    CountVariableLocations(&cu, &budget, &silent);
   }
   // A few functions prove nothing; 80 %: an optimized build keeps a variable in its frame only
   // when its address is taken.
-  if (rust.total() < 50 || rust.in_frame * 5 < rust.total() * 4) return false;
-  *evidence = absl::StrCat("Rust code keeps ", rust.in_frame, " of ", rust.total(),
-                           " variables in the stack frame (a debug build)");
+  if (silent.total() < 50 || silent.in_frame * 5 < silent.total() * 4) return false;
+  *evidence = absl::StrCat(rust_only ? "Rust code" : "its code", " keeps ", silent.in_frame, " of ",
+                           silent.total(), " variables in the stack frame (a debug build)");
   return true;
 }
 

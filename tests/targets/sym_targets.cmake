@@ -8,6 +8,11 @@ np_test_target(sym_prog_nopie SOURCES ${CMAKE_CURRENT_LIST_DIR}/sym_prog.cc
 set_target_properties(sym_prog_nopie PROPERTIES POSITION_INDEPENDENT_CODE OFF)
 np_test_target(sym_prog_O0 SOURCES ${CMAKE_CURRENT_LIST_DIR}/sym_prog.cc
                FLAGS -O0 -g -fno-omit-frame-pointer)
+# Without the flags in DW_AT_producer (clang's default): told by where the variables live.
+np_test_target(sym_prog_O0_silent SOURCES ${CMAKE_CURRENT_LIST_DIR}/sym_prog.cc
+               FLAGS -O0 -g -gno-record-gcc-switches -fno-omit-frame-pointer)
+np_test_target(sym_prog_O2_silent SOURCES ${CMAKE_CURRENT_LIST_DIR}/sym_prog.cc
+               FLAGS -O2 -g -gno-record-gcc-switches -fno-omit-frame-pointer)
 
 add_library(sym_lib SHARED ${CMAKE_CURRENT_LIST_DIR}/sym_lib.cc)
 target_compile_options(sym_lib PRIVATE ${SYM_FLAGS})

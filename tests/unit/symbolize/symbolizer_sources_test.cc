@@ -223,6 +223,24 @@ TEST(SymbolizerSourcesTest, ColdCloneKeepsParentNameAndCloneSuffix) {
             "symtest::WithCold [clone .cold]");
 }
 
+// A producer without the compiler's flags (clang's default, GCC's -gno-record-gcc-switches)
+// proves nothing: the variables' locations tell, nearly all in the frame at -O0.
+TEST(SymbolizerSourcesTest, UnoptimizedProgramIsToldWithoutItsFlags) {
+  auto built_without_optimization = [](const std::string& program, std::string* evidence) {
+    auto opened = module::ElfImage::Open(program);
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    if (!opened.ok()) return false;
+    auto symbols = ModuleSymbols::Load(std::move(*opened), program, ModuleLoadOptions());
+    return symbols->dwarf() != nullptr && symbols->dwarf()->BuiltWithoutOptimization(evidence);
+  };
+  std::string evidence;
+  EXPECT_TRUE(built_without_optimization(TargetPath("sym_prog_O0_silent"), &evidence));
+  EXPECT_THAT(evidence, HasSubstr("variables in the stack frame (a debug build)"));
+  evidence.clear();
+  EXPECT_FALSE(built_without_optimization(TargetPath("sym_prog_O2_silent"), &evidence))
+      << evidence;
+}
+
 TEST(SymbolizerSourcesTest, UnoptimizedProgramIsWarnedOnce) {
   auto locations = RunAndLocate(TargetPath("sym_prog_O0"));
   sampler::ModuleRegistry registry;
