@@ -18,6 +18,9 @@ namespace {
 // Walks at most this many DIEs of one unit when indexing it (times ten), or of a program's Rust
 // units when telling a debug build.
 constexpr int kMaxDiesScanned = 200000;
+// Deeper than any real program's nesting of DIEs (namespaces, classes, functions, lexical
+// blocks, inlined calls); a crafted file nests without end.
+constexpr int kMaxDieDepth = 64;
 
 const char* StringAttr(Dwarf_Die* die, int name) {
   Dwarf_Attribute attr;
@@ -94,10 +97,13 @@ struct VariableLocations {
 // Enough variables to tell a debug build from an optimized one.
 constexpr int kVariablesToDecide = 2000;
 
-// Depth-first walk of a unit's DIEs, counting its variables' locations, within `budget` DIEs.
-void CountVariableLocations(Dwarf_Die* parent, int* budget, VariableLocations* counts) {
+
+// Depth-first walk of a unit's DIEs, counting its variables' locations, within `budget` DIEs
+// and kMaxDieDepth levels.
+void CountVariableLocations(Dwarf_Die* parent, int depth, int* budget,
+                            VariableLocations* counts) {
   Dwarf_Die child;
-  if (dwarf_child(parent, &child) != 0) return;
+  if (depth > kMaxDieDepth || dwarf_child(parent, &child) != 0) return;
   do {
     if (--*budget <= 0 || counts->total() >= kVariablesToDecide) return;
     const int tag = dwarf_tag(&child);
@@ -115,7 +121,7 @@ void CountVariableLocations(Dwarf_Die* parent, int* budget, VariableLocations* c
         ++(ops[0].atom == DW_OP_fbreg ? counts->in_frame : counts->elsewhere);
       }
     }
-    if (dwarf_haschildren(&child)) CountVariableLocations(&child, budget, counts);
+    if (dwarf_haschildren(&child)) CountVariableLocations(&child, depth + 1, budget, counts);
   } while (dwarf_siblingof(&child, &child) == 0);
 }
 
@@ -327,7 +333,7 @@ void DwarfInfo::BuildIndex(size_t cu) {
 void DwarfInfo::IndexScopes(Dwarf_Die* parent, const std::string& prefix, int depth,
                             Dwarf_Die* function) {
   Dwarf_Die child;
-  if (depth > kMaxScopeDepth || dwarf_child(parent, &child) != 0) return;
+  if (depth > kMaxDieDepth || dwarf_child(parent, &child) != 0) return;
   do {
     const int tag = dwarf_tag(&child);
     if (IsNameScope(tag)) {
@@ -486,7 +492,7 @@ bool DwarfInfo::BuiltWithoutOptimization(std::string* evidence) {
     } else {
       rust_only = false;
     }
-    CountVariableLocations(&cu, &budget, &silent);
+    CountVariableLocations(&cu, 0, &budget, &silent);
   }
   // A few functions prove nothing; 80 %: an optimized build keeps a variable in its frame only
   // when its address is taken.

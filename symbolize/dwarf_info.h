@@ -105,7 +105,6 @@ class DwarfInfo {
   // `function`: the DIE of the function that holds `parent`, if any (it names the unnamed
   // classes declared in it: lambdas).
   void IndexScopes(Dwarf_Die* parent, const std::string& prefix, int depth, Dwarf_Die* function);
-  static constexpr int kMaxScopeDepth = 64;
 
   Dwarf* dwarf_ = nullptr;
   const module::ElfImage* elf_ = nullptr;
