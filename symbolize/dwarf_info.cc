@@ -97,7 +97,6 @@ struct VariableLocations {
 // Enough variables to tell a debug build from an optimized one.
 constexpr int kVariablesToDecide = 2000;
 
-
 // Depth-first walk of a unit's DIEs, counting its variables' locations, within `budget` DIEs
 // and kMaxDieDepth levels.
 void CountVariableLocations(Dwarf_Die* parent, int depth, int* budget,
