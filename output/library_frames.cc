@@ -20,21 +20,33 @@ bool IsPlainIdentifier(absl::string_view s) {
   return true;
 }
 
-// The self type of `<Type>::f` or `<Type as Trait>::f`, given what follows the '<'.
-absl::string_view SelfType(absl::string_view rest) {
+// `<Type>::f` or `<Type as Trait>::f`, given what follows the '<': the type and the trait (empty
+// for an inherent method).
+struct QualifiedPath {
+  absl::string_view self_type;
+  absl::string_view trait;
+};
+QualifiedPath SplitQualifiedPath(absl::string_view rest) {
   int depth = 0;
+  size_t as = absl::string_view::npos;
+  size_t end = rest.size();
   for (size_t i = 0; i < rest.size(); ++i) {
     const char c = rest[i];
     if (c == '<' || c == '[' || c == '(') {
       ++depth;
     } else if (c == ']' || c == ')' || (c == '>' && (i == 0 || rest[i - 1] != '-'))) {
-      if (depth == 0) return rest.substr(0, i);  // the '>' closing `<Type>`
+      if (depth == 0) {  // the '>' that closes the path
+        end = i;
+        break;
+      }
       --depth;
-    } else if (depth == 0 && absl::StartsWith(rest.substr(i), " as ")) {
-      return rest.substr(0, i);
+    } else if (depth == 0 && as == absl::string_view::npos &&
+               absl::StartsWith(rest.substr(i), " as ")) {
+      as = i;
     }
   }
-  return rest;
+  if (as == absl::string_view::npos) return {rest.substr(0, end), {}};
+  return {rest.substr(0, as), rest.substr(as + 4, end - (as + 4))};
 }
 
 }  // namespace
@@ -42,12 +54,15 @@ absl::string_view SelfType(absl::string_view rest) {
 bool IsStandardLibraryFunction(absl::string_view function) {
   if (UnderStandardLibrary(function)) return true;
   if (!absl::ConsumePrefix(&function, "<")) return false;
-  absl::string_view self = SelfType(function);
-  // Slices, references, tuples, pointers, and bare identifiers: primitives (`str`, `u64`) and
-  // generic parameters (`T`). The program's own types always carry their crate's path.
+  const QualifiedPath path = SplitQualifiedPath(function);
+  // A trait of the program's own (`<T as myapp::Render>::render`) is implemented by the program.
+  if (!path.trait.empty() && !UnderStandardLibrary(path.trait)) return false;
+  absl::string_view self = path.self_type;
   if (absl::ConsumePrefix(&self, "dyn ")) return UnderStandardLibrary(self);
   // A function item as the type (`<<Box<str> as From<&str>>::from as FnOnce<(&str,)>>::call_once`).
   if (absl::StartsWith(self, "<")) return IsStandardLibraryFunction(self);
+  // Slices, references, tuples, pointers, and bare identifiers: primitives (`str`, `u64`) and
+  // generic parameters (`T`). The program's own types always carry their crate's path.
   return UnderStandardLibrary(self) || absl::StartsWith(self, "[") || absl::StartsWith(self, "&") ||
          absl::StartsWith(self, "(") || absl::StartsWith(self, "*") ||
          IsPlainIdentifier(self);

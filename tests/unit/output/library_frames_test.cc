@@ -14,7 +14,8 @@ TEST(LibraryFramesTest, StandardLibraryPathsTypesAndImpls) {
                         "<alloc::boxed::Box<dyn core::ops::function::FnOnce<(), Output = ()> + "
                         "core::marker::Send> as core::ops::function::FnOnce<()>>::call_once",
                         "<dyn core::any::Any>::is", "<&mut W as core::fmt::Write>::write_str",
-                        "<u64 as core::fmt::Display>::fmt",
+                        "<u64 as core::fmt::Display>::fmt", "<&T as core::fmt::Display>::fmt",
+                        "<alloc::vec::Vec<T,A> as core::ops::drop::Drop>::drop",
                         "<<alloc::boxed::Box<str> as core::convert::From<&str>>::from as "
                         "core::ops::function::FnOnce<(&str,)>>::call_once"}) {
     EXPECT_TRUE(IsStandardLibraryFunction(f)) << f;
@@ -23,6 +24,7 @@ TEST(LibraryFramesTest, StandardLibraryPathsTypesAndImpls) {
                         "<myapp::Parser as core::iter::traits::iterator::Iterator>::next",
                         "<myapp::Tree<T>>::insert", "<dyn myapp::Handler>::handle",
                         "<myapp::Wrap<std::string::String> as core::clone::Clone>::clone",
+                        "<T as myapp::Render>::render", "<str as myapp::StrExt>::words",
                         "<<myapp::Config as core::default::Default>::default as "
                         "core::ops::function::FnOnce<()>>::call_once",
                         "pthread_cond_wait", "stdio_read", "<lambda()>", "core_dump"}) {
