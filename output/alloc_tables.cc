@@ -34,11 +34,12 @@ bool IsAllocatorPlumbing(const std::string& f) {
   // `<alloc::raw_vec::RawVec<T>>::grow_one`, `<str>::to_lowercase`, `core::iter::...::collect`):
   // the site is the program's frame that called into it.
   if (IsStandardLibraryFunction(f)) return true;
-  static const char* const kPrefixes[] = {"__gnu_cxx::new_allocator", "hashbrown::",
-                                          "<hashbrown::"};
+  static const char* const kPrefixes[] = {"hashbrown::", "<hashbrown::"};
   for (const char* p : kPrefixes) {
     if (absl::StartsWith(f, p)) return true;
   }
+  // A #[global_allocator] of the program's that wraps the system one (counting, tracking).
+  if (absl::StrContains(f, " as core::alloc::global::GlobalAlloc>::")) return true;
   return false;
 }
 

@@ -8,8 +8,26 @@ namespace nativeprof::output {
 namespace {
 
 bool UnderStandardLibrary(absl::string_view path) {
-  return absl::StartsWith(path, "std::") || absl::StartsWith(path, "core::") ||
-         absl::StartsWith(path, "alloc::");
+  // `std[e28293b1aa0f68bd]::` is a v0 name with --full-names. libstdc++ has helpers outside
+  // std:: that std::mutex and std::condition_variable call inline (__gthread_mutex_lock).
+  for (const absl::string_view crate : {"std", "core", "alloc"}) {
+    absl::string_view rest = path;
+    if (absl::ConsumePrefix(&rest, crate) && (absl::StartsWith(rest, "::") ||
+                                              absl::StartsWith(rest, "["))) {
+      return true;
+    }
+  }
+  return absl::StartsWith(path, "__gthread_") || absl::StartsWith(path, "__gnu_cxx::") ||
+         absl::StartsWith(path, "__cxxabiv1::");
+}
+
+// `myapp::Matrix` for `&myapp::Matrix`, `&mut myapp::Matrix`, `*const myapp::Matrix`.
+absl::string_view Pointee(absl::string_view type) {
+  while (absl::ConsumePrefix(&type, "&") || absl::ConsumePrefix(&type, "*const ") ||
+         absl::ConsumePrefix(&type, "*mut ")) {
+    absl::ConsumePrefix(&type, "mut ");
+  }
+  return type;
 }
 
 bool IsPlainIdentifier(absl::string_view s) {
@@ -61,11 +79,12 @@ bool IsStandardLibraryFunction(absl::string_view function) {
   if (absl::ConsumePrefix(&self, "dyn ")) return UnderStandardLibrary(self);
   // A function item as the type (`<<Box<str> as From<&str>>::from as FnOnce<(&str,)>>::call_once`).
   if (absl::StartsWith(self, "<")) return IsStandardLibraryFunction(self);
-  // Slices, references, tuples, pointers, and bare identifiers: primitives (`str`, `u64`) and
+  // A reference or pointer is its pointee's (`<&myapp::Matrix as core::ops::Mul>::mul` is the
+  // program's operator). Slices, tuples and bare identifiers: primitives (`str`, `u64`) and
   // generic parameters (`T`). The program's own types always carry their crate's path.
-  return UnderStandardLibrary(self) || absl::StartsWith(self, "[") || absl::StartsWith(self, "&") ||
-         absl::StartsWith(self, "(") || absl::StartsWith(self, "*") ||
-         IsPlainIdentifier(self);
+  self = Pointee(self);
+  return UnderStandardLibrary(self) || absl::StartsWith(self, "[") ||
+         absl::StartsWith(self, "(") || IsPlainIdentifier(self);
 }
 
 }  // namespace nativeprof::output

@@ -14,8 +14,12 @@ namespace nativeprof::output {
 // (`std::thread::sleep`, `core::iter::Iterator::collect`, `std::vector<int>::_M_realloc_insert`),
 // or a method of such a type, of a primitive or of a generic parameter
 // (`<alloc::vec::Vec<T>>::push`, `<str>::to_lowercase`, `<[u8]>::to_vec`,
-// `<T as alloc::string::ToString>::to_string`). A trait's method implemented for the program's
-// own type (`<myapp::Parser as core::iter::Iterator>::next`) is the program's.
+// `<T as alloc::string::ToString>::to_string`), and libstdc++'s helpers (`__gthread_*`,
+// `__gnu_cxx::`). A trait's method implemented for the program's own type, or a reference to
+// it (`<myapp::Parser as core::iter::Iterator>::next`, `<&myapp::Matrix as core::ops::Mul>::mul`),
+// and a method of the program's own trait, are the program's. Not told apart: the program's
+// impl of a standard trait for a standard type (`<String as From<myapp::Error>>::from`), and a
+// C++ name with its return type (--full-names).
 bool IsStandardLibraryFunction(absl::string_view function);
 
 }  // namespace nativeprof::output

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "output/folded_writer.h"
@@ -95,10 +96,16 @@ std::vector<BlockingCallSite> TopBlockingCallSites(const symbolize::Profile& pro
       name = pseudo != nullptr ? *pseudo : "[kernel thread or no user stack]";
     } else {
       // The call is the library function the program called (the outermost frame of the run in
-      // the innermost frame's module, then of the standard library compiled into the program:
-      // Rust's std waits on a Condvar through its futex wrapper, which calls libc's `syscall`),
-      // the caller the frame that called it.
+      // the innermost frame's shared library, then of the standard library compiled into the
+      // program: Rust's std waits on a Condvar through its futex wrapper, which calls libc's
+      // `syscall`), the caller the frame that called it. A program that enters the kernel itself
+      // (a static binary, rustix's raw system calls) has no run to step over: its run would be
+      // the whole program, up to its thread's start.
       const std::string* module = module_of(s.frames[inner]);
+      if (module != nullptr && !absl::EndsWith(*module, ".so") &&
+          !absl::StrContains(*module, ".so.")) {
+        module = nullptr;  // not a shared object (libc.so.6, libfoo.so): the program
+      }
       int call = inner;
       while (module != nullptr && call > 0) {
         const std::string* m = module_of(s.frames[call - 1]);

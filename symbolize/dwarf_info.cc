@@ -66,21 +66,29 @@ bool IsLambdaClosure(Dwarf_Die* type) {
   return false;
 }
 
-// GCC's or clang's producer string with the compiler's flags in it: GCC records its switches
-// by default (-grecord-gcc-switches), clang only with -grecord-command-line.
-bool ProducerRecordsFlags(absl::string_view producer) {
-  const bool gcc = absl::StartsWith(producer, "GNU ");
-  const bool clang = absl::StrContains(producer, "clang") && !absl::StrContains(producer, "rustc");
-  return (gcc || clang) && absl::StrContains(producer, " -");
+// The compiler's flags in a GCC or clang producer string (GCC records its switches by default,
+// -grecord-gcc-switches; clang only with -grecord-command-line), or empty when it has none.
+// clang's are looked for after its version: a vendor's text before it may hold " -" (Android's
+// "(…, +lto, -mlgo, based on r487747d) clang version 17.0.2").
+absl::string_view ProducerFlags(absl::string_view producer) {
+  size_t from = 0;
+  if (!absl::StartsWith(producer, "GNU ")) {
+    const size_t version = producer.find("clang version ");
+    if (version == absl::string_view::npos || absl::StrContains(producer, "rustc")) return {};
+    from = producer.find(' ', version + strlen("clang version "));
+    if (from == absl::string_view::npos) return {};
+  }
+  const size_t flags = producer.find(" -", from);
+  return flags == absl::string_view::npos ? absl::string_view() : producer.substr(flags);
 }
 
-// For a producer that ProducerRecordsFlags: the last -O flag is -O0, or there is none (the
-// compilers' default is -O0).
-bool ProducerLacksOptimization(absl::string_view producer) {
+// For flags from ProducerFlags: the last -O flag is -O0, or there is none (the compilers'
+// default is -O0).
+bool FlagsLackOptimization(absl::string_view flags) {
   // The last -O flag wins, as on the compiler's command line.
-  size_t last = producer.rfind(" -O");
+  size_t last = flags.rfind(" -O");
   if (last != absl::string_view::npos) {
-    return last + 3 < producer.size() && producer[last + 3] == '0';
+    return last + 3 < flags.size() && flags[last + 3] == '0';
   }
   return true;
 }
@@ -473,8 +481,8 @@ bool DwarfInfo::BuiltWithoutOptimization(std::string* evidence) {
       Dwarf_Addr low;
       const bool has_code = dwarf_lowpc(&cu, &low) == 0 || dwarf_hasattr(&cu, DW_AT_ranges);
       if (!has_code) continue;
-      if (ProducerRecordsFlags(producer)) {
-        if (ProducerLacksOptimization(producer)) {
+      if (const absl::string_view flags = ProducerFlags(producer); !flags.empty()) {
+        if (FlagsLackOptimization(flags)) {
           *evidence = producer;
           return true;
         }

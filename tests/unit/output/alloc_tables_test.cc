@@ -73,7 +73,8 @@ TEST(AllocTablesTest, RustSitesAreTheProgramsCallsIntoTheStandardLibrary) {
   for (const char* f : {"words::count", "<str>::to_lowercase", "alloc::str::convert_while_ascii",
                         "<alloc::raw_vec::RawVecInner>::finish_grow", "__rust_alloc", "malloc",
                         "<words::Tokens as core::iter::traits::iterator::Iterator>::next",
-                        "<alloc::string::String>::push_str"}) {
+                        "<alloc::string::String>::push_str",
+                        "<words::Counting as core::alloc::global::GlobalAlloc>::alloc"}) {
     symbolize::ProfileFrame frame;
     frame.function = f;
     p.frames.push_back(frame);
@@ -84,10 +85,15 @@ TEST(AllocTablesTest, RustSitesAreTheProgramsCallsIntoTheStandardLibrary) {
   symbolize::ProfileStack b;
   b.frames = {0, 6, 7, 3, 4, 5};
   b.samples = 100;
-  p.stacks = {a, b};
+  // A #[global_allocator] that wraps the system one is plumbing too.
+  symbolize::ProfileStack c;
+  c.frames = {0, 1, 2, 3, 8, 5};
+  c.samples = 50;
+  p.stacks = {a, b, c};
   const std::vector<AllocCallSite> sites = TopAllocCallSites(p, 10);
   ASSERT_EQ(sites.size(), 2u);
   EXPECT_EQ(sites[0].name, "words::count (via <str>::to_lowercase)");
+  EXPECT_EQ(sites[0].value, 350u);
   EXPECT_EQ(sites[1].name,
             "<words::Tokens as core::iter::traits::iterator::Iterator>::next (via "
             "<alloc::string::String>::push_str)");

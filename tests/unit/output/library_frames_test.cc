@@ -16,6 +16,8 @@ TEST(LibraryFramesTest, StandardLibraryPathsTypesAndImpls) {
                         "<dyn core::any::Any>::is", "<&mut W as core::fmt::Write>::write_str",
                         "<u64 as core::fmt::Display>::fmt", "<&T as core::fmt::Display>::fmt",
                         "<alloc::vec::Vec<T,A> as core::ops::drop::Drop>::drop",
+                        "std[e28293b1aa0f68bd]::thread::sleep", "__gthread_mutex_lock",
+                        "__gnu_cxx::new_allocator<int>::allocate",
                         "<<alloc::boxed::Box<str> as core::convert::From<&str>>::from as "
                         "core::ops::function::FnOnce<(&str,)>>::call_once"}) {
     EXPECT_TRUE(IsStandardLibraryFunction(f)) << f;
@@ -25,6 +27,8 @@ TEST(LibraryFramesTest, StandardLibraryPathsTypesAndImpls) {
                         "<myapp::Tree<T>>::insert", "<dyn myapp::Handler>::handle",
                         "<myapp::Wrap<std::string::String> as core::clone::Clone>::clone",
                         "<T as myapp::Render>::render", "<str as myapp::StrExt>::words",
+                        "<&myapp::Matrix as core::ops::arith::Mul>::mul", "stdx::run",
+                        "corelib::init", "allocator_api2::alloc",
                         "<<myapp::Config as core::default::Default>::default as "
                         "core::ops::function::FnOnce<()>>::call_once",
                         "pthread_cond_wait", "stdio_read", "<lambda()>", "core_dump"}) {

@@ -37,8 +37,6 @@ TEST(OffCpuTablesTest, ThreadSplitAsTextAndMarkdown) {
   EXPECT_EQ(RenderThreadSplit(nlohmann::json::object(), TableFormat::kMarkdown), "");
 }
 
-// A thread whose blocked interval had no switch sample is named by its pseudo-frame, not taken
-// for a kernel thread; a stack with no frame at all still is.
 // A call site is the library function the program called and the program's frame that called
 // it: for C the outermost frame in libc (pthread_cond_wait, not the futex helper it blocked in),
 // for Rust the outermost frame of the standard library compiled into the program.
@@ -50,38 +48,48 @@ TEST(OffCpuTablesTest, ACallSiteIsWhereTheProgramCalledTheLibrary) {
     modules[name] = module;
     return static_cast<uint32_t>(profile.frames.size() - 1);
   };
-  const uint32_t main_c = frame("main", "/bin/server");
-  const uint32_t wait = frame("wait_for_work", "/bin/server");
-  const uint32_t cond = frame("pthread_cond_wait", "/lib/libc.so.6");
-  const uint32_t futex = frame("__futex_abstimed_wait_common", "/lib/libc.so.6");
+  const uint32_t main_c = frame("main", "server");
+  const uint32_t wait = frame("wait_for_work", "server");
+  const uint32_t cond = frame("pthread_cond_wait", "libc.so.6");
+  const uint32_t futex = frame("__futex_abstimed_wait_common", "libc.so.6");
   profile.frames.push_back({.function = "schedule", .kind = symbolize::ProfileFrameKind::kKernel});
   const uint32_t kernel = static_cast<uint32_t>(profile.frames.size() - 1);
   profile.stacks.push_back({.frames = {main_c, wait, cond, futex, kernel}, .samples = 500});
-  const uint32_t park = frame("tokio::runtime::park::Inner::park", "/bin/rs");
-  const uint32_t condvar = frame("std::sync::poison::condvar::Condvar::wait", "/bin/rs");
-  const uint32_t impl = frame("<std::sys::sync::condvar::futex::Condvar>::wait", "/bin/rs");
-  const uint32_t std_futex = frame("std::sys::pal::unix::futex::futex_wait", "/bin/rs");
-  const uint32_t syscall = frame("syscall", "/lib/libc.so.6");
+  const uint32_t park = frame("tokio::runtime::park::Inner::park", "rs");
+  const uint32_t condvar = frame("std::sync::poison::condvar::Condvar::wait", "rs");
+  const uint32_t impl = frame("<std::sys::sync::condvar::futex::Condvar>::wait", "rs");
+  const uint32_t std_futex = frame("std::sys::pal::unix::futex::futex_wait", "rs");
+  const uint32_t syscall = frame("syscall", "libc.so.6");
   profile.stacks.push_back(
       {.frames = {park, condvar, impl, std_futex, syscall, kernel}, .samples = 300});
   // No caller at all: the whole stack is the library's.
   profile.stacks.push_back({.frames = {cond, futex, kernel}, .samples = 100});
+  // A program that enters the kernel itself (rustix's raw system calls, a static binary): its
+  // own frames are not a library's run to step over.
+  const uint32_t start = frame("std::sys::thread::unix::Thread::new::thread_start", "rs");
+  const uint32_t poller = frame("polling::epoll::Poller::wait", "rs");
+  const uint32_t raw = frame("rustix::backend::event::syscalls::epoll_wait", "rs");
+  profile.stacks.push_back({.frames = {start, poller, raw, kernel}, .samples = 50});
   const std::vector<BlockingCallSite> sites = TopBlockingCallSites(profile, 10, &modules);
-  ASSERT_EQ(sites.size(), 3u);
+  ASSERT_EQ(sites.size(), 4u);
   EXPECT_EQ(sites[0].name, "wait_for_work > pthread_cond_wait");
   EXPECT_EQ(sites[1].name,
             "tokio::runtime::park::Inner::park > std::sync::poison::condvar::Condvar::wait");
   EXPECT_EQ(sites[2].name, "pthread_cond_wait");
+  EXPECT_EQ(sites[3].name,
+            "polling::epoll::Poller::wait > rustix::backend::event::syscalls::epoll_wait");
   // Without the modules the run ends at the innermost frame (so the first and third stacks
   // meet), Rust's standard library still being told by its names.
   const std::vector<BlockingCallSite> bare = TopBlockingCallSites(profile, 10, nullptr);
-  ASSERT_EQ(bare.size(), 2u);
+  ASSERT_EQ(bare.size(), 3u);
   EXPECT_EQ(bare[0].name, "pthread_cond_wait > __futex_abstimed_wait_common");
   EXPECT_EQ(bare[0].count, 600u);
   EXPECT_EQ(bare[1].name,
             "tokio::runtime::park::Inner::park > std::sync::poison::condvar::Condvar::wait");
 }
 
+// A thread whose blocked interval had no switch sample is named by its pseudo-frame, not taken
+// for a kernel thread; a stack with no frame at all still is.
 TEST(OffCpuTablesTest, AnUnsampledIntervalIsNamedAsSuch) {
   symbolize::Profile profile;
   profile.frames.push_back({.function = symbolize::kNoSwitchStackFrame});
