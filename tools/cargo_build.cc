@@ -179,9 +179,16 @@ absl::StatusOr<std::string> CargoTargetDirectory(const std::string& cargo,
 }
 
 std::vector<std::string> CargoBuildArgs(const CargoOptions& o) {
-  std::vector<std::string> args = {"build", "--message-format=json-render-diagnostics",
-                                   absl::StrCat("--profile=", o.profile)};
+  // A library's unit tests are a test harness only `cargo test` builds.
+  std::vector<std::string> args =
+      o.kind == CargoTargetKind::kLib ? std::vector<std::string>{"test", "--no-run"}
+                                      : std::vector<std::string>{"build"};
+  args.insert(args.end(), {"--message-format=json-render-diagnostics",
+                           absl::StrCat("--profile=", o.profile)});
   switch (o.kind) {
+    case CargoTargetKind::kLib:
+      args.push_back("--lib");
+      break;
     case CargoTargetKind::kDefaultBin:
       args.push_back("--bins");
       break;
@@ -219,8 +226,16 @@ absl::StatusOr<CargoArtifact> SelectArtifact(const CargoOptions& o,
   const char* kind = CargoTargetKindName(o.kind);
   std::vector<const CargoArtifact*> matches;
   for (const CargoArtifact& a : built) {
-    if (!HasKind(a, kind)) continue;
-    if (o.kind != CargoTargetKind::kDefaultBin && a.target_name != o.target_name) continue;
+    if (o.kind == CargoTargetKind::kLib) {
+      // The unit-test harness of a library of any crate type.
+      if (!HasKind(a, "lib") && !HasKind(a, "rlib") && !HasKind(a, "dylib") &&
+          !HasKind(a, "cdylib") && !HasKind(a, "staticlib") && !HasKind(a, "proc-macro")) {
+        continue;
+      }
+    } else {
+      if (!HasKind(a, kind)) continue;
+      if (o.kind != CargoTargetKind::kDefaultBin && a.target_name != o.target_name) continue;
+    }
     matches.push_back(&a);
   }
   if (matches.size() == 1) return *matches.front();
@@ -233,10 +248,15 @@ absl::StatusOr<CargoArtifact> SelectArtifact(const CargoOptions& o,
         "cargo built no ", kind,
         o.target_name.empty() ? std::string() : absl::StrCat(" named '", o.target_name, "'"),
         names.empty() ? std::string() : absl::StrCat(" (it built: ", absl::StrJoin(names, ", "), ")"),
-        "; name the target with --bin, --bench, --test or --example"));
+        "; name the target with --bin, --bench, --test, --example or --lib"));
   }
   std::vector<std::string> names;
   for (const CargoArtifact* a : matches) names.push_back(a->target_name);
+  if (o.kind == CargoTargetKind::kLib) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cargo built the unit tests of several libraries (", absl::StrJoin(names, ", "),
+        "); choose the package with -p NAME"));
+  }
   return absl::InvalidArgumentError(absl::StrCat(
       "the package has several binaries (", absl::StrJoin(names, ", "),
       "); choose one with --bin NAME"));

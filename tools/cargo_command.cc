@@ -152,7 +152,8 @@ int RunCargoCommand(int argc, char** argv) {
   absl::StatusOr<RecordOptions> record = RecordOptionsFor(
       *options, artifact->executable, absl::StrCat(here, "/nativeprof-", artifact->target_name));
   if (!record.ok()) return PrintCliError(CliStep::kParseOptions, record.status());
-  if (options->kind == CargoTargetKind::kBench || options->kind == CargoTargetKind::kTest) {
+  if (options->kind == CargoTargetKind::kBench || options->kind == CargoTargetKind::kTest ||
+      options->kind == CargoTargetKind::kLib) {
     record->command_directory = DirectoryOf(artifact->manifest_path);
     // Relative output paths keep meaning "from where cargo nativeprof was started".
     for (RecordOutput& out : record->outputs) {

@@ -20,9 +20,10 @@ it with 'nativeprof record', writing nativeprof-<target>.folded and .svg in the 
 unless -o is given, and printing the counter table.
 
 TARGET (default: the package's only binary)
-  --bin NAME | --bench NAME | --test NAME | --example NAME
-      --bench runs the harness with --bench, as 'cargo bench' does; benches and tests run in their
-      package directory, as Cargo runs them.
+  --bin NAME | --bench NAME | --test NAME | --example NAME | --lib
+      --bench runs the harness with --bench, as 'cargo bench' does; --lib the library's unit
+      tests (built as 'cargo test --lib' builds them); benches and tests run in their package
+      directory, as Cargo runs them.
 
 CARGO OPTIONS (passed to 'cargo build')
   --profile P            build profile (default release); --release, --dev
@@ -77,6 +78,8 @@ const char* CargoTargetKindName(CargoTargetKind kind) {
       return "test";
     case CargoTargetKind::kExample:
       return "example";
+    case CargoTargetKind::kLib:
+      return "lib";
   }
   return "bin";
 }
@@ -111,6 +114,16 @@ absl::StatusOr<CargoOptions> ParseCargoOptions(int argc, char** argv) {
     }
     std::string value;
     bool matched = false;
+    if (arg == "--lib") {
+      if (target_given) {
+        return absl::InvalidArgumentError(
+            "more than one target given ('--lib' after another); cargo nativeprof records one "
+            "target at a time");
+      }
+      o.kind = CargoTargetKind::kLib;
+      target_given = true;
+      continue;
+    }
     for (const auto& t : kTargets) {
       absl::StatusOr<bool> took = TakeValue(argc, argv, &i, t.flag, nullptr, &value);
       if (!took.ok()) {

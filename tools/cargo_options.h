@@ -13,13 +13,15 @@ namespace nativeprof::tools {
 
 // The kind of Cargo target, named as Cargo's `--bin`/`--bench`/... flags and its JSON messages'
 // `target.kind` name them.
-enum class CargoTargetKind { kDefaultBin, kBin, kBench, kTest, kExample };
+// kLib: the package library's unit tests (`cargo test --lib`), which have no target name.
+enum class CargoTargetKind { kDefaultBin, kBin, kBench, kTest, kExample, kLib };
 
-const char* CargoTargetKindName(CargoTargetKind kind);  // "bin", "bench", "test", "example"
+// "bin", "bench", "test", "example", "lib"
+const char* CargoTargetKindName(CargoTargetKind kind);
 
 struct CargoOptions {
   CargoTargetKind kind = CargoTargetKind::kDefaultBin;
-  std::string target_name;               // empty for kDefaultBin
+  std::string target_name;               // empty for kDefaultBin and kLib
   std::string profile = "release";       // --profile P (--release is the default; --dev = dev)
   std::vector<std::string> cargo_args;   // --package, --features, --manifest-path ... verbatim
   std::vector<std::string> record_args;  // every other option before `--`

@@ -133,6 +133,21 @@ TEST_F(CargoNativeprofTest, BenchHarnessRunsNoCargoOfItsOwn) {
   }
 }
 
+// A library's unit tests (`cargo test --lib`), a libtest filter passed through.
+TEST_F(CargoNativeprofTest, LibraryUnitTests) {
+  std::vector<std::string> argv = CargoNativeprofCommand(dir_, CargoTargetDir());
+  // 2 x 6,000 rounds over 64 KiB: about 0.8 s of fnv_checksum in a release build here.
+  argv.insert(argv.end() - 2, "HOTLIB_UNIT_ROUNDS=6000");  // before `cargo nativeprof`
+  argv.insert(argv.end(), {absl::StrCat("--manifest-path=", SourcePath("tests/cargo/Cargo.toml")),
+                           "-p", "hotlib", "--lib", "--", "--exact", "tests::checksum_is_stable"});
+  CommandResult r = RunCommand(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("test tests::checksum_is_stable ... ok"));
+  FoldedProfile p = Folded("nativeprof-hotlib.folded");
+  ASSERT_GT(p.total(), 200u) << r.err;
+  EXPECT_GT(p.TotalShare("hotlib::fnv_checksum"), 0.6) << r.err;
+}
+
 TEST_F(CargoNativeprofTest, IntegrationTestAndExampleTargets) {
   CommandResult test = CargoNativeprof(dir_, {"--test", "collatz_test"});
   ASSERT_EQ(test.exit_code, 0) << test.err;

@@ -78,6 +78,28 @@ TEST(CargoOptionsTest, BuildArgumentsNameTheTarget) {
                           "--example=demo", "--locked"));
 }
 
+// A library's unit tests: built by `cargo test --no-run --lib`, found among the artifacts by the
+// library's crate type (it has no target name to give).
+TEST(CargoOptionsTest, LibraryUnitTests) {
+  absl::StatusOr<CargoOptions> o = Parse({"--lib", "-p", "core", "--", "--exact", "t::hot"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->kind, CargoTargetKind::kLib);
+  EXPECT_THAT(o->program_args, ElementsAre("--exact", "t::hot"));
+  EXPECT_THAT(CargoBuildArgs(*o),
+              ElementsAre("test", "--no-run", "--message-format=json-render-diagnostics",
+                          "--profile=release", "--lib", "--package=core"));
+  const CargoArtifact unit_tests{.executable = "/t/release/deps/core-1", .target_name = "core",
+                                 .kinds = {"cdylib", "rlib"}};
+  const CargoArtifact bin{.executable = "/t/release/tool", .target_name = "tool", .kinds = {"bin"}};
+  absl::StatusOr<CargoArtifact> chosen = SelectArtifact(*o, {bin, unit_tests});
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_EQ(chosen->executable, "/t/release/deps/core-1");
+  absl::StatusOr<CargoArtifact> two = SelectArtifact(*o, {unit_tests, unit_tests});
+  EXPECT_THAT(two.status().message(), HasSubstr("choose the package with -p NAME"));
+  EXPECT_FALSE(Parse({"--lib", "--bin", "x"}).ok());
+  EXPECT_FALSE(Parse({"--bin", "x", "--lib"}).ok());
+}
+
 // ---- profile settings ----
 
 absl::StatusOr<CargoProfileSettings> Read(const std::string& toml, const std::string& profile,

@@ -27,3 +27,18 @@ pub fn collatz_steps(limit: u64) -> u64 {
     }
     total
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hashes HOTLIB_UNIT_ROUNDS times (default 10: quick under `cargo test`);
+    /// `cargo nativeprof --lib` profiles it with many more.
+    #[test]
+    fn checksum_is_stable() {
+        let rounds = std::env::var("HOTLIB_UNIT_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(10);
+        let data: Vec<u8> = (0..65536u32).map(|i| (i * 7) as u8).collect();
+        let first = fnv_checksum(std::hint::black_box(&data), rounds);
+        assert_eq!(first, fnv_checksum(std::hint::black_box(&data), rounds));
+    }
+}
