@@ -2,7 +2,8 @@
 // code, by their names alone: Rust's std, core and alloc and C++'s std are compiled into the
 // program (generics, templates, Rust's whole std), so the module a frame is in cannot tell.
 // `report` steps over them to name the program's frame that called into the library: where an
-// allocation was made, where a thread blocked. Pure functions; any thread.
+// allocation was made, where a thread blocked. Told by the crate or namespace that
+// output/module_key.h's CrateOf finds. Pure functions; any thread.
 #ifndef NATIVEPROF_OUTPUT_LIBRARY_FRAMES_H_
 #define NATIVEPROF_OUTPUT_LIBRARY_FRAMES_H_
 

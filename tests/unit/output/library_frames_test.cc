@@ -1,5 +1,7 @@
 #include "output/library_frames.h"
 
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace nativeprof::output {
@@ -34,6 +36,14 @@ TEST(LibraryFramesTest, StandardLibraryPathsTypesAndImpls) {
                         "pthread_cond_wait", "stdio_read", "<lambda()>", "core_dump"}) {
     EXPECT_FALSE(IsStandardLibraryFunction(f)) << f;
   }
+}
+
+// A hostile folded line nests qualified paths without end: bounded, not a stack overflow.
+TEST(LibraryFramesTest, EndlessNestingIsBounded) {
+  std::string nested;
+  for (int i = 0; i < 100000; ++i) nested += "<";
+  nested += "myapp::Foo as core::clone::Clone>::clone";
+  (void)IsStandardLibraryFunction(nested);
 }
 
 }  // namespace
