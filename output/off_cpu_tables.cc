@@ -22,7 +22,6 @@ bool IsPseudoFrame(const std::string& name) {
   return name == symbolize::kWaitingForCpuFrame || name == symbolize::kNoSwitchStackFrame;
 }
 
-
 }  // namespace
 
 std::string RenderThreadSplit(const nlohmann::json& metadata, TableFormat format) {

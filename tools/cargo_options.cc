@@ -114,12 +114,13 @@ absl::StatusOr<CargoOptions> ParseCargoOptions(int argc, char** argv) {
     }
     std::string value;
     bool matched = false;
+    auto second_target = [&arg] {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "more than one target given ('", EscapeForMessage(arg),
+          "' after another); cargo nativeprof records one target at a time"));
+    };
     if (arg == "--lib") {
-      if (target_given) {
-        return absl::InvalidArgumentError(
-            "more than one target given ('--lib' after another); cargo nativeprof records one "
-            "target at a time");
-      }
+      if (target_given) return second_target();
       o.kind = CargoTargetKind::kLib;
       target_given = true;
       continue;
@@ -131,11 +132,7 @@ absl::StatusOr<CargoOptions> ParseCargoOptions(int argc, char** argv) {
             absl::StrCat(t.flag, " needs a target name, e.g. ", t.flag, " NAME"));
       }
       if (!*took) continue;
-      if (target_given) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "more than one target given ('", EscapeForMessage(arg),
-            "' after another); cargo nativeprof records one target at a time"));
-      }
+      if (target_given) return second_target();
       if (value.empty() || value[0] == '-') {
         return absl::InvalidArgumentError(
             absl::StrCat(t.flag, " needs a target name, e.g. ", t.flag, " NAME"));
