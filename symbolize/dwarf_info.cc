@@ -15,8 +15,8 @@
 namespace nativeprof::symbolize {
 namespace {
 
-// Walks at most this many DIEs of one unit when indexing it (times ten), or of a program's Rust
-// units when telling a debug build.
+// Walks at most this many DIEs of one unit when indexing it (times ten), or of a program's units
+// whose producer records no flags (Rust's, clang's by default) when telling a debug build.
 constexpr int kMaxDiesScanned = 200000;
 // Deeper than any real program's nesting of DIEs (namespaces, classes, functions, lexical
 // blocks, inlined calls); a crafted file nests without end.

@@ -44,8 +44,8 @@ class DwarfInfo {
   bool Describe(uint64_t svma, bool inline_frames, bool full_names, std::vector<DwarfFrame>* out);
 
   // True when some compilation unit with code was built without optimization: a GCC/Clang
-  // producer with -O0 or no -O flag, or Rust code whose variables nearly all live in the stack
-  // frame (a debug build).
+  // producer that records its flags with -O0 or no -O flag; or, in the units whose producer
+  // records none (Rust's, clang's by default), variables nearly all in the stack frame.
   // `evidence` receives the producer string or a description.
   bool BuiltWithoutOptimization(std::string* evidence);
 
