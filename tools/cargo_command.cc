@@ -129,6 +129,20 @@ int RunCargoCommand(int argc, char** argv) {
       spdlog::info("building with CARGO_PROFILE_{}_DEBUG={}",
                    CargoProfileEnvName(options->profile), kLineTablesDebugSetting);
     }
+    // Stripping changes no code, only what the binary keeps: a profile of a stripped binary has
+    // no names. Unless the environment asked for it, the build keeps its symbols (setting
+    // Cargo's default explicitly changes no fingerprint, so nothing is rebuilt for it). Cargo's
+    // config files can set strip too: the environment overrides them as well.
+    if (!profile->strip_from_environment) {
+      const std::string strip_env =
+          absl::StrCat("CARGO_PROFILE_", CargoProfileEnvName(options->profile), "_STRIP");
+      request.env.emplace_back(strip_env, "none");
+      if (profile->strip != "none" && profile->strip != "false" && !profile->strip.empty()) {
+        spdlog::info("profile '{}' sets strip = \"{}\": building with {}=none", profile->name,
+                     profile->strip, strip_env);
+      }
+      profile->strip = "none";
+    }
     const std::string warning = profile->Warning();
     if (!warning.empty()) {
       PrintError(absl::StrCat("warning: ", warning));

@@ -53,23 +53,23 @@ bool CargoProfileSettings::HasLineTables() const {
 
 std::string CargoProfileSettings::Warning() const {
   std::vector<std::string> settings;
+  std::vector<std::string> fixes;
   std::string effect;
-  if (strip == "symbols" || strip == "true") {
+  const std::string env = CargoProfileEnvName(name);
+  if (strip == "symbols" || strip == "true" || strip == "debuginfo") {
     settings.push_back(absl::StrCat("strip = \"", strip, "\""));
-    effect = "frames will be unnamed";
-  } else if (strip == "debuginfo") {
-    settings.push_back("strip = \"debuginfo\"");
-    effect = "inline frames and file:line are lost";
+    fixes.push_back(absl::StrCat("CARGO_PROFILE_", env, "_STRIP=false"));
+    effect = strip == "debuginfo" ? "inline frames and file:line are lost" : "frames will be unnamed";
   }
   if (!IsOff(lto) && lto != "off") {
     settings.push_back(absl::StrCat("lto = \"", lto, "\""));
+    fixes.push_back(absl::StrCat("CARGO_PROFILE_", env, "_LTO=false"));
     if (effect.empty()) effect = "functions inlined across crates show only as inline frames";
   }
   if (settings.empty()) return "";
-  const std::string env = CargoProfileEnvName(name);
   return absl::StrCat("profile '", name, "' sets ", absl::StrJoin(settings, " and "), ": ", effect,
-                      "; profile with CARGO_PROFILE_", env, "_STRIP=false CARGO_PROFILE_", env,
-                      "_LTO=false, or a profile without them");
+                      "; profile with ", absl::StrJoin(fixes, " "), ", or a profile without ",
+                      settings.size() == 1 ? "it" : "them");
 }
 
 absl::StatusOr<CargoProfileSettings> ReadCargoProfile(
@@ -105,12 +105,17 @@ absl::StatusOr<CargoProfileSettings> ReadCargoProfile(
     p = parent;
   }
 
+  bool from_environment = false;
   auto lookup = [&](const std::string& key) -> std::string {
+    from_environment = false;
     for (const std::string& p : chain) {
       // Cargo's configuration (the environment among it) overrides Cargo.toml for a profile.
       const char* env = getenv(absl::StrCat("CARGO_PROFILE_", CargoProfileEnvName(p), "_",
                                             CargoProfileEnvName(key)));
-      if (env != nullptr) return env;
+      if (env != nullptr) {
+        from_environment = true;
+        return env;
+      }
       std::shared_ptr<cpptoml::table> table = profiles ? profiles->get_table(p) : nullptr;
       if (table && table->contains(key)) return ValueText(Get(table, key));
     }
@@ -120,6 +125,7 @@ absl::StatusOr<CargoProfileSettings> ReadCargoProfile(
   s.name = profile;
   s.debug = lookup("debug");
   s.strip = lookup("strip");
+  s.strip_from_environment = from_environment;
   s.lto = lookup("lto");
   return s;
 }

@@ -1,6 +1,7 @@
 // What a Cargo build profile does to profiling: whether it has debug info (else `cargo nativeprof`
-// turns line tables on for the build), and whether it strips symbols or enables LTO (warned about
-// in one line). Settings come from the workspace root's Cargo.toml [profile.*] tables, the
+// turns line tables on for the build), whether it strips symbols (else `cargo nativeprof` keeps
+// them, unless the environment chose to strip) and whether it enables LTO (warned about in one
+// line). Settings come from the workspace root's Cargo.toml [profile.*] tables, the
 // `inherits` chain and Cargo's built-in defaults, overridden by CARGO_PROFILE_<NAME>_<KEY>
 // variables as Cargo itself does.
 #ifndef NATIVEPROF_TOOLS_CARGO_PROFILE_H_
@@ -20,6 +21,9 @@ struct CargoProfileSettings {
   std::string debug;
   std::string strip;
   std::string lto;
+  // A CARGO_PROFILE_<NAME>_STRIP variable set `strip`: the user's explicit choice, which
+  // `cargo nativeprof` keeps (and warns about) rather than overriding.
+  bool strip_from_environment = false;
 
   // True when the build already carries line tables (so no override is needed).
   bool HasLineTables() const;

@@ -182,13 +182,20 @@ debug = 1
       Read(toml, "deeper", {{"CARGO_PROFILE_PROFILING_STRIP", "false"},
                             {"CARGO_PROFILE_RELEASE_LTO", "false"}});
   EXPECT_EQ(overridden->Warning(), "");
+  // Only a variable's strip is the user's explicit choice (cargo nativeprof keeps the others'
+  // symbols).
+  EXPECT_FALSE(deeper->strip_from_environment);
+  EXPECT_TRUE(overridden->strip_from_environment);
+  EXPECT_FALSE(Read(toml, "deeper", {{"CARGO_PROFILE_RELEASE_STRIP", "symbols"}})
+                   ->strip_from_environment);  // deeper's chain sets it in Cargo.toml first
   EXPECT_FALSE(Read(toml, "profiling", {{"CARGO_PROFILE_PROFILING_DEBUG", "0"}})->HasLineTables());
   EXPECT_TRUE(Read(toml, "release", {{"CARGO_PROFILE_RELEASE_DEBUG", "1"}})->HasLineTables());
 }
 
 TEST(CargoProfileTest, LtoAloneAndStripDebuginfoWarnDifferently) {
-  EXPECT_THAT(Read("[profile.release]\nlto = true\n", "release")->Warning(),
-              HasSubstr("lto = \"true\": functions inlined across crates show only as inline"));
+  EXPECT_EQ(Read("[profile.release]\nlto = true\n", "release")->Warning(),
+            "profile 'release' sets lto = \"true\": functions inlined across crates show only as "
+            "inline frames; profile with CARGO_PROFILE_RELEASE_LTO=false, or a profile without it");
   EXPECT_THAT(Read("[profile.release]\nlto = \"off\"\n", "release")->Warning(), IsEmpty());
   EXPECT_THAT(Read("[profile.release]\nstrip = \"debuginfo\"\n", "release")->Warning(),
               HasSubstr("inline frames and file:line are lost"));
