@@ -221,10 +221,34 @@ Fn NextDefinition(std::atomic<Fn>& cache, const char* name) {
   return fn;
 }
 
+// The malloc_usable_size of the allocator the hooks forward to: the one in the library that
+// defines the __libc_malloc they call (glibc, or an allocator that stands in for it, as tcmalloc
+// does). Not simply the next definition: a library preloaded after this one that replaces malloc
+// without defining __libc_malloc (jemalloc) comes first, and its malloc_usable_size crashes on
+// glibc's blocks.
+using UsableSizeFn = size_t (*)(void*);
+std::atomic<UsableSizeFn> g_usable_size{nullptr};
+
+UsableSizeFn ResolveUsableSize() {
+  UsableSizeFn fn = g_usable_size.load(std::memory_order_relaxed);
+  if (fn != nullptr) return fn;
+  ThreadState& t = CurrentThread();
+  ++t.busy;  // the loader may allocate
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&__libc_malloc), &info) != 0 && info.dli_fname != nullptr) {
+    if (void* lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD); lib != nullptr) {
+      fn = reinterpret_cast<UsableSizeFn>(dlsym(lib, "malloc_usable_size"));
+      dlclose(lib);
+    }
+  }
+  --t.busy;
+  if (fn == nullptr) return NextDefinition(g_usable_size, "malloc_usable_size");
+  g_usable_size.store(fn, std::memory_order_relaxed);
+  return fn;
+}
+
 size_t RealUsableSize(void* base) {
-  using Fn = size_t (*)(void*);
-  static std::atomic<Fn> real{nullptr};
-  Fn fn = NextDefinition(real, "malloc_usable_size");
+  const UsableSizeFn fn = ResolveUsableSize();
   return fn == nullptr ? 0 : fn(base);
 }
 
@@ -234,10 +258,11 @@ std::atomic<Wait4Fn> g_wait4{nullptr};
 std::atomic<WaitIdFn> g_waitid{nullptr};
 
 // Looked up as the preload loads, not at the first call: that may be in a SIGCHLD handler, where
-// dlsym (which takes the loader's lock and may allocate) must not run.
-__attribute__((constructor)) void ResolveWaitCalls() {
+// dlsym (which takes the loader's lock and may allocate) must not run, or inside a hook.
+__attribute__((constructor)) void ResolveForwardedCalls() {
   (void)NextDefinition(g_wait4, "wait4");
   (void)NextDefinition(g_waitid, "waitid");
+  (void)ResolveUsableSize();
 }
 
 // A child killed by a signal ran none of the exit paths that take its heap out of the live heap

@@ -42,7 +42,10 @@ void SymbolTable::Add(uint64_t start, uint64_t size, absl::string_view name, Bin
   pending_.push_back(p);
 }
 
-size_t SymbolTable::AddElfSymbols(const module::ElfImage& file, absl::string_view section) {
+size_t ForEachElfFunctionSymbol(
+    const module::ElfImage& file, absl::string_view section,
+    const absl::FunctionRef<void(absl::string_view name, uint64_t start, uint64_t size,
+                                 SymbolTable::Binding binding, uint64_t section_end)>& fn) {
   GElf_Shdr shdr;
   Elf_Scn* scn = file.FindSection(section, &shdr);
   if (scn == nullptr || shdr.sh_type == SHT_NOBITS || shdr.sh_entsize == 0) return 0;
@@ -64,7 +67,7 @@ size_t SymbolTable::AddElfSymbols(const module::ElfImage& file, absl::string_vie
     }
   }
 
-  size_t added = 0;
+  size_t called = 0;
   for (size_t i = 1; i < count; ++i) {
     GElf_Sym sym;
     if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
@@ -80,11 +83,22 @@ size_t SymbolTable::AddElfSymbols(const module::ElfImage& file, absl::string_vie
     // Local labels and ARM/AArch64 mapping symbols are not functions.
     if (type == STT_NOTYPE && (n[0] == '$' || absl::string_view(n).substr(0, 2) == ".L")) continue;
     int bind = GELF_ST_BIND(sym.st_info);
-    Binding binding = bind == STB_GLOBAL ? kGlobal : (bind == STB_WEAK ? kWeak : kLocal);
-    Add(sym.st_value, sym.st_size, n, binding, section_end);
-    ++added;
+    fn(n, sym.st_value, sym.st_size,
+       bind == STB_GLOBAL ? SymbolTable::kGlobal
+                          : (bind == STB_WEAK ? SymbolTable::kWeak : SymbolTable::kLocal),
+       section_end);
+    ++called;
   }
-  return added;
+  return called;
+}
+
+size_t SymbolTable::AddElfSymbols(const module::ElfImage& file, absl::string_view section) {
+  return ForEachElfFunctionSymbol(
+      file, section,
+      [this](absl::string_view name, uint64_t start, uint64_t size, SymbolTable::Binding binding,
+             uint64_t section_end) {
+        Add(start, size, name, binding, section_end);
+      });
 }
 
 size_t SymbolTable::AddPltSymbols(const module::ElfImage& file) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "module/elf_image.h"
@@ -70,6 +71,15 @@ class SymbolTable {
   std::string names_;
   uint64_t max_size_ = 0;  // longest symbol, bounds the backward search for enclosing symbols
 };
+
+// Calls `fn(name, start, size, binding, section_end)` for each function symbol that `section`
+// (".symtab" or ".dynsym") of `elf` defines in an executable section, in table order, with its
+// exact name (aliases are not merged). Returns how many it called `fn` for (0 when the section
+// is absent or malformed).
+size_t ForEachElfFunctionSymbol(
+    const module::ElfImage& elf, absl::string_view section,
+    const absl::FunctionRef<void(absl::string_view name, uint64_t start, uint64_t size,
+                                 SymbolTable::Binding binding, uint64_t section_end)>& fn);
 
 }  // namespace nativeprof::symbolize
 

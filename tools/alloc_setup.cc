@@ -8,12 +8,15 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "base/logging.h"
+#include "base/text_escape.h"
+#include "module/elf_image.h"
 #include "base/scoped_fd.h"
 #include "sampler/alloc_channel_layout.h"
+#include "symbolize/symbol_table.h"
 
 namespace nativeprof::tools {
 namespace {
@@ -89,16 +92,61 @@ absl::StatusOr<sampler::AllocChannel> CreateAllocChannel(uint64_t rate_bytes,
   return sampler::AllocChannel::Create(dir, rate_bytes, ring_bytes);
 }
 
+bool ReplacesAllocator(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<module::ElfImage>> elf = module::ElfImage::Open(path);
+  if (!elf.ok()) return false;
+  bool replaces = false;
+  symbolize::ForEachElfFunctionSymbol(
+      **elf, ".dynsym",
+      [&](absl::string_view name, uint64_t, uint64_t, symbolize::SymbolTable::Binding,
+          uint64_t) {
+        // operator new(size_t) and operator delete(void*): an allocator's C++ entry points.
+        if (name == "malloc" || name == "free" || name == "_Znwm" || name == "_ZdlPv") {
+          replaces = true;
+        }
+      });
+  return replaces;
+}
+
+std::string ResolvePreloadEntry(const std::string& entry) {
+  if (entry.find('/') != std::string::npos) return IsFile(entry) ? entry : "";
+  std::vector<std::string> dirs;
+  if (const char* path = std::getenv("LD_LIBRARY_PATH"); path != nullptr) {
+    for (absl::string_view d : absl::StrSplit(path, absl::ByAnyChar(":;"), absl::SkipEmpty())) {
+      dirs.emplace_back(d);
+    }
+  }
+  // The loader's default directories on Debian's multiarch layout and elsewhere (ld.so.cache
+  // lists what these hold).
+  for (const char* d : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
+                        "/usr/lib64", "/lib", "/usr/lib", "/usr/local/lib"}) {
+    dirs.emplace_back(d);
+  }
+  for (const std::string& d : dirs) {
+    const std::string candidate = absl::StrCat(d, "/", entry);
+    if (IsFile(candidate)) return candidate;
+  }
+  return "";
+}
+
 std::vector<std::pair<std::string, std::string>> AllocEnvironment(
-    const std::string& preload, const sampler::AllocChannel& channel) {
+    const std::string& preload, const sampler::AllocChannel& channel,
+    std::vector<std::string>* notes) {
   std::string ld_preload = preload;
   if (const char* user = std::getenv("LD_PRELOAD"); user != nullptr && *user != '\0') {
-    absl::StrAppend(&ld_preload, ":", user);
-    // Our hooks call glibc's allocator, so a malloc defined later in the list is never called.
-    Logger("main")->warn(
-        "LD_PRELOAD={} comes after nativeprof's allocation library: if it replaces malloc "
-        "(jemalloc, tcmalloc), the program runs on glibc's malloc while --alloc records",
-        user);
+    // The loader splits LD_PRELOAD at spaces and colons.
+    for (absl::string_view entry : absl::StrSplit(user, absl::ByAnyChar(" :"), absl::SkipEmpty())) {
+      const std::string resolved = ResolvePreloadEntry(std::string(entry));
+      if (!resolved.empty() && ReplacesAllocator(resolved)) {
+        notes->push_back(absl::StrCat(
+            "LD_PRELOAD's ", EscapeForMessage(entry),
+            " replaces malloc: left out of this run, so that --alloc sees every allocation (the "
+            "program runs on glibc's malloc); record without --alloc to profile it on that "
+            "allocator"));
+        continue;
+      }
+      absl::StrAppend(&ld_preload, ":", entry);
+    }
   }
   return {{"LD_PRELOAD", ld_preload}, {alloc_channel::kEnvChannel, channel.path()}};
 }

@@ -29,9 +29,22 @@ absl::Status CheckInterposable(const std::string& path);
 absl::StatusOr<sampler::AllocChannel> CreateAllocChannel(uint64_t rate_bytes,
                                                          uint32_t stack_bytes);
 
+// Whether the shared library at `path` defines malloc, free or C++'s operator new: an allocator
+// of its own (jemalloc, tcmalloc, mimalloc), which takes the program's allocations away from
+// glibc's malloc, the one the preload's hooks forward to. False for what cannot be read.
+bool ReplacesAllocator(const std::string& path);
+
+// The file an LD_PRELOAD entry names: itself when it has a '/', else the first match in
+// LD_LIBRARY_PATH's directories and then the loader's default ones; "" when none exists.
+std::string ResolvePreloadEntry(const std::string& entry);
+
 // LD_PRELOAD (the preload first, then whatever the user preloads) and NATIVEPROF_ALLOC_CHANNEL.
+// A user's preload that replaces the allocator is left out: its malloc would never be called
+// (the hooks forward to glibc's) while its own operator new and malloc_usable_size would be,
+// on blocks of the other allocator. Each one left out adds a line to `notes`.
 std::vector<std::pair<std::string, std::string>> AllocEnvironment(
-    const std::string& preload, const sampler::AllocChannel& channel);
+    const std::string& preload, const sampler::AllocChannel& channel,
+    std::vector<std::string>* notes);
 
 }  // namespace nativeprof::tools
 

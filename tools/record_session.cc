@@ -390,7 +390,9 @@ int RunRecording(const RecordOptions& o) {
     absl::StatusOr<sampler::AllocChannel> channel = CreateAllocChannel(*o.alloc_rate_bytes, o.dwarf_stack_bytes);
     if (!channel.ok()) return PrintCliError(CliStep::kRun, channel.status());
     alloc_channel.emplace(*std::move(channel));
-    spawn.set_environment = AllocEnvironment(*preload, *alloc_channel);
+    std::vector<std::string> preload_notes;
+    spawn.set_environment = AllocEnvironment(*preload, *alloc_channel, &preload_notes);
+    for (const std::string& note : preload_notes) PrintError(absl::StrCat("warning: ", note));
   }
   // ru_maxrss is the largest of every child reaped so far: the target's shows only if it is
   // larger than what came before (a cargo build).

@@ -621,6 +621,39 @@ TEST(AllocTest, AnAllocatorOfItsOwnIsNamed) {
   EXPECT_THAT(plain.result.err, ::testing::Not(HasSubstr("the rest came another way")));
 }
 
+// A user's LD_PRELOAD that replaces malloc (jemalloc, tcmalloc; here a stand-in whose free and
+// malloc_usable_size abort on blocks of another allocator, as jemalloc's do) would get none of
+// the allocations the hooks forward to glibc, yet its malloc_usable_size and operator new would
+// be called: the program died. `record --alloc` leaves it out, in one line, and counts everything.
+TEST(AllocTest, AUsersPreloadedAllocatorIsLeftOut) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string standin = TargetPath("liballoc_standin.so");
+  const std::string folded = MakeTempDir() + "/alloc.folded";
+  CommandResult r = RunCommand({"/usr/bin/env", absl::StrCat("LD_PRELOAD=", standin),
+                                NativeprofBinary(), "record", "--no-counters", "--alloc", "-o",
+                                folded, "--", TargetPath("alloc_workload"), "realloc"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;  // alloc_workload's own checks of realloc and friends
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("LD_PRELOAD's ", standin,
+                                            " replaces malloc: left out of this run")));
+  // The sites mode under it: every allocation counted, as the construction says.
+  CommandResult sites = RunCommand({"/usr/bin/env", absl::StrCat("LD_PRELOAD=", standin),
+                                    NativeprofBinary(), "record", "--no-counters", "--alloc", "-o",
+                                    folded, "--", TargetPath("alloc_workload"), "sites"});
+  ASSERT_EQ(sites.exit_code, 0) << sites.err;
+  AllocRecording rec;
+  rec.exact = nlohmann::json::parse(ReadFileOrEmpty(folded + ".json"), nullptr,
+                                    false)["allocations"]["exact"];
+  ExpectSitesTotals(rec, 1);
+
+  // A program that preloads one itself, after the library: the hooks still forward to glibc,
+  // and malloc_usable_size is glibc's too (it was the stand-in's, which aborted).
+  AllocRecording inner = RecordAlloc(
+      "--alloc", {"/bin/sh", "-c",
+                  absl::StrCat("LD_PRELOAD=\"$LD_PRELOAD:", standin, "\" ",
+                               TargetPath("alloc_workload"), " realloc")});
+  EXPECT_EQ(inner.result.exit_code, 0) << inner.result.err;
+}
+
 // A program the command starts but the library cannot reach (a static binary here, one that
 // changed to another user below) is named, instead of its allocations silently missing.
 TEST(AllocTest, ProgramsTheLibraryCannotReachAreNamed) {

@@ -68,6 +68,11 @@ np_test_target(alloc_workload SOURCES ${CMAKE_CURRENT_LIST_DIR}/alloc_workload.c
                FLAGS ${NP_FP_FLAGS} LINK pthread)
 np_test_target(alloc_cxx SOURCES ${CMAKE_CURRENT_LIST_DIR}/alloc_cxx.cc FLAGS ${NP_FP_FLAGS}
                LINK pthread)
+# A user's LD_PRELOAD that replaces malloc, as jemalloc does (record --alloc leaves it out).
+add_library(alloc_standin SHARED ${CMAKE_CURRENT_LIST_DIR}/alloc_standin.c)
+target_compile_options(alloc_standin PRIVATE -O1 -fno-builtin)
+set_target_properties(alloc_standin PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${NATIVEPROF_TARGETS_DIR})
+add_dependencies(np_test_targets alloc_standin)
 # Static: LD_PRELOAD cannot reach it, and glibc's static start-up mallocs a few blocks itself.
 np_test_target(alloc_static SOURCES ${CMAKE_CURRENT_LIST_DIR}/alloc_workload.c
                FLAGS ${NP_FP_FLAGS} -static LINK -static pthread)

@@ -1,0 +1,50 @@
+#include "tools/alloc_setup.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/test_support.h"
+
+namespace nativeprof::tools {
+namespace {
+
+// glibc's libraries, which every Debian system has, stand for a user's LD_PRELOAD entries: libc
+// defines malloc (as jemalloc and tcmalloc do), libm does not.
+TEST(AllocSetupTest, PreloadEntriesAreFoundAndAllocatorsTold) {
+  const std::string libc = ResolvePreloadEntry("libc.so.6");
+  ASSERT_FALSE(libc.empty());
+  EXPECT_TRUE(ReplacesAllocator(libc));
+  const std::string libm = ResolvePreloadEntry("libm.so.6");
+  ASSERT_FALSE(libm.empty());
+  EXPECT_FALSE(ReplacesAllocator(libm));
+  EXPECT_EQ(ResolvePreloadEntry(libm), libm);  // a path is taken as it is
+  EXPECT_EQ(ResolvePreloadEntry("libnativeprof-no-such-library.so"), "");
+  EXPECT_EQ(ResolvePreloadEntry("/no/such/libjemalloc.so.2"), "");
+  EXPECT_FALSE(ReplacesAllocator("/no/such/libjemalloc.so.2"));
+  EXPECT_FALSE(ReplacesAllocator("/etc/passwd"));  // not ELF
+}
+
+// A bare name is also looked up in LD_LIBRARY_PATH's directories, as the loader does.
+TEST(AllocSetupTest, LibraryPathIsSearched) {
+  const std::string libm = ResolvePreloadEntry("libm.so.6");
+  ASSERT_FALSE(libm.empty());
+  const std::string dir = testing::MakeTempDir();
+  ASSERT_EQ(::symlink(libm.c_str(), (dir + "/libnp-only-here.so").c_str()), 0);
+  EXPECT_EQ(ResolvePreloadEntry("libnp-only-here.so"), "");
+  const char* saved = std::getenv("LD_LIBRARY_PATH");
+  const std::string old = saved != nullptr ? saved : "";
+  ::setenv("LD_LIBRARY_PATH", ("/nonexistent::" + dir).c_str(), 1);
+  EXPECT_EQ(ResolvePreloadEntry("libnp-only-here.so"), dir + "/libnp-only-here.so");
+  if (saved != nullptr) {
+    ::setenv("LD_LIBRARY_PATH", old.c_str(), 1);
+  } else {
+    ::unsetenv("LD_LIBRARY_PATH");
+  }
+}
+
+}  // namespace
+}  // namespace nativeprof::tools
