@@ -26,6 +26,8 @@ struct ProcMapsEntry {
   uint32_t dev_minor = 0;
   uint64_t inode = 0;
   std::string path;  // may be empty, "[vdso]", "[heap]", or end in " (deleted)"
+
+  bool operator==(const ProcMapsEntry&) const = default;
 };
 
 // Parses the text of a /proc/PID/maps file. Errors: kDataLoss naming the bad line (quoted
