@@ -181,8 +181,15 @@ absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
     return std::nullopt;  // it ran: the copy may be of two states
   }
   t.read_ns = MonotonicNowNs();
+  t.timeslices = after->timeslices;
   t.bp_guesses = FramePointerGuesses(t.stack, t.sp, maps);
   return t;
+}
+
+bool ThreadRanSince(const BlockedThread& t) {
+  absl::StatusOr<SchedStat> now =
+      TaskSchedStat(static_cast<pid_t>(t.pid), static_cast<pid_t>(t.tid));
+  return !now.ok() || now->timeslices != t.timeslices;
 }
 
 SampleView BlockedThreadSample(const BlockedThread& t, uint64_t bp, uint64_t regs_mask,

@@ -39,6 +39,9 @@ struct BlockedThread {
   // CLOCK_MONOTONIC once the snapshot was complete. The thread did not run while it was read,
   // so an interval it is still in after this time is the one the snapshot describes.
   uint64_t read_ns = 0;
+  // The times it had been given a CPU then (schedstat): ThreadRanSince tells from it whether the
+  // snapshot still holds.
+  uint64_t timeslices = 0;
   uint64_t ip = 0;  // in the system call's wrapper
   uint64_t sp = 0;
   // /proc does not show rbp: the places it may point to (FramePointerGuesses), most likely
@@ -83,6 +86,10 @@ std::vector<uint64_t> FramePointerGuesses(std::span<const uint8_t> stack, uint64
 absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
     pid_t pid, pid_t tid, size_t stack_bytes, const std::vector<ProcMapsEntry>& maps,
     bool kernel_frames);
+
+// Whether thread `t` has been given a CPU since its snapshot was read (a switch-in counts in its
+// schedstat), which makes the snapshot stale; true too for a thread that is gone.
+bool ThreadRanSince(const BlockedThread& t);
 
 // A context-switch sample of `t`, with rbp = `bp`, in the session's layout (`regs_mask`:
 // attr.sample_regs_user), for StackCollector::OnBlockedAtStart. `kernel_avmas` are the addresses

@@ -68,7 +68,8 @@ void ApplyCallGraph(const RecordOptions& o, sampler::SessionOptions* so) {
 // wakes after its snapshot has its switch-in recorded (and one that ran during it is skipped).
 void NoteBlockedThreads(const sampler::Session& session, int pid,
                         const std::vector<sampler::ProcMapsEntry>& maps,
-                        unwind::StackCollector* collector) {
+                        unwind::StackCollector* collector,
+                        std::vector<sampler::BlockedThread>* noted) {
   const perf_event_attr& attr = session.attr();
   if (attr.sample_regs_user == 0 || attr.sample_stack_user == 0) return;  // --call-graph fp
   // A snapshot's time is CLOCK_MONOTONIC; without use_clockid the records' is perf's own clock.
@@ -110,6 +111,10 @@ void NoteBlockedThreads(const sampler::Session& session, int pid,
                                                      &regs[i], &callchains[i]));
     }
     collector->OnBlockedAtStart(guesses);
+  }
+  for (sampler::BlockedThread& t : snapshots) {
+    t.stack = {};  // only the thread and its schedstat are looked at again
+    noted->push_back(std::move(t));
   }
 }
 
@@ -247,6 +252,7 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   std::unique_ptr<symbolize::Symbolizer> symbolizer = symbolize::MakeMappingAwareSymbolizer(collector, o.symbolizer);
   if ((*session)->off_cpu()) {
     collector.track_off_cpu();
+    // Set again as sampling starts, after the state read below.
     if ((*session)->attr().use_clockid != 0) {
       collector.mutable_off_cpu().set_recording_start(sampler::MonotonicNowNs());
     }
@@ -263,11 +269,14 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   // first drain, and lost the first ~2,000 switches of a busy process.
   opening = std::chrono::steady_clock::now();
   std::vector<std::vector<sampler::ProcMapsEntry>> maps_before(o.pids.size());
+  std::vector<sampler::BlockedThread> blocked_at_start;
   for (size_t i = 0; i < o.pids.size(); ++i) {
     absl::StatusOr<std::vector<sampler::ProcMapsEntry>> maps = sampler::ReadProcMaps(o.pids[i]);
     if (!maps.ok()) continue;
     sampler::SynthesizeProcessState(o.pids[i], *maps, collector);
-    if ((*session)->off_cpu()) NoteBlockedThreads(**session, o.pids[i], *maps, &collector);
+    if ((*session)->off_cpu()) {
+      NoteBlockedThreads(**session, o.pids[i], *maps, &collector, &blocked_at_start);
+    }
     maps_before[i] = *std::move(maps);
   }
   Logger("main")->debug("state of {} attached processes read in {:.1f} ms", o.pids.size(),
@@ -275,6 +284,9 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   // --duration counts from here, the start of sampling.
   const auto start = std::chrono::steady_clock::now();
   const std::optional<SchedStat> start_sched = SchedNow();
+  if ((*session)->off_cpu() && (*session)->attr().use_clockid != 0) {
+    collector.mutable_off_cpu().set_recording_start(sampler::MonotonicNowNs());
+  }
   if (absl::Status st = (*session)->Enable(); !st.ok()) return PrintCliError(CliStep::kRun, st);
   // The kernel reports only mappings made from now on: the maps again, for what was mapped
   // since the read above (a mapping seen twice would just replace itself).
@@ -291,6 +303,13 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
       return it != before.end() && *it == e;
     });
     sampler::SynthesizeProcessState(o.pids[i], *maps, collector);
+  }
+  // A thread that ran between its snapshot and the start of sampling is in another interval
+  // now (or blocked elsewhere): its snapshot is dropped rather than given to that interval.
+  for (const sampler::BlockedThread& t : blocked_at_start) {
+    if (sampler::ThreadRanSince(t)) {
+      collector.ForgetBlockedAtStart(static_cast<int32_t>(t.pid), static_cast<int32_t>(t.tid));
+    }
   }
 
   sampler::AttachedTarget target(o.pids);

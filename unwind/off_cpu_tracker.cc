@@ -22,6 +22,13 @@ OffCpuTracker::State& OffCpuTracker::StateOf(int32_t pid, int32_t tid, uint64_t 
   return s;
 }
 
+void OffCpuTracker::set_recording_start(uint64_t start_ns) {
+  for (auto& [tid, s] : threads_) {
+    if (s.times.first_ns == recording_start_ns_) s.times.first_ns = start_ns;
+  }
+  recording_start_ns_ = start_ns;
+}
+
 void OffCpuTracker::NoteExistingThread(int32_t pid, int32_t tid) {
   // Seen since the start: if its first record is a switch-in, it was off-CPU until then.
   StateOf(pid, tid, recording_start_ns_);

@@ -55,8 +55,9 @@ struct ThreadTimes {
 class OffCpuTracker {
  public:
   // `start_ns`: when sampling started, in record time (0 when unknown); a thread whose first
-  // record is a switch-in was off-CPU since then.
-  void set_recording_start(uint64_t start_ns) { recording_start_ns_ = start_ns; }
+  // record is a switch-in was off-CPU since then. May be set again, later, before the first
+  // record: the threads noted so far then start at the new time.
+  void set_recording_start(uint64_t start_ns);
   // A thread that exists when recording starts (attach mode), so a thread that never runs is
   // still listed.
   void NoteExistingThread(int32_t pid, int32_t tid);

@@ -190,6 +190,17 @@ bool StackCollector::KernelFramesExtend(const CollectedStack& whole,
   return matched == pk;
 }
 
+void StackCollector::ForgetBlockedAtStart(int32_t pid, int32_t tid) {
+  for (auto it = blocked_at_start_.begin(); it != blocked_at_start_.end(); ++it) {
+    CollectedStack& s = stacks_[*it];
+    if (s.pid != pid || s.tid != tid) continue;
+    --s.samples;
+    off_cpu_.NoteBlockedAtStart(pid, tid, 0, kNoSampledStack);
+    blocked_at_start_.erase(it);
+    return;
+  }
+}
+
 void StackCollector::CompleteBlockedAtStartStacks() {
   for (const uint32_t part : blocked_at_start_) {
     const CollectedStack& p = stacks_[part];

@@ -161,6 +161,10 @@ class StackCollector final : public sampler::RecordSink {
   // `guesses` are the same snapshot with each of its rbp guesses (sampler::BlockedThread), most
   // likely first: of those that unwind completely the deepest is kept, else the first.
   void OnBlockedAtStart(std::span<const sampler::SampleView> guesses);
+  // Thread `tid`, noted by OnBlockedAtStart, ran after its snapshot was read and before sampling
+  // started (the snapshots are read before the events are enabled): the snapshot describes an
+  // interval that is over, and is dropped.
+  void ForgetBlockedAtStart(int32_t pid, int32_t tid);
   // /proc lists a blocked thread's kernel stack without the scheduler's functions (schedule,
   // do_nanosleep, schedule_hrtimeout_range, ...), which switch samples have. Each stack
   // OnBlockedAtStart noted is replaced, in the off-CPU intervals, by the most sampled switch stack

@@ -101,6 +101,29 @@ TEST(OffCpuTrackerTest, ASnapshotAtTheStartIsTheStackOfTheFirstInterval) {
   }
 }
 
+// Attach mode reads the snapshots before sampling starts, then sets the start again: the threads
+// noted in between start then, and a snapshot dropped because its thread ran in between (kNo
+// SampledStack) gives its interval no stack.
+TEST(OffCpuTrackerTest, AStartSetAgainMovesTheThreadsNotedBefore) {
+  OffCpuTracker t;
+  t.set_recording_start(100);
+  for (int32_t tid : {1, 2}) t.NoteExistingThread(1, tid);
+  t.NoteBlockedAtStart(1, 1, 120, 7);
+  t.NoteBlockedAtStart(1, 2, 120, 8);
+  t.NoteBlockedAtStart(1, 2, 0, kNoSampledStack);  // ran before the start: dropped
+  t.set_recording_start(200);
+  t.OnSwitch(1, 2, 400, false, false);
+  t.Finish(1200);
+  ASSERT_EQ(t.intervals().size(), 2u);
+  for (const OffCpuInterval& iv : t.intervals()) {
+    SCOPED_TRACE(iv.tid);
+    EXPECT_EQ(iv.start_ns, 200u);
+    EXPECT_EQ(iv.stack, iv.tid == 1 ? 7u : kNoSampledStack);
+    EXPECT_EQ(iv.duration_ns, iv.tid == 1 ? 1000u : 200u);
+  }
+  for (const ThreadTimes& th : t.Threads()) EXPECT_EQ(th.lifetime_ns(), 1000u) << th.tid;
+}
+
 TEST(OffCpuTrackerTest, ALostSwitchSampleLeavesTheIntervalWithoutAStack) {
   OffCpuTracker t;
   t.OnSwitch(1, 2, 100, true, false);
