@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "output/folded_writer.h"
 #include "output/library_frames.h"
 #include "output/text_report.h"
 
@@ -134,16 +135,36 @@ std::string RenderAllocTotalsDiff(const nlohmann::json& before, const nlohmann::
   return out;
 }
 
-std::vector<AllocCallSite> TopAllocCallSites(const symbolize::Profile& profile, size_t top_n) {
+std::vector<AllocCallSite> TopAllocCallSites(const symbolize::Profile& profile, size_t top_n,
+                                             const FrameModuleMap* frame_modules) {
+  // Per frame of the profile: whether its name says it only passes an allocation on, and
+  // whether it is in the C or C++ runtime's libraries.
+  std::vector<bool> named_plumbing(profile.frames.size());
+  std::vector<bool> runtime(profile.frames.size());
+  for (size_t f = 0; f < profile.frames.size(); ++f) {
+    named_plumbing[f] = IsAllocatorPlumbing(profile.frames[f].function);
+    if (frame_modules != nullptr) {
+      auto it = frame_modules->find(FoldedFrameName(profile.frames[f]));
+      runtime[f] = it != frame_modules->end() && IsRuntimeLibraryModule(it->second);
+    }
+  }
   absl::flat_hash_map<std::string, uint64_t> by_site;
   for (const symbolize::ProfileStack& s : profile.stacks) {
     if (s.frames.empty() || s.samples == 0) continue;
-    // Frames are root first: walk from the leaf up to the first one that is not plumbing.
+    // Frames are root first: walk from the leaf up to the first one that is not plumbing. A
+    // stack that is the runtime's alone (a library's constructor, run by the loader) is named
+    // by its names only, else its site would be the loader's entry point.
     size_t i = s.frames.size();
     std::string via;
-    while (i > 0 && IsAllocatorPlumbing(profile.frames[s.frames[i - 1]].function)) {
-      via = profile.frames[s.frames[i - 1]].function;
-      --i;
+    for (const bool with_runtime : {true, false}) {
+      i = s.frames.size();
+      via.clear();
+      while (i > 0 &&
+             (named_plumbing[s.frames[i - 1]] || (with_runtime && runtime[s.frames[i - 1]]))) {
+        via = profile.frames[s.frames[i - 1]].function;
+        --i;
+      }
+      if (i > 0) break;
     }
     std::string name = i > 0 ? profile.frames[s.frames[i - 1]].function : via;
     if (i > 0 && !via.empty()) absl::StrAppend(&name, " (via ", via, ")");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "output/frame_modules.h"
 #include "symbolize/profile.h"
 
 namespace nativeprof::output {
@@ -29,8 +30,11 @@ struct AllocCallSite {
 
 // The sites of an allocation profile, largest first (top `top_n`): for each stack, the innermost
 // frame that is not allocator plumbing (malloc and friends, operator new, Rust's alloc:: and
-// __rust_alloc, the containers' growth helpers), named with the plumbing frame it called.
-std::vector<AllocCallSite> TopAllocCallSites(const symbolize::Profile& profile, size_t top_n);
+// __rust_alloc, the containers' growth helpers, and with `frame_modules` every frame of the C
+// and C++ runtime's libraries: printf's buffer, fopen's FILE), named with the outermost
+// plumbing frame it called.
+std::vector<AllocCallSite> TopAllocCallSites(const symbolize::Profile& profile, size_t top_n,
+                                             const FrameModuleMap* frame_modules = nullptr);
 
 // "Top N call sites by TITLE" with each site's value and share of `total`; "" for no sites.
 std::string RenderAllocCallSites(const std::string& title, const std::vector<AllocCallSite>& sites,

@@ -9,21 +9,28 @@
 
 namespace nativeprof::output {
 nlohmann::json FrameModulesJson(const symbolize::Profile& profile) {
-  std::vector<uint64_t> frame_samples(profile.frames.size());
-  for (const symbolize::ProfileStack& s : profile.stacks) {
-    for (uint32_t f : s.frames) {
-      if (f < frame_samples.size()) frame_samples[f] += s.samples;
-    }
-  }
+  const symbolize::Profile* one[] = {&profile};
+  return FrameModulesJson(one);
+}
+
+nlohmann::json FrameModulesJson(std::span<const symbolize::Profile* const> profiles) {
   // name -> basename -> samples; std::map keeps every later step in a fixed order.
   std::map<std::string, std::map<std::string, uint64_t>> seen;
-  for (size_t i = 0; i < profile.frames.size(); ++i) {
-    const symbolize::ProfileFrame& f = profile.frames[i];
-    if (f.module.empty() || f.kind == symbolize::ProfileFrameKind::kKernel ||
-        f.kind == symbolize::ProfileFrameKind::kJit) {
-      continue;
+  for (const symbolize::Profile* profile : profiles) {
+    std::vector<uint64_t> frame_samples(profile->frames.size());
+    for (const symbolize::ProfileStack& s : profile->stacks) {
+      for (uint32_t f : s.frames) {
+        if (f < frame_samples.size()) frame_samples[f] += s.samples;
+      }
     }
-    seen[FoldedFrameName(f)][std::string(BaseNameOf(f.module))] += frame_samples[i];
+    for (size_t i = 0; i < profile->frames.size(); ++i) {
+      const symbolize::ProfileFrame& f = profile->frames[i];
+      if (f.module.empty() || f.kind == symbolize::ProfileFrameKind::kKernel ||
+          f.kind == symbolize::ProfileFrameKind::kJit) {
+        continue;
+      }
+      seen[FoldedFrameName(f)][std::string(BaseNameOf(f.module))] += frame_samples[i];
+    }
   }
   struct Entry {
     const std::string* name;

@@ -9,6 +9,7 @@
 #define NATIVEPROF_OUTPUT_FRAME_MODULES_H_
 
 #include <cstddef>
+#include <span>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
@@ -31,6 +32,9 @@ inline constexpr size_t kMaxFrameModuleNameBytes = 512;
 // file). A name seen in several modules maps to the one with the most samples (ties: smaller
 // basename). Deterministic: nlohmann::json objects are ordered by key and "modules" is sorted.
 nlohmann::json FrameModulesJson(const symbolize::Profile& profile);
+// The same over several profiles of one recording (the CPU or wall view and the allocation
+// view), which name different frames: a name's samples add up across them.
+nlohmann::json FrameModulesJson(std::span<const symbolize::Profile* const> profiles);
 
 // Folded frame name -> module basename.
 using FrameModuleMap = absl::flat_hash_map<std::string, std::string>;

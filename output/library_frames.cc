@@ -22,4 +22,20 @@ bool IsStandardLibraryFunction(absl::string_view function) {
   return crate.empty() && absl::StartsWith(function, "<") && absl::StrContains(function, ">::");
 }
 
+bool IsRuntimeLibraryModule(absl::string_view basename) {
+  // The name up to ".so": "libc.so.6" -> "libc", "libstdc++.so.6.0.30" -> "libstdc++".
+  const size_t so = basename.find(".so");
+  if (so == absl::string_view::npos) return false;
+  const absl::string_view stem = basename.substr(0, so);
+  static const absl::string_view kStems[] = {"libc",   "libm",      "libpthread", "libdl",
+                                             "librt",  "libstdc++", "libc++",     "libc++abi",
+                                             "libgcc_s"};
+  for (absl::string_view k : kStems) {
+    if (stem == k) return true;
+  }
+  // The loader (ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld-linux.so.2) and musl's libc
+  // (libc.musl-x86_64.so.1).
+  return absl::StartsWith(stem, "ld-linux") || absl::StartsWith(stem, "libc.musl-");
+}
+
 }  // namespace nativeprof::output

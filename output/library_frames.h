@@ -1,6 +1,7 @@
 // Which frames of a profile are a language's standard library rather than the program's own
-// code, by their names alone: Rust's std, core and alloc and C++'s std are compiled into the
-// program (generics, templates, Rust's whole std), so the module a frame is in cannot tell.
+// code: by their names, for Rust's std, core and alloc and C++'s std, which are compiled into the
+// program (generics, templates, Rust's whole std), so the module a frame is in cannot tell; and
+// by their module, for the C and C++ runtime's shared libraries.
 // `report` steps over them to name the program's frame that called into the library: where an
 // allocation was made, where a thread blocked. Told by the crate or namespace that
 // output/module_key.h's CrateOf finds. Pure functions; any thread.
@@ -22,6 +23,12 @@ namespace nativeprof::output {
 // impl of a standard trait for a standard type (`<String as From<myapp::Error>>::from`), and a
 // C++ name with its return type (--full-names).
 bool IsStandardLibraryFunction(absl::string_view function);
+
+// A module (a mapped file's basename) of the C or C++ runtime, whose functions are the library's
+// however they are named (glibc's `_IO_file_doallocate` under printf, `__fopen_internal`): glibc's
+// libc, libm, libpthread, libdl, librt and loader, musl's libc, libstdc++, libc++, libc++abi and
+// libgcc_s, at any version. Not any other shared object: a program's own libraries are its code.
+bool IsRuntimeLibraryModule(absl::string_view basename);
 
 }  // namespace nativeprof::output
 

@@ -224,7 +224,7 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   std::vector<ThreadSplit> threads;
   const symbolize::Profile* frame_modules_of = &profile;
   std::optional<symbolize::Profile> views[2];  // --off-cpu: off-CPU, wall; built when first needed
-  std::optional<symbolize::Profile> alloc_sites;  // --no-cpu: the first allocation view
+  std::optional<symbolize::Profile> alloc_sites;  // the first allocation view (all sampled sites)
   if (!o.cpu_samples()) {
     // No CPU profile to write: an empty file beside the allocation views would only mislead.
   } else if (!session.off_cpu()) {
@@ -255,16 +255,20 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
                         v.format == output::OutputFormat::kSvg;
       symbolize::Profile p = builder.Build(b);
       write(p, v.path, v.format);
-      if (!o.cpu_samples() && !alloc_sites.has_value()) alloc_sites = std::move(p);
+      if (!alloc_sites.has_value()) alloc_sites = std::move(p);
     }
-    // Without CPU samples the frames to name are the allocation sites'.
-    if (alloc_sites.has_value()) frame_modules_of = &*alloc_sites;
   }
   const output::RecordingQuality quality =
       output::CollectRecordingQuality(session.stats(), collector, symbols, profile);
   nlohmann::json metadata = RecordMetadata(o, session, collector, quality, counters, state);
-  // Folded files keep names only; this lets `report --by module` tell libc.so.6 from the binary.
-  metadata["frame_modules"] = output::FrameModulesJson(*frame_modules_of);
+  // Folded files keep names only; this lets `report --by module` tell libc.so.6 from the binary,
+  // and `report` of an allocation view step over the C library's frames. The frames of the
+  // allocation sites are named too (without CPU samples, only they are).
+  std::vector<const symbolize::Profile*> frame_module_sources;
+  if (o.cpu_samples()) frame_module_sources.push_back(frame_modules_of);
+  if (alloc_sites.has_value()) frame_module_sources.push_back(&*alloc_sites);
+  if (frame_module_sources.empty()) frame_module_sources.push_back(&profile);
+  metadata["frame_modules"] = output::FrameModulesJson(frame_module_sources);
   if (session.off_cpu()) metadata["off_cpu"] = OffCpuJson(o, collector, threads);
   if (state.alloc.has_value()) metadata["allocations"] = AllocJson(o, *state.alloc, collector);
   const std::string metadata_text = output::RenderJsonDocument(metadata) + "\n";

@@ -55,7 +55,7 @@ std::string RenderText(const ReportOptions& o, const output::ReportModel& model,
       uint64_t total = 0;
       for (const symbolize::ProfileStack& s : p->stacks) total += s.samples;
       const std::string sites = output::RenderAllocCallSites(
-          v.metric, output::TopAllocCallSites(*p, o.top_n), total,
+          v.metric, output::TopAllocCallSites(*p, o.top_n, &frame_modules), total,
           symbolize::AllocViewUnit(v.view));
       if (!sites.empty()) absl::StrAppend(&text, "\n", sites);
     }

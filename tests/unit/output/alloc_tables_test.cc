@@ -120,5 +120,44 @@ TEST(AllocTablesTest, SitesSkipCheckedAllocationWrappers) {
   EXPECT_EQ(sites[1].name, "new_node (via g_malloc0)");
 }
 
+// The C and C++ runtime's own functions, whatever their names: printf's buffer is main's
+// allocation (via printf), a user's shared library is the program's code, and a stack that is the
+// runtime's alone (libstdc++'s start-up pool, run by the loader) is named by its names.
+TEST(AllocTablesTest, SitesSkipTheRuntimeLibrariesFrames) {
+  symbolize::Profile p;
+  for (const char* f : {"main", "printf", "__vfprintf_internal", "_IO_file_doallocate", "malloc",
+                        "parse_config", "_dl_start_user", "call_init", "[libstdc++.so.6.0.30]"}) {
+    symbolize::ProfileFrame frame;
+    frame.function = f;
+    p.frames.push_back(frame);
+  }
+  const FrameModuleMap modules = {{"main", "app"},
+                                  {"printf", "libc.so.6"},
+                                  {"__vfprintf_internal", "libc.so.6"},
+                                  {"_IO_file_doallocate", "libc.so.6"},
+                                  {"malloc", "libnativeprof_alloc.so"},
+                                  {"parse_config", "libappconfig.so"},
+                                  {"_dl_start_user", "ld-linux-x86-64.so.2"},
+                                  {"call_init", "ld-linux-x86-64.so.2"},
+                                  {"[libstdc++.so.6.0.30]", "libstdc++.so.6.0.30"}};
+  symbolize::ProfileStack a;
+  a.frames = {0, 1, 2, 3, 4};
+  a.samples = 40;
+  symbolize::ProfileStack b;
+  b.frames = {0, 5, 4};
+  b.samples = 30;
+  symbolize::ProfileStack c;
+  c.frames = {6, 7, 8, 4};
+  c.samples = 20;
+  p.stacks = {a, b, c};
+  const std::vector<AllocCallSite> sites = TopAllocCallSites(p, 10, &modules);
+  ASSERT_EQ(sites.size(), 3u);
+  EXPECT_EQ(sites[0].name, "main (via printf)");
+  EXPECT_EQ(sites[1].name, "parse_config (via malloc)");
+  EXPECT_EQ(sites[2].name, "[libstdc++.so.6.0.30] (via malloc)");
+  // Without the table, names alone.
+  EXPECT_EQ(TopAllocCallSites(p, 10)[0].name, "_IO_file_doallocate (via malloc)");
+}
+
 }  // namespace
 }  // namespace nativeprof::output

@@ -59,6 +59,19 @@ TEST(FrameModulesTest, MapsFoldedNamesToBasenames) {
   EXPECT_EQ(FrameModulesJson(Recorded()).dump(), j.dump());
 }
 
+// The CPU view and the allocation view name different frames: the table covers both.
+TEST(FrameModulesTest, SeveralProfilesAreMerged) {
+  const symbolize::Profile cpu = Recorded();
+  symbolize::Profile alloc;
+  alloc.frames = {Frame("main", "/bin/hotbin"), Frame("_IO_file_doallocate", "/lib/libc.so.6")};
+  alloc.stacks = {Stack({0, 1}, 4096)};
+  const symbolize::Profile* both[] = {&cpu, &alloc};
+  const FrameModuleMap map = ParseFrameModules({{"frame_modules", FrameModulesJson(both)}});
+  EXPECT_EQ(map.size(), 5u);
+  EXPECT_EQ(map.at("_IO_file_doallocate"), "libc.so.6");
+  EXPECT_EQ(map.at("malloc"), "libc.so.6");
+}
+
 TEST(FrameModulesTest, LongNamesAreLeftOutAndCounted) {
   symbolize::Profile p = Recorded();
   p.frames[0].function = std::string(kMaxFrameModuleNameBytes + 1, 'x');

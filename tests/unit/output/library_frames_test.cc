@@ -39,6 +39,19 @@ TEST(LibraryFramesTest, StandardLibraryPathsTypesAndImpls) {
 }
 
 // A hostile folded line nests qualified paths without end: bounded, not a stack overflow.
+TEST(LibraryFramesTest, RuntimeLibraryModules) {
+  for (const char* m : {"libc.so.6", "libm.so.6", "libpthread.so.0", "libstdc++.so.6.0.30",
+                        "libc++.so.1", "libc++abi.so.1.0", "libgcc_s.so.1",
+                        "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
+                        "libc.musl-x86_64.so.1", "librt.so.1", "libdl.so.2"}) {
+    EXPECT_TRUE(IsRuntimeLibraryModule(m)) << m;
+  }
+  for (const char* m : {"app", "libcrypto.so.3", "libcurl.so.4", "libfoo.so", "libc", "libm.a",
+                        "libstdc++fs.so", "libcapnp.so", "libnativeprof_alloc.so", ""}) {
+    EXPECT_FALSE(IsRuntimeLibraryModule(m)) << m;
+  }
+}
+
 TEST(LibraryFramesTest, EndlessNestingIsBounded) {
   std::string nested;
   for (int i = 0; i < 100000; ++i) nested += "<";
