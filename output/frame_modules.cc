@@ -14,9 +14,13 @@ nlohmann::json FrameModulesJson(const symbolize::Profile& profile) {
 }
 
 nlohmann::json FrameModulesJson(std::span<const symbolize::Profile* const> profiles) {
-  // name -> basename -> samples; std::map keeps every later step in a fixed order.
+  // name -> basename -> samples; std::map keeps every later step in a fixed order. A name
+  // belongs to the first profile that has it: the views count in different units (samples,
+  // bytes), and the first, the CPU view, names what `report --by module` groups.
   std::map<std::string, std::map<std::string, uint64_t>> seen;
-  for (const symbolize::Profile* profile : profiles) {
+  std::map<std::string, size_t> first_profile;
+  for (size_t p = 0; p < profiles.size(); ++p) {
+    const symbolize::Profile* profile = profiles[p];
     std::vector<uint64_t> frame_samples(profile->frames.size());
     for (const symbolize::ProfileStack& s : profile->stacks) {
       for (uint32_t f : s.frames) {
@@ -29,7 +33,9 @@ nlohmann::json FrameModulesJson(std::span<const symbolize::Profile* const> profi
           f.kind == symbolize::ProfileFrameKind::kJit) {
         continue;
       }
-      seen[FoldedFrameName(f)][std::string(BaseNameOf(f.module))] += frame_samples[i];
+      std::string name = FoldedFrameName(f);
+      if (first_profile.emplace(name, p).first->second != p) continue;
+      seen[std::move(name)][std::string(BaseNameOf(f.module))] += frame_samples[i];
     }
   }
   struct Entry {

@@ -33,7 +33,8 @@ inline constexpr size_t kMaxFrameModuleNameBytes = 512;
 // basename). Deterministic: nlohmann::json objects are ordered by key and "modules" is sorted.
 nlohmann::json FrameModulesJson(const symbolize::Profile& profile);
 // The same over several profiles of one recording (the CPU or wall view and the allocation
-// view), which name different frames: a name's samples add up across them.
+// view), which name different frames: a name takes its module from the first profile that has
+// it (their units differ, so their counts are not added).
 nlohmann::json FrameModulesJson(std::span<const symbolize::Profile* const> profiles);
 
 // Folded frame name -> module basename.

@@ -63,12 +63,14 @@ TEST(FrameModulesTest, MapsFoldedNamesToBasenames) {
 TEST(FrameModulesTest, SeveralProfilesAreMerged) {
   const symbolize::Profile cpu = Recorded();
   symbolize::Profile alloc;
-  alloc.frames = {Frame("main", "/bin/hotbin"), Frame("_IO_file_doallocate", "/lib/libc.so.6")};
-  alloc.stacks = {Stack({0, 1}, 4096)};
+  alloc.frames = {Frame("main", "/bin/hotbin"), Frame("_IO_file_doallocate", "/lib/libc.so.6"),
+                  Frame("malloc", "/lib/libnativeprof_alloc.so")};
+  alloc.stacks = {Stack({0, 1}, 4096), Stack({0, 2}, 1 << 20)};
   const symbolize::Profile* both[] = {&cpu, &alloc};
   const FrameModuleMap map = ParseFrameModules({{"frame_modules", FrameModulesJson(both)}});
   EXPECT_EQ(map.size(), 5u);
   EXPECT_EQ(map.at("_IO_file_doallocate"), "libc.so.6");
+  // The CPU view's module, however many bytes the allocation view counts for the name.
   EXPECT_EQ(map.at("malloc"), "libc.so.6");
 }
 
