@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -111,6 +113,12 @@ Control* Attach() {
     ::munmap(base, static_cast<size_t>(st.st_size));
     return nullptr;
   }
+  // An image exec'd by a thread that forbade itself the TSC may still have it forbidden (the
+  // prctl hook only sees the calls made in this image).
+  int tsc = 0;
+  if (::syscall(SYS_prctl, PR_GET_TSC, &tsc, 0, 0, 0) == 0 && tsc == PR_TSC_SIGSEGV) {
+    g_tsc_forbidden.store(true, std::memory_order_relaxed);
+  }
   return c;
 }
 
@@ -145,9 +153,8 @@ namespace {
 
 uint64_t NextRandom(ThreadState& t) {
   if (t.rng == 0) {
-    timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    t.rng = (static_cast<uint64_t>(ts.tv_nsec) ^ (reinterpret_cast<uintptr_t>(&t) << 16) ^
+    // MonotonicNowNs, not clock_gettime: it knows when the TSC is forbidden.
+    t.rng = (MonotonicNowNs() ^ (reinterpret_cast<uintptr_t>(&t) << 16) ^
              static_cast<uint64_t>(::gettid())) | 1;
   }
   // xorshift64*

@@ -11,16 +11,19 @@
 #include <gnu/libc-version.h>
 #include <errno.h>
 #include <malloc.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdarg>
 #include <cstdint>
 #include <cstring>
 
 #include "preload/alloc_accounting.h"
 #include "preload/alloc_sample_writer.h"
+#include "preload/record_clock.h"
 
 extern "C" {
 void* __libc_malloc(size_t size);
@@ -517,6 +520,24 @@ NP_EXPORT __attribute__((noreturn)) void _exit(int status) {
 }
 
 NP_EXPORT __attribute__((noreturn)) void _Exit(int status) noexcept { _exit(status); }
+
+// prctl, to see a thread forbid itself the TSC (record_clock.h), after which the preload's clock
+// no longer reads it. Forwarded as glibc forwards it: four more arguments, whether passed or
+// not, to the system call.
+NP_EXPORT int prctl(int option, ...) {
+  va_list args;
+  va_start(args, option);
+  const unsigned long arg2 = va_arg(args, unsigned long);
+  const unsigned long arg3 = va_arg(args, unsigned long);
+  const unsigned long arg4 = va_arg(args, unsigned long);
+  const unsigned long arg5 = va_arg(args, unsigned long);
+  va_end(args);
+  if (option == PR_SET_TSC && arg2 == PR_TSC_SIGSEGV) {
+    // Before the call: a record written between the call and the flag would read the TSC.
+    nativeprof::preload::g_tsc_forbidden.store(true, std::memory_order_relaxed);
+  }
+  return static_cast<int>(::syscall(SYS_prctl, option, arg2, arg3, arg4, arg5));
+}
 
 // The wait calls, so a child reaped by its parent leaves the live heap however it ended
 // (Wait4). glibc's system() reaps its shell through an internal call these do not see; nativeprof

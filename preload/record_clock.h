@@ -14,6 +14,10 @@
 #ifndef NATIVEPROF_PRELOAD_RECORD_CLOCK_H_
 #define NATIVEPROF_PRELOAD_RECORD_CLOCK_H_
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdint>
 #include <ctime>
 
@@ -21,10 +25,22 @@
 
 namespace nativeprof::preload {
 
+// Set once a thread of the process has forbidden itself the TSC (prctl(PR_SET_TSC,
+// PR_TSC_SIGSEGV), as record-and-replay tools and some sandboxes do): reading it then raises
+// SIGSEGV, and so does the vDSO's clock_gettime where the kernel's clock is the TSC. The
+// preload's clock then asks the kernel (the clock_gettime system call) instead.
+inline std::atomic<bool> g_tsc_forbidden{false};
+
+inline bool TscForbidden() { return g_tsc_forbidden.load(std::memory_order_relaxed); }
+
 // CLOCK_MONOTONIC in ns: the session's clock, read directly.
 inline uint64_t MonotonicNowNs() {
   timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  if (__builtin_expect(TscForbidden(), 0)) {
+    ::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+  } else {
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  }
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
@@ -39,7 +55,7 @@ template <typename Sources>
 uint64_t NextRecordTime(alloc_channel::Control& c, Sources& sources) {
   constexpr auto kRelaxed = std::memory_order_relaxed;
   uint64_t t;
-  if (c.tsc_clock == 0) {
+  if (c.tsc_clock == 0 || TscForbidden()) {
     t = sources.MonotonicNs();
   } else {
     const uint64_t tsc = sources.Tsc();

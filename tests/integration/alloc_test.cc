@@ -621,6 +621,19 @@ TEST(AllocTest, AnAllocatorOfItsOwnIsNamed) {
   EXPECT_THAT(plain.result.err, ::testing::Not(HasSubstr("the rest came another way")));
 }
 
+// A program that forbids itself the TSC (rr's tracees, some sandboxes) ran until its next
+// record, whose time the preload read from the TSC (or from the vDSO's clock_gettime, which
+// reads it too): SIGSEGV. It runs to its end now, counted exactly, at both rates.
+TEST(AllocTest, AProgramThatForbidsTheTscRuns) {
+  NP_SKIP_IF_NO_PERF();
+  for (const char* rate : {"--alloc", "--alloc=1"}) {
+    SCOPED_TRACE(rate);
+    AllocRecording rec = RecordAlloc(rate, {TargetPath("alloc_workload"), "notsc"});
+    ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+    ExpectSitesTotals(rec, 1);
+  }
+}
+
 // A user's LD_PRELOAD that replaces malloc (jemalloc, tcmalloc; here a stand-in whose free and
 // malloc_usable_size abort on blocks of another allocator, as jemalloc's do) would get none of
 // the allocations the hooks forward to glibc, yet its malloc_usable_size and operator new would

@@ -60,6 +60,9 @@
 //
 // Mode `exit N`: runs `sites`, then exits with status N.
 //
+// Mode `notsc`: forbids itself the TSC (prctl(PR_SET_TSC, PR_TSC_SIGSEGV), as record-and-replay
+// tools do; a read of it then raises SIGSEGV), then runs `sites`. Exits 4 if prctl failed.
+//
 // Mode `realloc`: the less common entry points, each result checked (exit status 3: calloc or
 // reallocarray overflow did not fail with ENOMEM; 4: calloc memory not zeroed; 5: misaligned;
 // 6: malloc_usable_size below the request; 7: realloc lost the contents; 0: all passed).
@@ -109,6 +112,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -605,6 +609,11 @@ int main(int argc, char** argv) {
     run_sites();
     exit(argc > 2 ? atoi(argv[2]) : 0);
   }
+  if (strcmp(mode, "notsc") == 0) {
+    if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV) != 0) return 4;
+    run_sites();
+    return 0;
+  }
   if (strcmp(mode, "realloc") == 0) return RunRealloc();
   if (strcmp(mode, "mmap") == 0) return RunOwnAllocator();
   if (strcmp(mode, "closefds") == 0 && argc > 2) return RunCloseFds(argv[2]);
@@ -612,6 +621,7 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "nofiles") == 0) return RunWithoutDescriptors();
   if (strcmp(mode, "serial-threads") == 0) return RunSerialThreads(argc > 2 ? atoi(argv[2]) : 1);
   Say("usage: alloc_workload [sites [N] | realloc | threads [N] | serial-threads N | forkexec | "
-      "execs N | execs-holding N | forkfree | rawforkfree | forkleak | pidreuse | exit N | mmap | closefds PATH | interrupted-writers | nofiles]\n");
+      "execs N | execs-holding N | forkfree | rawforkfree | forkleak | pidreuse | exit N | notsc | "
+      "mmap | closefds PATH | interrupted-writers | nofiles]\n");
   return 2;
 }
