@@ -1,6 +1,7 @@
 #include "tools/alloc_setup.h"
 
 #include <elf.h>
+#include <gelf.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
@@ -11,9 +12,11 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "base/text_escape.h"
 #include "module/elf_image.h"
+#include "output/library_frames.h"
 #include "base/scoped_fd.h"
 #include "sampler/alloc_channel_layout.h"
 #include "symbolize/symbol_table.h"
@@ -34,6 +37,56 @@ std::string SelfDirectory() {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
+
+// Whether `elf` defines malloc or free (ReplacesAllocator).
+bool DefinesMalloc(const module::ElfImage& elf) {
+  bool replaces = false;
+  // Not operator new: libstdc++ defines it (over malloc), and so may a program (over a pool of
+  // its own) whose malloc still reaches the hooks.
+  symbolize::ForEachElfFunctionSymbol(
+      elf, ".dynsym",
+      [&](absl::string_view name, uint64_t, uint64_t, symbolize::SymbolTable::Binding,
+          uint64_t) { replaces = replaces || name == "malloc" || name == "free"; });
+  return replaces;
+}
+
+// What the loader reads from a dynamic section: the libraries `image` needs, in order, and the
+// directories its DT_RUNPATH (or else DT_RPATH) names, $ORIGIN expanded to `origin`.
+struct DynamicDeps {
+  std::vector<std::string> needed;
+  std::vector<std::string> search_path;
+};
+
+DynamicDeps ReadDynamicDeps(const module::ElfImage& image, const std::string& origin) {
+  DynamicDeps deps;
+  GElf_Shdr shdr;
+  Elf_Scn* scn = image.FindSection(".dynamic", &shdr);
+  if (scn == nullptr || shdr.sh_type != SHT_DYNAMIC || shdr.sh_entsize == 0) return deps;
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (data == nullptr) return deps;
+  std::string runpath, rpath;
+  const size_t count = shdr.sh_size / shdr.sh_entsize;
+  for (size_t i = 0; i < count; ++i) {
+    GElf_Dyn dyn;
+    if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr || dyn.d_tag == DT_NULL) break;
+    if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH && dyn.d_tag != DT_RPATH) continue;
+    const char* text = elf_strptr(image.elf(), shdr.sh_link, dyn.d_un.d_val);
+    if (text == nullptr || *text == '\0') continue;
+    if (dyn.d_tag == DT_NEEDED) {
+      deps.needed.emplace_back(text);
+    } else {
+      (dyn.d_tag == DT_RUNPATH ? runpath : rpath) = text;
+    }
+  }
+  for (absl::string_view dir :
+       absl::StrSplit(runpath.empty() ? rpath : runpath, ':', absl::SkipEmpty())) {
+    deps.search_path.push_back(absl::StrReplaceAll(dir, {{"${ORIGIN}", origin},
+                                                         {"$ORIGIN", origin}}));
+  }
+  return deps;
+}
+
+absl::Status CheckOwnAllocator(const std::string& path);
 
 }  // namespace
 
@@ -67,7 +120,7 @@ absl::Status CheckInterposable(const std::string& path) {
     Elf64_Phdr ph{};
     const off_t at = static_cast<off_t>(eh.e_phoff + uint64_t{i} * sizeof(ph));
     if (::pread(fd.get(), &ph, sizeof(ph), at) != static_cast<ssize_t>(sizeof(ph))) break;
-    if (ph.p_type == PT_INTERP) return absl::OkStatus();
+    if (ph.p_type == PT_INTERP) return CheckOwnAllocator(path);
   }
   return absl::FailedPreconditionError(absl::StrCat(
       path, " is statically linked, so its malloc cannot be interposed and --alloc would see no "
@@ -94,21 +147,12 @@ absl::StatusOr<sampler::AllocChannel> CreateAllocChannel(uint64_t rate_bytes,
 
 bool ReplacesAllocator(const std::string& path) {
   absl::StatusOr<std::unique_ptr<module::ElfImage>> elf = module::ElfImage::Open(path);
-  if (!elf.ok()) return false;
-  bool replaces = false;
-  symbolize::ForEachElfFunctionSymbol(
-      **elf, ".dynsym",
-      [&](absl::string_view name, uint64_t, uint64_t, symbolize::SymbolTable::Binding,
-          uint64_t) {
-        // operator new(size_t) and operator delete(void*): an allocator's C++ entry points.
-        if (name == "malloc" || name == "free" || name == "_Znwm" || name == "_ZdlPv") {
-          replaces = true;
-        }
-      });
-  return replaces;
+  return elf.ok() && DefinesMalloc(**elf);
 }
 
-std::string ResolvePreloadEntry(const std::string& entry) {
+std::string ResolvePreloadEntry(const std::string& entry) { return ResolveLibrary(entry, {}); }
+
+std::string ResolveLibrary(const std::string& entry, const std::vector<std::string>& runpath) {
   if (entry.find('/') != std::string::npos) return IsFile(entry) ? entry : "";
   std::vector<std::string> dirs;
   if (const char* path = std::getenv("LD_LIBRARY_PATH"); path != nullptr) {
@@ -116,6 +160,7 @@ std::string ResolvePreloadEntry(const std::string& entry) {
       dirs.emplace_back(d);
     }
   }
+  dirs.insert(dirs.end(), runpath.begin(), runpath.end());
   // The loader's default directories on Debian's multiarch layout and elsewhere (ld.so.cache
   // lists what these hold).
   for (const char* d : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
@@ -150,5 +195,40 @@ std::vector<std::pair<std::string, std::string>> AllocEnvironment(
   }
   return {{"LD_PRELOAD", ld_preload}, {alloc_channel::kEnvChannel, channel.path()}};
 }
+
+namespace {
+
+// A dynamically linked program whose malloc is not glibc's: defined by the program itself (a
+// statically linked jemalloc or sanitizer runtime) or by a library it links (libjemalloc,
+// libtcmalloc, libasan). The preload comes first in the lookup order and sends its malloc to
+// glibc's, while the other allocator keeps what the program calls directly (its operator new,
+// mallocx, sanitizer interceptors): a C++ program then frees one allocator's block with the
+// other's free and aborts, and an executable's own malloc never reaches the hooks at all.
+absl::Status CheckOwnAllocator(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<module::ElfImage>> elf = module::ElfImage::Open(path);
+  if (!elf.ok()) return absl::OkStatus();
+  constexpr absl::string_view kFix =
+      "; record it without --alloc, or build it without that allocator";
+  if (DefinesMalloc(**elf)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " defines malloc itself (a statically linked allocator or sanitizer runtime), so "
+        "--alloc cannot interpose it and would see none of its allocations", kFix));
+  }
+  const size_t slash = path.rfind('/');
+  const DynamicDeps deps =
+      ReadDynamicDeps(**elf, slash == std::string::npos ? "." : path.substr(0, slash));
+  for (const std::string& needed : deps.needed) {
+    if (output::IsRuntimeLibraryModule(needed)) continue;  // glibc's own malloc
+    const std::string lib = ResolveLibrary(needed, deps.search_path);
+    if (lib.empty() || !ReplacesAllocator(lib)) continue;
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " links ", needed, ", which replaces malloc: under --alloc its malloc would be "
+        "glibc's while ", needed, " kept the rest (a C++ program aborts freeing one's block with "
+        "the other's free)", kFix));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 }  // namespace nativeprof::tools

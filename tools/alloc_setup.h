@@ -19,8 +19,10 @@ inline constexpr char kAllocPreloadName[] = "libnativeprof_alloc.so";
 // else in <prefix>/lib/nativeprof for an install in <prefix>/bin. kNotFound names the places.
 absl::StatusOr<std::string> FindAllocPreload();
 
-// kFailedPrecondition for a statically linked ELF executable (no PT_INTERP), with the fix. A
-// script or anything that is not an ELF executable is accepted: what it runs may be dynamic.
+// kFailedPrecondition for a statically linked ELF executable (no PT_INTERP), and for one whose
+// malloc is not glibc's (it defines malloc, or links a library that does: libjemalloc, libasan),
+// with the fix. A script or anything that is not an ELF executable is accepted: what it runs may
+// be dynamic.
 // `path` is the file the command runs (sampler::FindProgram).
 absl::Status CheckInterposable(const std::string& path);
 
@@ -29,14 +31,18 @@ absl::Status CheckInterposable(const std::string& path);
 absl::StatusOr<sampler::AllocChannel> CreateAllocChannel(uint64_t rate_bytes,
                                                          uint32_t stack_bytes);
 
-// Whether the shared library at `path` defines malloc, free or C++'s operator new: an allocator
-// of its own (jemalloc, tcmalloc, mimalloc), which takes the program's allocations away from
+// Whether the ELF file at `path` defines malloc or free: an allocator of its own (jemalloc,
+// tcmalloc, mimalloc, a sanitizer runtime), which takes the program's allocations away from
 // glibc's malloc, the one the preload's hooks forward to. False for what cannot be read.
 bool ReplacesAllocator(const std::string& path);
 
 // The file an LD_PRELOAD entry names: itself when it has a '/', else the first match in
 // LD_LIBRARY_PATH's directories and then the loader's default ones; "" when none exists.
 std::string ResolvePreloadEntry(const std::string& entry);
+// The same for a DT_NEEDED entry of a program whose DT_RUNPATH names `runpath` (searched after
+// LD_LIBRARY_PATH, before the default directories, as the loader does; with the older DT_RPATH
+// the loader looks there first, which only matters where both directories hold the library).
+std::string ResolveLibrary(const std::string& entry, const std::vector<std::string>& runpath);
 
 // LD_PRELOAD (the preload first, then whatever the user preloads) and NATIVEPROF_ALLOC_CHANNEL.
 // A user's preload that replaces the allocator is left out: its malloc would never be called

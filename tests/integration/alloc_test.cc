@@ -764,6 +764,21 @@ TEST(AllocTest, BadUsesAreRefusedWithOneLine) {
                                  MakeTempDir() + "/s.folded", "--", TargetPath("alloc_static")});
   EXPECT_EQ(st.exit_code, 2);
   EXPECT_THAT(st.err, HasSubstr("statically linked"));
+  // Programs whose malloc is not glibc's: a C++ one linked to libjemalloc aborted under the
+  // library ("free(): invalid pointer"), an ASan build did not start, and one that defines
+  // malloc itself (rustc, chromium) was never seen. Refused before they start, nothing written.
+  for (const char* target : {"alloc_linked_standin", "alloc_own_malloc"}) {
+    SCOPED_TRACE(target);
+    const std::string dir = MakeTempDir();
+    CommandResult own = RunCommand({NativeprofBinary(), "record", "--alloc", "-o",
+                                    dir + "/o.folded", "--", TargetPath(target), "sites"});
+    EXPECT_EQ(own.exit_code, 2) << own.err;
+    EXPECT_THAT(own.err, HasSubstr(std::string(target) == "alloc_own_malloc"
+                                       ? "defines malloc itself"
+                                       : "links liballoc_standin.so, which replaces malloc"));
+    EXPECT_EQ(std::count(own.err.begin(), own.err.end(), '\n'), 1) << own.err;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/o.folded"));
+  }
   CommandResult attach = RunCommand({NativeprofBinary(), "record", "--alloc", "-p", "1"});
   EXPECT_EQ(attach.exit_code, 2);
   EXPECT_THAT(attach.err, HasSubstr("--alloc loads its library into the command it starts"));

@@ -73,6 +73,13 @@ add_library(alloc_standin SHARED ${CMAKE_CURRENT_LIST_DIR}/alloc_standin.c)
 target_compile_options(alloc_standin PRIVATE -O1 -fno-builtin)
 set_target_properties(alloc_standin PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${NATIVEPROF_TARGETS_DIR})
 add_dependencies(np_test_targets alloc_standin)
+# Programs whose malloc is not glibc's, which record --alloc refuses: one linked to the stand-in
+# (found through its RUNPATH), one with the stand-in compiled into the executable.
+np_test_target(alloc_linked_standin SOURCES ${CMAKE_CURRENT_LIST_DIR}/alloc_workload.c
+               FLAGS ${NP_FP_FLAGS} LINK alloc_standin pthread)
+np_test_target(alloc_own_malloc SOURCES ${CMAKE_CURRENT_LIST_DIR}/alloc_workload.c
+               ${CMAKE_CURRENT_LIST_DIR}/alloc_standin.c FLAGS ${NP_FP_FLAGS} -fno-builtin
+               LINK pthread)
 # Static: LD_PRELOAD cannot reach it, and glibc's static start-up mallocs a few blocks itself.
 np_test_target(alloc_static SOURCES ${CMAKE_CURRENT_LIST_DIR}/alloc_workload.c
                FLAGS ${NP_FP_FLAGS} -static LINK -static pthread)

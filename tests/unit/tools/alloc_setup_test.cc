@@ -46,5 +46,26 @@ TEST(AllocSetupTest, LibraryPathIsSearched) {
   }
 }
 
+// A program is checked for an allocator of its own: in the executable, or in a library it needs
+// (found through its RUNPATH too). A plain program, and one that is not ELF, pass.
+TEST(AllocSetupTest, ProgramsWithAnAllocatorOfTheirOwnAreTold) {
+  EXPECT_TRUE(CheckInterposable(testing::TargetPath("alloc_workload")).ok());
+  EXPECT_TRUE(CheckInterposable("/etc/passwd").ok());
+  const absl::Status linked = CheckInterposable(testing::TargetPath("alloc_linked_standin"));
+  EXPECT_EQ(linked.code(), absl::StatusCode::kFailedPrecondition) << linked;
+  EXPECT_THAT(linked.message(), ::testing::HasSubstr("links liballoc_standin.so"));
+  const absl::Status own = CheckInterposable(testing::TargetPath("alloc_own_malloc"));
+  EXPECT_EQ(own.code(), absl::StatusCode::kFailedPrecondition) << own;
+  EXPECT_THAT(own.message(), ::testing::HasSubstr("defines malloc itself"));
+  const absl::Status fixed = CheckInterposable(testing::TargetPath("alloc_static"));
+  EXPECT_THAT(fixed.message(), ::testing::HasSubstr("statically linked"));
+  // The stand-in is found only through the RUNPATH the test target carries.
+  const std::string standin = testing::TargetPath("liballoc_standin.so");
+  EXPECT_EQ(ResolveLibrary("liballoc_standin.so", {}), "");
+  EXPECT_EQ(ResolveLibrary("liballoc_standin.so",
+                           {"/nonexistent", standin.substr(0, standin.rfind('/'))}),
+            standin);
+}
+
 }  // namespace
 }  // namespace nativeprof::tools
