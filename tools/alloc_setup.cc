@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -214,17 +215,36 @@ absl::Status CheckOwnAllocator(const std::string& path) {
         path, " defines malloc itself (a statically linked allocator or sanitizer runtime), so "
         "--alloc cannot interpose it and would see none of its allocations", kFix));
   }
-  const size_t slash = path.rfind('/');
-  const DynamicDeps deps =
-      ReadDynamicDeps(**elf, slash == std::string::npos ? "." : path.substr(0, slash));
-  for (const std::string& needed : deps.needed) {
-    if (output::IsRuntimeLibraryModule(needed)) continue;  // glibc's own malloc
-    const std::string lib = ResolveLibrary(needed, deps.search_path);
-    if (lib.empty() || !ReplacesAllocator(lib)) continue;
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, " links ", needed, ", which replaces malloc: under --alloc its malloc would be "
-        "glibc's while ", needed, " kept the rest (a C++ program aborts freeing one's block with "
-        "the other's free)", kFix));
+  // The libraries the program needs and theirs, breadth first as the loader loads them, each
+  // resolved through the RUNPATH of the object that needs it. Bounded: a program with a deep
+  // tree is checked as far as the bound, which its allocator is nearly always within.
+  constexpr size_t kMaxLibraries = 256;
+  auto origin = [](const std::string& file) {
+    const size_t slash = file.rfind('/');
+    return slash == std::string::npos ? std::string(".") : file.substr(0, slash);
+  };
+  std::vector<std::pair<std::string, DynamicDeps>> queue;  // (object, what it needs)
+  queue.emplace_back(path, ReadDynamicDeps(**elf, origin(path)));
+  absl::flat_hash_set<std::string> seen;
+  for (size_t next = 0; next < queue.size() && seen.size() < kMaxLibraries; ++next) {
+    const DynamicDeps deps = queue[next].second;  // a copy: the queue grows below
+    for (const std::string& needed : deps.needed) {
+      if (output::IsRuntimeLibraryModule(needed) || !seen.insert(needed).second) continue;
+      const std::string lib = ResolveLibrary(needed, deps.search_path);
+      if (lib.empty()) continue;
+      absl::StatusOr<std::unique_ptr<module::ElfImage>> image = module::ElfImage::Open(lib);
+      if (!image.ok()) continue;
+      if (DefinesMalloc(**image)) {
+        const std::string& by = queue[next].first;
+        return absl::FailedPreconditionError(absl::StrCat(
+            path, " links ", needed,
+            next == 0 ? "" : absl::StrCat(" (through ", by.substr(by.rfind('/') + 1), ")"),
+            ", which replaces malloc: under --alloc its malloc would be "
+            "glibc's while ", needed, " kept the rest (a C++ program aborts freeing one's block "
+            "with the other's free)", kFix));
+      }
+      queue.emplace_back(lib, ReadDynamicDeps(**image, origin(lib)));
+    }
   }
   return absl::OkStatus();
 }

@@ -77,6 +77,12 @@ add_dependencies(np_test_targets alloc_standin)
 # (found through its RUNPATH), one with the stand-in compiled into the executable.
 np_test_target(alloc_linked_standin SOURCES ${CMAKE_CURRENT_LIST_DIR}/alloc_workload.c
                FLAGS ${NP_FP_FLAGS} LINK alloc_standin pthread)
+# ... and one that links it through a library of its own.
+add_library(alloc_via_standin SHARED ${CMAKE_CURRENT_LIST_DIR}/nofp_shared.c)
+target_link_libraries(alloc_via_standin PRIVATE -Wl,--no-as-needed alloc_standin)
+set_target_properties(alloc_via_standin PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${NATIVEPROF_TARGETS_DIR})
+np_test_target(alloc_linked_via SOURCES ${CMAKE_CURRENT_LIST_DIR}/alloc_workload.c
+               FLAGS ${NP_FP_FLAGS} LINK -Wl,--no-as-needed alloc_via_standin pthread)
 np_test_target(alloc_own_malloc SOURCES ${CMAKE_CURRENT_LIST_DIR}/alloc_workload.c
                ${CMAKE_CURRENT_LIST_DIR}/alloc_standin.c FLAGS ${NP_FP_FLAGS} -fno-builtin
                LINK pthread)

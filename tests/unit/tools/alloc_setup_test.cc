@@ -54,6 +54,9 @@ TEST(AllocSetupTest, ProgramsWithAnAllocatorOfTheirOwnAreTold) {
   const absl::Status linked = CheckInterposable(testing::TargetPath("alloc_linked_standin"));
   EXPECT_EQ(linked.code(), absl::StatusCode::kFailedPrecondition) << linked;
   EXPECT_THAT(linked.message(), ::testing::HasSubstr("links liballoc_standin.so"));
+  const absl::Status via = CheckInterposable(testing::TargetPath("alloc_linked_via"));
+  EXPECT_THAT(via.message(),
+              ::testing::HasSubstr("links liballoc_standin.so (through liballoc_via_standin.so)"));
   const absl::Status own = CheckInterposable(testing::TargetPath("alloc_own_malloc"));
   EXPECT_EQ(own.code(), absl::StatusCode::kFailedPrecondition) << own;
   EXPECT_THAT(own.message(), ::testing::HasSubstr("defines malloc itself"));
