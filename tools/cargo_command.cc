@@ -143,6 +143,19 @@ int RunCargoCommand(int argc, char** argv) {
       }
       profile->strip = "none";
     }
+    // Split debug info (.dwo files, or a .dwp beside the binary) takes the DWARF of the
+    // program's own code out of the binary: its inline frames and lines would be lost. Off
+    // unless a variable asked for it (Linux's default: nothing is rebuilt for it then).
+    if (!profile->split_debuginfo_from_environment) {
+      const std::string split_env = absl::StrCat(
+          "CARGO_PROFILE_", CargoProfileEnvName(options->profile), "_SPLIT_DEBUGINFO");
+      request.env.emplace_back(split_env, "off");
+      if (!profile->split_debuginfo.empty() && profile->split_debuginfo != "off") {
+        spdlog::info("profile '{}' sets split-debuginfo = \"{}\": building with {}=off",
+                     profile->name, profile->split_debuginfo, split_env);
+      }
+      profile->split_debuginfo = "off";
+    }
     const std::string warning = profile->Warning();
     if (!warning.empty()) {
       PrintError(absl::StrCat("warning: ", warning));

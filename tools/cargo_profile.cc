@@ -61,6 +61,11 @@ std::string CargoProfileSettings::Warning() const {
     fixes.push_back(absl::StrCat("CARGO_PROFILE_", env, "_STRIP=false"));
     effect = strip == "debuginfo" ? "inline frames and file:line are lost" : "frames will be unnamed";
   }
+  if (split_debuginfo == "packed" || split_debuginfo == "unpacked") {
+    settings.push_back(absl::StrCat("split-debuginfo = \"", split_debuginfo, "\""));
+    fixes.push_back(absl::StrCat("CARGO_PROFILE_", env, "_SPLIT_DEBUGINFO=off"));
+    if (effect.empty()) effect = "the program's inline frames and file:line are lost";
+  }
   if (!IsOff(lto) && lto != "off") {
     settings.push_back(absl::StrCat("lto = \"", lto, "\""));
     fixes.push_back(absl::StrCat("CARGO_PROFILE_", env, "_LTO=false"));
@@ -126,6 +131,8 @@ absl::StatusOr<CargoProfileSettings> ReadCargoProfile(
   s.debug = lookup("debug");
   s.strip = lookup("strip");
   s.strip_from_environment = from_environment;
+  s.split_debuginfo = lookup("split-debuginfo");
+  s.split_debuginfo_from_environment = from_environment;
   s.lto = lookup("lto");
   return s;
 }

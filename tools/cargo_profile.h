@@ -24,6 +24,11 @@ struct CargoProfileSettings {
   // A CARGO_PROFILE_<NAME>_STRIP variable set `strip`: the user's explicit choice, which
   // `cargo nativeprof` keeps (and warns about) rather than overriding.
   bool strip_from_environment = false;
+  // split-debuginfo ("off", "packed", "unpacked"; "" when unset), and whether a variable set it.
+  // Split debug info leaves the DWARF of the program's own code in .dwo/.dwp files, which the
+  // symbolizer does not read: `cargo nativeprof` builds with it off unless a variable chose it.
+  std::string split_debuginfo;
+  bool split_debuginfo_from_environment = false;
 
   // True when the build already carries line tables (so no override is needed).
   bool HasLineTables() const;

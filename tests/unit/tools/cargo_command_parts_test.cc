@@ -201,6 +201,25 @@ TEST(CargoProfileTest, LtoAloneAndStripDebuginfoWarnDifferently) {
               HasSubstr("inline frames and file:line are lost"));
 }
 
+// Split debug info moves the program's DWARF into .dwo/.dwp files, which are not read: read from
+// the profile (cargo nativeprof turns it off) and warned about when a variable keeps it.
+TEST(CargoProfileTest, SplitDebuginfoIsReadAndWarnedAbout) {
+  absl::StatusOr<CargoProfileSettings> toml =
+      Read("[profile.release]\nsplit-debuginfo = \"unpacked\"\n", "release");
+  ASSERT_TRUE(toml.ok()) << toml.status();
+  EXPECT_EQ(toml->split_debuginfo, "unpacked");
+  EXPECT_FALSE(toml->split_debuginfo_from_environment);
+  absl::StatusOr<CargoProfileSettings> env =
+      Read("", "bench", {{"CARGO_PROFILE_RELEASE_SPLIT_DEBUGINFO", "packed"}});
+  EXPECT_EQ(env->split_debuginfo, "packed");
+  EXPECT_TRUE(env->split_debuginfo_from_environment);
+  EXPECT_EQ(env->Warning(),
+            "profile 'bench' sets split-debuginfo = \"packed\": the program's inline frames and "
+            "file:line are lost; profile with CARGO_PROFILE_BENCH_SPLIT_DEBUGINFO=off, or a "
+            "profile without it");
+  EXPECT_EQ(Read("[profile.release]\nsplit-debuginfo = \"off\"\n", "release")->Warning(), "");
+}
+
 TEST(CargoProfileTest, BrokenTomlAndCyclesAreErrors) {
   EXPECT_THAT(Read("[profile.release\n", "release").status().message(), HasSubstr("Cargo.toml"));
   EXPECT_THAT(Read("[profile.a]\ninherits = \"b\"\n[profile.b]\ninherits = \"a\"\n", "a")
