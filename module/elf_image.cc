@@ -78,6 +78,17 @@ absl::StatusOr<std::unique_ptr<ElfImage>> ElfImage::FromFd(ScopedFd fd, std::str
   return file;
 }
 
+std::string ElfImage::FileDirectory() const {
+  if (!fd_.valid()) return "";
+  char buf[4096];
+  const ssize_t n =
+      ::readlink(absl::StrCat("/proc/self/fd/", fd_.get()).c_str(), buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  const std::string path(buf, static_cast<size_t>(n));
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
+}
+
 absl::StatusOr<std::unique_ptr<ElfImage>> ElfImage::FromBytes(std::string bytes, std::string name) {
   EnsureLibelfVersion();
   std::unique_ptr<ElfImage> file(new ElfImage());

@@ -62,6 +62,10 @@ class ElfImage {
 
   Elf* elf() const { return elf_; }
   const std::string& name() const { return name_; }
+  // The directory of the file libelf reads this image from, as libdw finds it (the link of the
+  // descriptor in /proc/self/fd): where libdw looks first for a split unit's .dwo file. "" for an
+  // image read into memory (libdw then has no such directory).
+  std::string FileDirectory() const;
   // Size in bytes of the whole image (file size or buffer size).
   uint64_t size() const { return size_; }
   // ET_EXEC, ET_DYN, ...

@@ -1,5 +1,7 @@
 #include "symbolize/dwarf_info.h"
 
+#include <sys/stat.h>
+
 #include <dwarf.h>
 
 #include <algorithm>
@@ -213,6 +215,61 @@ Dwarf_Die* DwarfInfo::LinesCuDie(size_t cu) {
   return lines == CuIndex::Lines::kUsable ? cudie : nullptr;
 }
 
+// Whether every file libdw would open looking for skeleton unit `skeleton`'s .dwo is a regular
+// file or absent (libdw_find_split_unit: the dwo name itself when absolute, else in the directory
+// of the file it read, then in the compilation directory). Those names come from the file being
+// symbolized: a FIFO or a device among them would block or feed the open libdw makes.
+bool SplitUnitFilesAreSafe(Dwarf_Die* skeleton, const std::string& file_directory) {
+  const char* dwo = StringAttr(skeleton, DW_AT_dwo_name);
+  if (dwo == nullptr) dwo = StringAttr(skeleton, DW_AT_GNU_dwo_name);
+  if (dwo == nullptr) return true;  // nothing is opened
+  std::vector<std::string> candidates;
+  if (dwo[0] == '/') {
+    candidates.emplace_back(dwo);
+  } else {
+    if (!file_directory.empty()) candidates.push_back(absl::StrCat(file_directory, "/", dwo));
+    if (const char* comp_dir = StringAttr(skeleton, DW_AT_comp_dir); comp_dir != nullptr) {
+      if (comp_dir[0] == '/') {
+        candidates.push_back(absl::StrCat(comp_dir, "/", dwo));
+      } else if (!file_directory.empty()) {
+        candidates.push_back(absl::StrCat(file_directory, "/", comp_dir, "/", dwo));
+      }
+    }
+  }
+  for (const std::string& path : candidates) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return false;
+  }
+  return true;
+}
+
+Dwarf_Die* DwarfInfo::DiesCuDie(size_t cu) {
+  Dwarf_Die* cudie = CuDie(cu);
+  if (cudie == nullptr) return nullptr;
+  CuIndex& index = index_[cu];
+  if (!index.split_checked) {
+    index.split_checked = true;
+    uint8_t unit_type = 0;
+    Dwarf_Die split;
+    // A skeleton (DWARF 5's tag, or GNU's DWARF 4 unit with a dwo name): dwarf_cu_info opens
+    // its .dwo file, whose names are checked first.
+    const int tag = dwarf_tag(cudie);
+    const bool skeleton =
+        tag == DW_TAG_skeleton_unit ||
+        (tag == DW_TAG_compile_unit &&
+         (dwarf_hasattr(cudie, DW_AT_GNU_dwo_name) || dwarf_hasattr(cudie, DW_AT_dwo_name)));
+    // An invalid DIE (no tag) when the .dwo file was not found: the skeleton's own DIEs then.
+    if (skeleton && SplitUnitFilesAreSafe(cudie, elf_->FileDirectory()) &&
+        dwarf_cu_info(cudie->cu, nullptr, &unit_type, nullptr, &split, nullptr, nullptr,
+                      nullptr) == 0 &&
+        unit_type == DW_UT_skeleton && split.cu != nullptr &&
+        dwarf_tag(&split) == DW_TAG_compile_unit) {
+      index.split_die = split;
+    }
+  }
+  return index.split_die.has_value() ? &*index.split_die : cudie;
+}
+
 bool DwarfInfo::LineProgramUsable(Dwarf_Die* cudie) {
   Dwarf_Attribute attr;
   Dwarf_Word offset = 0;
@@ -324,7 +381,7 @@ void DwarfInfo::BuildIndex(size_t cu) {
   if (cudie == nullptr) return;
   if (LinesCuDie(cu) == nullptr || dwarf_getsrcfiles(cudie, &files, &nfiles) != 0) files = nullptr;
   int budget = kMaxDiesScanned * 10;
-  IndexChildren(cudie, -1, 0, &index, files, nfiles, &budget);
+  IndexChildren(DiesCuDie(cu), -1, 0, &index, files, nfiles, &budget);
   std::sort(index.ranges.begin(), index.ranges.end(),
             [](const FunctionRange& a, const FunctionRange& b) {
               return a.start != b.start ? a.start < b.start : a.depth < b.depth;
@@ -469,8 +526,10 @@ bool DwarfInfo::BuiltWithoutOptimization(std::string* evidence) {
   int budget = kMaxDiesScanned;
   bool rust_only = true;  // every unit counted is Rust's (for the evidence's wording)
   for (size_t i = 0; i < cu_offsets_.size(); ++i) {
-    Dwarf_Die* die = CuDie(i);
-    if (die == nullptr) continue;
+    // A split unit holds the producer, the language and the variables; its skeleton the ranges.
+    Dwarf_Die* skeleton = CuDie(i);
+    Dwarf_Die* die = DiesCuDie(i);
+    if (die == nullptr || skeleton == nullptr) continue;
     Dwarf_Die& cu = *die;
     const char* producer = StringAttr(&cu, DW_AT_producer);
     if (producer == nullptr) continue;
@@ -479,7 +538,8 @@ bool DwarfInfo::BuiltWithoutOptimization(std::string* evidence) {
     if (dwarf_attr(&cu, DW_AT_language, &attr) != nullptr) dwarf_formudata(&attr, &lang);
     if (lang != DW_LANG_Rust) {
       Dwarf_Addr low;
-      const bool has_code = dwarf_lowpc(&cu, &low) == 0 || dwarf_hasattr(&cu, DW_AT_ranges);
+      const bool has_code =
+          dwarf_lowpc(skeleton, &low) == 0 || dwarf_hasattr(skeleton, DW_AT_ranges);
       if (!has_code) continue;
       if (const absl::string_view flags = ProducerFlags(producer); !flags.empty()) {
         if (FlagsLackOptimization(flags)) {

@@ -84,6 +84,9 @@ class DwarfInfo {
     std::vector<FunctionDie> functions;
     std::vector<FunctionRange> ranges;  // sorted by (start, depth)
     std::vector<uint64_t> max_end;      // prefix maximum of ranges[i].end
+    // A skeleton unit's split unit (-gsplit-dwarf: its DIEs in a .dwo file), once looked for.
+    bool split_checked = false;
+    std::optional<Dwarf_Die> split_die;
   };
   DwarfInfo() = default;
   const CuRange* FindCu(uint64_t svma) const;
@@ -93,6 +96,11 @@ class DwarfInfo {
   // nullptr unless its line program is well formed (symbolize/line_program_check.h), since
   // elfutils 0.188 reads past the end of malformed ones.
   Dwarf_Die* LinesCuDie(size_t cu);
+  // The unit DIE whose children are unit `cu`'s functions: for a skeleton unit (-gsplit-dwarf,
+  // DWARF 5 or GNU's DWARF 4 form) its split unit in the .dwo file that libdw finds beside the
+  // compilation directory it names, else CuDie(cu). The skeleton keeps the line table, whose
+  // file list the split unit's call_file numbers also index.
+  Dwarf_Die* DiesCuDie(size_t cu);
   bool LineProgramUsable(Dwarf_Die* cudie);
   void BuildIndex(size_t cu);
   void IndexChildren(Dwarf_Die* parent, int32_t parent_function, uint32_t depth, CuIndex* index,

@@ -13,6 +13,12 @@ np_test_target(sym_prog_O0_silent SOURCES ${CMAKE_CURRENT_LIST_DIR}/sym_prog.cc
                FLAGS -O0 -g -gno-record-gcc-switches -fno-omit-frame-pointer)
 np_test_target(sym_prog_O2_silent SOURCES ${CMAKE_CURRENT_LIST_DIR}/sym_prog.cc
                FLAGS -O2 -g -gno-record-gcc-switches -fno-omit-frame-pointer)
+# Split DWARF (-gsplit-dwarf): the functions' DIEs in a .dwo file beside the object, found
+# through the skeleton unit's compilation directory; DWARF 5's form and GNU's DWARF 4 one.
+np_test_target(sym_prog_split SOURCES ${CMAKE_CURRENT_LIST_DIR}/sym_prog.cc
+               FLAGS ${SYM_FLAGS} -gsplit-dwarf)
+np_test_target(sym_prog_split4 SOURCES ${CMAKE_CURRENT_LIST_DIR}/sym_prog.cc
+               FLAGS ${SYM_FLAGS} -gdwarf-4 -gsplit-dwarf)
 
 add_library(sym_lib SHARED ${CMAKE_CURRENT_LIST_DIR}/sym_lib.cc)
 target_compile_options(sym_lib PRIVATE ${SYM_FLAGS})

@@ -2,10 +2,13 @@
 // MiniDebugInfo, compressed DWARF, DWARF inline frames and lines, libc through libc6-dbg, the -O0
 // warning, perf maps, the vdso, and a binary deleted while it runs.
 #include <dlfcn.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <fcntl.h>
 #include <gnu/libc-version.h>
 #include <signal.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -142,9 +145,11 @@ TEST(SymbolizerSourcesTest, MiniDebugInfoNamesStrippedBinary) {
 
 // Scans the function `caller` (InlineCaller) for an address inside what it inlined.
 std::vector<SymbolizedFrame> FindInlinedChain(const std::string& variant, bool lines,
-                                              const std::string& caller = "InlineCaller") {
+                                              const std::string& caller = "InlineCaller",
+                                              const std::string& path = "") {
   auto locations = LocationsIn(variant);
   Location loc = locations[caller];
+  if (!path.empty()) loc.path = path;
   sampler::ModuleRegistry registry;
   SymbolizerOptions options;
   options.lines = lines;
@@ -159,7 +164,8 @@ std::vector<SymbolizedFrame> FindInlinedChain(const std::string& variant, bool l
 }
 
 TEST(SymbolizerSourcesTest, InlinedCodeBecomesChainOfInlinedFrames) {
-  for (const char* variant : {"sym_prog", "sym_prog_zlib", "sym_prog_zstd"}) {
+  for (const char* variant :
+       {"sym_prog", "sym_prog_zlib", "sym_prog_zstd", "sym_prog_split", "sym_prog_split4"}) {
     if (!std::filesystem::exists(TargetPath(variant))) continue;  // objcopy without zstd
     SCOPED_TRACE(variant);
     NP_ASSERT_OK_AND_ASSIGN(auto elf, module::ElfImage::Open(TargetPath(variant)));
@@ -175,6 +181,38 @@ TEST(SymbolizerSourcesTest, InlinedCodeBecomesChainOfInlinedFrames) {
   }
 }
 
+// The .dwo file of a split unit is named by the binary: where one of the files libdw would open
+// for it is a FIFO (or a device), the split unit is not looked for. libdw's open of the FIFO
+// blocked the profiler for good.
+TEST(SymbolizerSourcesTest, ASplitUnitWhoseFileIsAFifoIsNotOpened) {
+  // The skeleton's relative dwo name, looked for first beside the binary (libdw's debugdir).
+  NP_ASSERT_OK_AND_ASSIGN(auto elf, module::ElfImage::Open(TargetPath("sym_prog_split")));
+  Dwarf* dwarf = dwarf_begin_elf(elf->elf(), DWARF_C_READ, nullptr);
+  ASSERT_NE(dwarf, nullptr);
+  Dwarf_Off next = 0;
+  size_t header_size = 0;
+  ASSERT_EQ(dwarf_next_unit(dwarf, 0, &next, &header_size, nullptr, nullptr, nullptr, nullptr,
+                            nullptr, nullptr),
+            0);
+  Dwarf_Die cu;
+  ASSERT_NE(dwarf_offdie(dwarf, header_size, &cu), nullptr);  // the first unit's DIE
+  Dwarf_Attribute attr;
+  const char* dwo = dwarf_formstring(dwarf_attr(&cu, DW_AT_dwo_name, &attr));
+  ASSERT_NE(dwo, nullptr);
+  const std::string dwo_name = dwo;
+  dwarf_end(dwarf);
+  ASSERT_NE(dwo_name[0], '/');
+  const std::string dir = MakeTempDir();
+  const std::string copy = dir + "/sym_prog_split";
+  std::filesystem::copy_file(TargetPath("sym_prog_split"), copy);
+  const std::string fifo = absl::StrCat(dir, "/", dwo_name);
+  std::filesystem::create_directories(std::filesystem::path(fifo).parent_path());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Returns (without the split unit's inline frames) instead of blocking in open().
+  EXPECT_THAT(FindInlinedChain("sym_prog_split", /*lines=*/false, "InlineCaller", copy),
+              IsEmpty());
+}
+
 // An inlined lambda is named after the function it is declared in, as c++filt names lambdas
 // (`f()::{lambda(int)#1}::operator()`); it was `(anonymous namespace)::operator()`.
 TEST(SymbolizerSourcesTest, InlinedLambdaIsNamedAfterItsFunction) {
@@ -187,13 +225,17 @@ TEST(SymbolizerSourcesTest, InlinedLambdaIsNamedAfterItsFunction) {
 }
 
 TEST(SymbolizerSourcesTest, LinesGiveSourcePositions) {
-  std::vector<SymbolizedFrame> frames = FindInlinedChain("sym_prog", /*lines=*/true);
-  ASSERT_THAT(frames, SizeIs(2));
-  EXPECT_THAT(frames[0].file, HasSubstr("sym_prog.cc"));
-  EXPECT_THAT(frames[1].file, HasSubstr("sym_prog.cc"));
-  EXPECT_GT(frames[0].line, 0u);
-  EXPECT_GT(frames[1].line, 0u);
-  EXPECT_NE(frames[0].line, frames[1].line);  // the loop body vs the call site
+  // Split DWARF: the line table stays in the binary, the call sites are in the .dwo.
+  for (const char* variant : {"sym_prog", "sym_prog_split", "sym_prog_split4"}) {
+    SCOPED_TRACE(variant);
+    std::vector<SymbolizedFrame> frames = FindInlinedChain(variant, /*lines=*/true);
+    ASSERT_THAT(frames, SizeIs(2));
+    EXPECT_THAT(frames[0].file, HasSubstr("sym_prog.cc"));
+    EXPECT_THAT(frames[1].file, HasSubstr("sym_prog.cc"));
+    EXPECT_GT(frames[0].line, 0u);
+    EXPECT_GT(frames[1].line, 0u);
+    EXPECT_NE(frames[0].line, frames[1].line);  // the loop body vs the call site
+  }
 }
 
 TEST(SymbolizerSourcesTest, NoInlineGivesOnlyTheRealFunction) {
