@@ -38,6 +38,12 @@ std::string DirectoryOf(const std::string& path) {
   return path.substr(0, slash);
 }
 
+std::string ReadLinkOrEmpty(const std::string& path) {
+  char target[4096];
+  const ssize_t n = ::readlink(path.c_str(), target, sizeof(target) - 1);
+  return n > 0 ? std::string(target, static_cast<size_t>(n)) : std::string();
+}
+
 absl::string_view BaseNameOf(absl::string_view path) {
   const size_t slash = path.rfind('/');
   return slash == absl::string_view::npos ? path : path.substr(slash + 1);
@@ -149,10 +155,8 @@ std::string FollowSymlinks(const std::string& path) {
   for (int hops = 0; hops < 40; ++hops) {
     struct stat st;
     if (::lstat(at.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return at;
-    char target[4096];
-    const ssize_t n = ::readlink(at.c_str(), target, sizeof(target) - 1);
-    if (n <= 0) return at;
-    const std::string link(target, static_cast<size_t>(n));
+    const std::string link = ReadLinkOrEmpty(at);
+    if (link.empty()) return at;
     at = link.front() == '/' ? link : absl::StrCat(DirectoryOf(at), "/", link);
   }
   return path;

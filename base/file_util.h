@@ -19,6 +19,9 @@ inline constexpr size_t kMaxSmallFileBytes = size_t{64} << 20;
 // The directory part of `path` ("." when it has none, "/" for a file in the root), and its last
 // component; plain string operations, no file system access.
 std::string DirectoryOf(const std::string& path);
+// The target a symbolic link points to (/proc/self/exe, /proc/self/fd/N), as stored; "" when
+// `path` is not a link or cannot be read.
+std::string ReadLinkOrEmpty(const std::string& path);
 absl::string_view BaseNameOf(absl::string_view path);
 
 // Reads a whole file of at most `max_bytes`. /proc files report size 0, so this reads until EOF

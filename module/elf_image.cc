@@ -11,6 +11,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "base/elf_notes.h"
+#include "base/file_util.h"
 #include "base/errno_status.h"
 #include "base/status_macros.h"
 #include "module/compressed_sections.h"
@@ -80,13 +81,8 @@ absl::StatusOr<std::unique_ptr<ElfImage>> ElfImage::FromFd(ScopedFd fd, std::str
 
 std::string ElfImage::FileDirectory() const {
   if (!fd_.valid()) return "";
-  char buf[4096];
-  const ssize_t n =
-      ::readlink(absl::StrCat("/proc/self/fd/", fd_.get()).c_str(), buf, sizeof(buf) - 1);
-  if (n <= 0) return "";
-  const std::string path(buf, static_cast<size_t>(n));
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
+  const std::string path = ReadLinkOrEmpty(absl::StrCat("/proc/self/fd/", fd_.get()));
+  return path.empty() ? "" : DirectoryOf(path);
 }
 
 absl::StatusOr<std::unique_ptr<ElfImage>> ElfImage::FromBytes(std::string bytes, std::string name) {

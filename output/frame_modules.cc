@@ -41,6 +41,7 @@ nlohmann::json FrameModulesJson(std::span<const symbolize::Profile* const> profi
   struct Entry {
     const std::string* name;
     const std::string* module;
+    size_t profile;  // the first profile with the name: its count is in that profile's unit
     uint64_t samples;
   };
   std::vector<Entry> entries;
@@ -55,11 +56,14 @@ nlohmann::json FrameModulesJson(std::span<const symbolize::Profile* const> profi
     });
     uint64_t samples = 0;
     for (const auto& [module, n] : modules) samples += n;
-    entries.push_back({&name, &best->first, samples});
+    entries.push_back({&name, &best->first, first_profile[name], samples});
   }
   if (entries.size() > kMaxFrameModuleEntries) {
-    std::stable_sort(entries.begin(), entries.end(),
-                     [](const Entry& a, const Entry& b) { return a.samples > b.samples; });
+    // The first profile's frames first (counts of different units are not compared), then by
+    // samples.
+    std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+      return a.profile != b.profile ? a.profile < b.profile : a.samples > b.samples;
+    });
     omitted += entries.size() - kMaxFrameModuleEntries;
     entries.resize(kMaxFrameModuleEntries);
   }

@@ -33,9 +33,10 @@ bool IsRuntimeLibraryModule(absl::string_view basename) {
   for (absl::string_view k : kStems) {
     if (stem == k) return true;
   }
-  // The loader (ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld-linux.so.2) and musl's libc
-  // (libc.musl-x86_64.so.1).
-  return absl::StartsWith(stem, "ld-linux") || absl::StartsWith(stem, "libc.musl-");
+  // The loader (ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld-linux.so.2) and musl's libc,
+  // which is its loader too (ld-musl-x86_64.so.1, which libc.musl-x86_64.so.1 links to).
+  return absl::StartsWith(stem, "ld-linux") || absl::StartsWith(stem, "ld-musl-") ||
+         absl::StartsWith(stem, "libc.musl-");
 }
 
 }  // namespace nativeprof::output

@@ -532,7 +532,8 @@ NP_EXPORT int prctl(int option, ...) {
   const unsigned long arg4 = va_arg(args, unsigned long);
   const unsigned long arg5 = va_arg(args, unsigned long);
   va_end(args);
-  if (option == PR_SET_TSC && arg2 == PR_TSC_SIGSEGV) {
+  // As the kernel reads it: an int (the caller passed one; the upper half is undefined).
+  if (option == PR_SET_TSC && static_cast<unsigned int>(arg2) == PR_TSC_SIGSEGV) {
     // Before the call: a record written between the call and the flag would read the TSC.
     nativeprof::preload::g_tsc_forbidden.store(true, std::memory_order_relaxed);
   }

@@ -10,7 +10,7 @@
 // kClockPairTicks ticks (well under a microsecond).
 //
 // Header only: the preload includes it, and so do its unit tests (with fake sources). Call with
-// the ring lock held; allocates nothing, calls only the sources.
+// the ring lock held; allocates nothing, calls only the sources (and reads g_tsc_forbidden).
 #ifndef NATIVEPROF_PRELOAD_RECORD_CLOCK_H_
 #define NATIVEPROF_PRELOAD_RECORD_CLOCK_H_
 

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <dwarf.h>
+#include <elf.h>
 
 #include <algorithm>
 #include <cstring>
@@ -215,6 +216,16 @@ Dwarf_Die* DwarfInfo::LinesCuDie(size_t cu) {
   return lines == CuIndex::Lines::kUsable ? cudie : nullptr;
 }
 
+namespace {
+
+// A skeleton unit of split DWARF: DWARF 5's tag, or GNU's DWARF 4 unit with a dwo name.
+bool IsSkeletonUnit(Dwarf_Die* cudie) {
+  const int tag = dwarf_tag(cudie);
+  return tag == DW_TAG_skeleton_unit ||
+         (tag == DW_TAG_compile_unit &&
+          (dwarf_hasattr(cudie, DW_AT_GNU_dwo_name) || dwarf_hasattr(cudie, DW_AT_dwo_name)));
+}
+
 // Whether every file libdw would open looking for skeleton unit `skeleton`'s .dwo is a regular
 // file or absent (libdw_find_split_unit: the dwo name itself when absolute, else in the directory
 // of the file it read, then in the compilation directory). Those names come from the file being
@@ -238,10 +249,17 @@ bool SplitUnitFilesAreSafe(Dwarf_Die* skeleton, const std::string& file_director
   }
   for (const std::string& path : candidates) {
     struct stat st {};
-    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return false;
+    // procfs and tracefs files (/proc/kmsg, trace_pipe) are "regular" and block too; they show
+    // a size of 0, and no ELF file is smaller than its header.
+    if (::stat(path.c_str(), &st) == 0 &&
+        (!S_ISREG(st.st_mode) || st.st_size < static_cast<off_t>(sizeof(Elf64_Ehdr)))) {
+      return false;
+    }
   }
   return true;
 }
+
+}  // namespace
 
 Dwarf_Die* DwarfInfo::DiesCuDie(size_t cu) {
   Dwarf_Die* cudie = CuDie(cu);
@@ -251,15 +269,9 @@ Dwarf_Die* DwarfInfo::DiesCuDie(size_t cu) {
     index.split_checked = true;
     uint8_t unit_type = 0;
     Dwarf_Die split;
-    // A skeleton (DWARF 5's tag, or GNU's DWARF 4 unit with a dwo name): dwarf_cu_info opens
-    // its .dwo file, whose names are checked first.
-    const int tag = dwarf_tag(cudie);
-    const bool skeleton =
-        tag == DW_TAG_skeleton_unit ||
-        (tag == DW_TAG_compile_unit &&
-         (dwarf_hasattr(cudie, DW_AT_GNU_dwo_name) || dwarf_hasattr(cudie, DW_AT_dwo_name)));
-    // An invalid DIE (no tag) when the .dwo file was not found: the skeleton's own DIEs then.
-    if (skeleton && SplitUnitFilesAreSafe(cudie, elf_->FileDirectory()) &&
+    // dwarf_cu_info opens a skeleton's .dwo file, whose names are checked first. An invalid DIE
+    // (no tag) when the .dwo file was not found: the skeleton's own DIEs then.
+    if (IsSkeletonUnit(cudie) && SplitUnitFilesAreSafe(cudie, elf_->FileDirectory()) &&
         dwarf_cu_info(cudie->cu, nullptr, &unit_type, nullptr, &split, nullptr, nullptr,
                       nullptr) == 0 &&
         unit_type == DW_UT_skeleton && split.cu != nullptr &&
@@ -422,7 +434,7 @@ void DwarfInfo::IndexScopes(Dwarf_Die* parent, const std::string& prefix, int de
       // qualified by the scopes around that function, not by the function), but may hold
       // functions.
       if (tag == DW_TAG_subprogram && !prefix.empty()) {
-        scope_of_.emplace(dwarf_dieoffset(&child), prefix);
+        scope_of_.emplace(child.addr, prefix);
       }
       if (dwarf_haschildren(&child)) {
         IndexScopes(&child, prefix, depth + 1, tag == DW_TAG_subprogram ? &child : function);
@@ -445,10 +457,10 @@ std::string DwarfInfo::FunctionName(Dwarf_Die* die, bool full_names) {
   if (!OriginOf(die, &origin)) return name;
   Dwarf_Die unit;
   if (dwarf_diecu(&origin, &unit, nullptr, nullptr) == nullptr) return name;
-  if (scoped_units_.insert(dwarf_dieoffset(&unit)).second) {
+  if (scoped_units_.insert(unit.addr).second) {
     IndexScopes(&unit, std::string(), 0, nullptr);
   }
-  auto it = scope_of_.find(dwarf_dieoffset(&origin));
+  auto it = scope_of_.find(origin.addr);
   return it == scope_of_.end() ? std::string(name) : absl::StrCat(it->second, name);
 }
 
@@ -525,11 +537,16 @@ bool DwarfInfo::BuiltWithoutOptimization(std::string* evidence) {
   VariableLocations silent;
   int budget = kMaxDiesScanned;
   bool rust_only = true;  // every unit counted is Rust's (for the evidence's wording)
+  // A split unit holds the producer, the language and the variables, its skeleton the ranges:
+  // each split unit read opens its .dwo file, so a program of thousands is judged by its first.
+  constexpr int kMaxSplitUnitsRead = 64;
+  int split_units_read = 0;
   for (size_t i = 0; i < cu_offsets_.size(); ++i) {
-    // A split unit holds the producer, the language and the variables; its skeleton the ranges.
     Dwarf_Die* skeleton = CuDie(i);
+    if (skeleton == nullptr) continue;
+    if (IsSkeletonUnit(skeleton) && ++split_units_read > kMaxSplitUnitsRead) break;
     Dwarf_Die* die = DiesCuDie(i);
-    if (die == nullptr || skeleton == nullptr) continue;
+    if (die == nullptr) continue;
     Dwarf_Die& cu = *die;
     const char* producer = StringAttr(&cu, DW_AT_producer);
     if (producer == nullptr) continue;

@@ -123,8 +123,10 @@ class DwarfInfo {
   std::vector<CuIndex> index_;         // parallel to cu_offsets_
   // Units (by DIE offset) whose scopes IndexScopes walked, and what it found: by function DIE
   // offset, "ns::Class::" for a function declared in scopes; absent for one at unit level.
-  absl::flat_hash_set<Dwarf_Off> scoped_units_;
-  absl::flat_hash_map<Dwarf_Off, std::string> scope_of_;
+  // Keyed by where a DIE's bytes are (Dwarf_Die::addr), not by its offset: the units of split
+  // DWARF's .dwo files all start at the same offset of their own files.
+  absl::flat_hash_set<const void*> scoped_units_;
+  absl::flat_hash_map<const void*, std::string> scope_of_;
 };
 
 }  // namespace nativeprof::symbolize

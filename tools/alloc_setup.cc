@@ -1,8 +1,9 @@
 #include "tools/alloc_setup.h"
 
 #include <elf.h>
-#include <gelf.h>
 #include <fcntl.h>
+#include <gelf.h>
+#include <glob.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,12 +14,15 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_split.h"
+#include "base/file_util.h"
+#include "base/scoped_fd.h"
 #include "base/text_escape.h"
 #include "module/elf_image.h"
 #include "output/library_frames.h"
-#include "base/scoped_fd.h"
 #include "sampler/alloc_channel_layout.h"
 #include "symbolize/symbol_table.h"
 
@@ -31,12 +35,37 @@ bool IsFile(const std::string& path) {
 }
 
 std::string SelfDirectory() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return "";
-  std::string path(buf, static_cast<size_t>(n));
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
+  const std::string self = ReadLinkOrEmpty("/proc/self/exe");
+  return self.empty() ? "" : DirectoryOf(self);
+}
+
+// The directories ld.so.conf at `path` lists, its `include` globs followed (as ldconfig reads
+// them to build ld.so.cache), at most 8 levels deep.
+std::vector<std::string> LoaderConfigDirectories(const std::string& path, int depth) {
+  std::vector<std::string> dirs;
+  absl::StatusOr<std::string> text = ReadSmallFile(path, size_t{1} << 20);
+  if (!text.ok() || depth > 8) return dirs;
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+    line = absl::StripAsciiWhitespace(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    if (absl::ConsumePrefix(&line, "include")) {
+      line = absl::StripAsciiWhitespace(line);
+      const std::string pattern =
+          line.front() == '/' ? std::string(line) : absl::StrCat(DirectoryOf(path), "/", line);
+      glob_t matches{};
+      if (::glob(pattern.c_str(), 0, nullptr, &matches) == 0) {
+        for (size_t i = 0; i < matches.gl_pathc; ++i) {
+          for (std::string& d : LoaderConfigDirectories(matches.gl_pathv[i], depth + 1)) {
+            dirs.push_back(std::move(d));
+          }
+        }
+      }
+      ::globfree(&matches);
+    } else if (line.front() == '/') {
+      dirs.emplace_back(line);
+    }
+  }
+  return dirs;
 }
 
 // Whether `elf` defines malloc or free (ReplacesAllocator).
@@ -52,10 +81,10 @@ bool DefinesMalloc(const module::ElfImage& elf) {
 }
 
 // What the loader reads from a dynamic section: the libraries `image` needs, in order, and the
-// directories its DT_RUNPATH (or else DT_RPATH) names, $ORIGIN expanded to `origin`.
+// directories its DT_RUNPATH or else its DT_RPATH names, $ORIGIN expanded to `origin`.
 struct DynamicDeps {
   std::vector<std::string> needed;
-  std::vector<std::string> search_path;
+  LibrarySearchPath search;
 };
 
 DynamicDeps ReadDynamicDeps(const module::ElfImage& image, const std::string& origin) {
@@ -79,10 +108,10 @@ DynamicDeps ReadDynamicDeps(const module::ElfImage& image, const std::string& or
       (dyn.d_tag == DT_RUNPATH ? runpath : rpath) = text;
     }
   }
+  std::vector<std::string>& dirs = runpath.empty() ? deps.search.rpath : deps.search.runpath;
   for (absl::string_view dir :
        absl::StrSplit(runpath.empty() ? rpath : runpath, ':', absl::SkipEmpty())) {
-    deps.search_path.push_back(absl::StrReplaceAll(dir, {{"${ORIGIN}", origin},
-                                                         {"$ORIGIN", origin}}));
+    dirs.push_back(absl::StrReplaceAll(dir, {{"${ORIGIN}", origin}, {"$ORIGIN", origin}}));
   }
   return deps;
 }
@@ -153,19 +182,33 @@ bool ReplacesAllocator(const std::string& path) {
 
 std::string ResolvePreloadEntry(const std::string& entry) { return ResolveLibrary(entry, {}); }
 
-std::string ResolveLibrary(const std::string& entry, const std::vector<std::string>& runpath) {
+std::string ResolveLibrary(const std::string& entry, const LibrarySearchPath& search) {
   if (entry.find('/') != std::string::npos) return IsFile(entry) ? entry : "";
-  std::vector<std::string> dirs;
+  // The loader's order: DT_RPATH (of an object without DT_RUNPATH), LD_LIBRARY_PATH,
+  // DT_RUNPATH, then the directories ld.so.cache was built from (/etc/ld.so.conf) and the
+  // defaults.
+  std::vector<std::string> dirs = search.rpath;
   if (const char* path = std::getenv("LD_LIBRARY_PATH"); path != nullptr) {
     for (absl::string_view d : absl::StrSplit(path, absl::ByAnyChar(":;"), absl::SkipEmpty())) {
       dirs.emplace_back(d);
     }
   }
-  dirs.insert(dirs.end(), runpath.begin(), runpath.end());
-  // The loader's default directories on Debian's multiarch layout and elsewhere (ld.so.cache
-  // lists what these hold).
-  for (const char* d : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
-                        "/usr/lib64", "/lib", "/usr/lib", "/usr/local/lib"}) {
+  dirs.insert(dirs.end(), search.runpath.begin(), search.runpath.end());
+  static const std::vector<std::string> kConfigured =
+      LoaderConfigDirectories("/etc/ld.so.conf", 0);
+  dirs.insert(dirs.end(), kConfigured.begin(), kConfigured.end());
+#if defined(__x86_64__)
+  constexpr absl::string_view kMultiarch = "x86_64-linux-gnu";
+#elif defined(__aarch64__)
+  constexpr absl::string_view kMultiarch = "aarch64-linux-gnu";
+#else
+  constexpr absl::string_view kMultiarch = "";
+#endif
+  if (!kMultiarch.empty()) {
+    dirs.push_back(absl::StrCat("/lib/", kMultiarch));
+    dirs.push_back(absl::StrCat("/usr/lib/", kMultiarch));
+  }
+  for (const char* d : {"/lib64", "/usr/lib64", "/lib", "/usr/lib", "/usr/local/lib"}) {
     dirs.emplace_back(d);
   }
   for (const std::string& d : dirs) {
@@ -219,9 +262,10 @@ absl::Status CheckOwnAllocator(const std::string& path) {
   // resolved through the RUNPATH of the object that needs it. Bounded: a program with a deep
   // tree is checked as far as the bound, which its allocator is nearly always within.
   constexpr size_t kMaxLibraries = 256;
+  // $ORIGIN is the directory of the file the loader opened, links resolved (/proc/self/exe).
   auto origin = [](const std::string& file) {
-    const size_t slash = file.rfind('/');
-    return slash == std::string::npos ? std::string(".") : file.substr(0, slash);
+    char resolved[PATH_MAX];
+    return DirectoryOf(::realpath(file.c_str(), resolved) != nullptr ? resolved : file);
   };
   std::vector<std::pair<std::string, DynamicDeps>> queue;  // (object, what it needs)
   queue.emplace_back(path, ReadDynamicDeps(**elf, origin(path)));
@@ -230,7 +274,7 @@ absl::Status CheckOwnAllocator(const std::string& path) {
     const DynamicDeps deps = queue[next].second;  // a copy: the queue grows below
     for (const std::string& needed : deps.needed) {
       if (output::IsRuntimeLibraryModule(needed) || !seen.insert(needed).second) continue;
-      const std::string lib = ResolveLibrary(needed, deps.search_path);
+      const std::string lib = ResolveLibrary(needed, deps.search);
       if (lib.empty()) continue;
       absl::StatusOr<std::unique_ptr<module::ElfImage>> image = module::ElfImage::Open(lib);
       if (!image.ok()) continue;
@@ -238,7 +282,7 @@ absl::Status CheckOwnAllocator(const std::string& path) {
         const std::string& by = queue[next].first;
         return absl::FailedPreconditionError(absl::StrCat(
             path, " links ", needed,
-            next == 0 ? "" : absl::StrCat(" (through ", by.substr(by.rfind('/') + 1), ")"),
+            next == 0 ? "" : absl::StrCat(" (through ", BaseNameOf(by), ")"),
             ", which replaces malloc: under --alloc its malloc would be "
             "glibc's while ", needed, " kept the rest (a C++ program aborts freeing one's block "
             "with the other's free)", kFix));

@@ -39,10 +39,15 @@ bool ReplacesAllocator(const std::string& path);
 // The file an LD_PRELOAD entry names: itself when it has a '/', else the first match in
 // LD_LIBRARY_PATH's directories and then the loader's default ones; "" when none exists.
 std::string ResolvePreloadEntry(const std::string& entry);
-// The same for a DT_NEEDED entry of a program whose DT_RUNPATH names `runpath` (searched after
-// LD_LIBRARY_PATH, before the default directories, as the loader does; with the older DT_RPATH
-// the loader looks there first, which only matters where both directories hold the library).
-std::string ResolveLibrary(const std::string& entry, const std::vector<std::string>& runpath);
+// Where an object asks the loader to look for the libraries it needs: its DT_RPATH (searched
+// before LD_LIBRARY_PATH; only when it has no DT_RUNPATH) or its DT_RUNPATH (searched after).
+struct LibrarySearchPath {
+  std::vector<std::string> rpath;
+  std::vector<std::string> runpath;
+};
+// The same for a DT_NEEDED entry of an object with `search`, in the loader's order (then the
+// directories /etc/ld.so.conf lists, which ld.so.cache holds, and the default ones).
+std::string ResolveLibrary(const std::string& entry, const LibrarySearchPath& search);
 
 // LD_PRELOAD (the preload first, then whatever the user preloads) and NATIVEPROF_ALLOC_CHANNEL.
 // A user's preload that replaces the allocator is left out: its malloc would never be called

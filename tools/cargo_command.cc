@@ -144,23 +144,23 @@ int RunCargoCommand(int argc, char** argv) {
       profile->strip = "none";
     }
     // Split debug info (.dwo files, or a .dwp beside the binary) takes the DWARF of the
-    // program's own code out of the binary: its inline frames and lines would be lost. Off
-    // unless a variable asked for it (Linux's default: nothing is rebuilt for it then).
-    if (!profile->split_debuginfo_from_environment) {
+    // program's own code out of the binary: its inline frames and lines would be lost. Turned
+    // off where Cargo.toml turns it on; not set otherwise, since an explicit "off" (Linux's
+    // default) changes rustc's flags, and so the fingerprint: every build in between would
+    // rebuild everything.
+    if (!profile->split_debuginfo_from_environment && !profile->split_debuginfo.empty() &&
+        profile->split_debuginfo != "off") {
       const std::string split_env = absl::StrCat(
           "CARGO_PROFILE_", CargoProfileEnvName(options->profile), "_SPLIT_DEBUGINFO");
       request.env.emplace_back(split_env, "off");
-      if (!profile->split_debuginfo.empty() && profile->split_debuginfo != "off") {
-        spdlog::info("profile '{}' sets split-debuginfo = \"{}\": building with {}=off",
-                     profile->name, profile->split_debuginfo, split_env);
-      }
+      spdlog::info("profile '{}' sets split-debuginfo = \"{}\": building with {}=off",
+                   profile->name, profile->split_debuginfo, split_env);
       profile->split_debuginfo = "off";
     }
     const std::string warning = profile->Warning();
-    if (!warning.empty()) {
-      PrintError(absl::StrCat("warning: ", warning));
-      warned_strip = true;
-    }
+    if (!warning.empty()) PrintError(absl::StrCat("warning: ", warning));
+    // Only a strip the warning named makes the check of the built binary say it again.
+    warned_strip = profile->strip != "none" && profile->strip != "false" && !profile->strip.empty();
   }
 
   absl::StatusOr<CargoBuildResult> build = RunCargoBuild(request);

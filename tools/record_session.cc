@@ -64,8 +64,10 @@ void ApplyCallGraph(const RecordOptions& o, sampler::SessionOptions* so) {
 }
 
 // --off-cpu -p: the stacks of the threads already blocked as recording starts, which no switch
-// sample will give their current interval. Read after the events are enabled, so a thread that
-// wakes after its snapshot has its switch-in recorded (and one that ran during it is skipped).
+// sample will give their current interval. Read just before the events are enabled (reading
+// takes tens of milliseconds, in which the rings would fill); a thread that ran during its read
+// is skipped, and one that ran after it is dropped again just before enabling (ThreadRanSince).
+// `noted` gets each snapshot taken, without its stack copy.
 void NoteBlockedThreads(const sampler::Session& session, int pid,
                         const std::vector<sampler::ProcMapsEntry>& maps,
                         unwind::StackCollector* collector,
@@ -113,7 +115,7 @@ void NoteBlockedThreads(const sampler::Session& session, int pid,
     collector->OnBlockedAtStart(guesses);
   }
   for (sampler::BlockedThread& t : snapshots) {
-    t.stack = {};  // only the thread and its schedstat are looked at again
+    t.stack = std::vector<uint8_t>();  // freed: only the thread and its schedstat are looked at
     noted->push_back(std::move(t));
   }
 }
@@ -281,6 +283,14 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   }
   Logger("main")->debug("state of {} attached processes read in {:.1f} ms", o.pids.size(),
                         MillisecondsSince(opening));
+  // A thread that ran between its snapshot and now is in another interval (or blocked
+  // elsewhere): its snapshot is dropped rather than given to that interval. Checked before
+  // enabling: a thread that wakes after it is seen doing so by the events, and keeps its own.
+  for (const sampler::BlockedThread& t : blocked_at_start) {
+    if (sampler::ThreadRanSince(t)) {
+      collector.ForgetBlockedAtStart(static_cast<int32_t>(t.pid), static_cast<int32_t>(t.tid));
+    }
+  }
   // --duration counts from here, the start of sampling.
   const auto start = std::chrono::steady_clock::now();
   const std::optional<SchedStat> start_sched = SchedNow();
@@ -303,13 +313,6 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
       return it != before.end() && *it == e;
     });
     sampler::SynthesizeProcessState(o.pids[i], *maps, collector);
-  }
-  // A thread that ran between its snapshot and the start of sampling is in another interval
-  // now (or blocked elsewhere): its snapshot is dropped rather than given to that interval.
-  for (const sampler::BlockedThread& t : blocked_at_start) {
-    if (sampler::ThreadRanSince(t)) {
-      collector.ForgetBlockedAtStart(static_cast<int32_t>(t.pid), static_cast<int32_t>(t.tid));
-    }
   }
 
   sampler::AttachedTarget target(o.pids);

@@ -1,7 +1,8 @@
 // A stand-in for jemalloc or tcmalloc preloaded by the user: a shared library that replaces
 // malloc and its kin, and C++'s operator new and delete, with an allocator of its own (a bump
-// allocator over one mapping, which never reuses memory). Like jemalloc, its free, realloc and malloc_usable_size abort on a
-// block it did not allocate, so a program that reaches them with glibc's blocks dies.
+// allocator over one mapping, which never reuses memory). Like jemalloc, its free, realloc and
+// malloc_usable_size abort on a block it did not allocate, so a program that reaches them with
+// glibc's blocks dies.
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -43,7 +43,7 @@ TEST(LibraryFramesTest, RuntimeLibraryModules) {
   for (const char* m : {"libc.so.6", "libm.so.6", "libpthread.so.0", "libstdc++.so.6.0.30",
                         "libc++.so.1", "libc++abi.so.1.0", "libgcc_s.so.1",
                         "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
-                        "libc.musl-x86_64.so.1", "librt.so.1", "libdl.so.2"}) {
+                        "libc.musl-x86_64.so.1", "ld-musl-x86_64.so.1", "librt.so.1", "libdl.so.2"}) {
     EXPECT_TRUE(IsRuntimeLibraryModule(m)) << m;
   }
   for (const char* m : {"app", "libcrypto.so.3", "libcurl.so.4", "libfoo.so", "libc", "libm.a",

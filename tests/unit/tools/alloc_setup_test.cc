@@ -66,7 +66,9 @@ TEST(AllocSetupTest, ProgramsWithAnAllocatorOfTheirOwnAreTold) {
   const std::string standin = testing::TargetPath("liballoc_standin.so");
   EXPECT_EQ(ResolveLibrary("liballoc_standin.so", {}), "");
   EXPECT_EQ(ResolveLibrary("liballoc_standin.so",
-                           {"/nonexistent", standin.substr(0, standin.rfind('/'))}),
+                           {{}, {"/nonexistent", standin.substr(0, standin.rfind('/'))}}),
+            standin);
+  EXPECT_EQ(ResolveLibrary("liballoc_standin.so", {{standin.substr(0, standin.rfind('/'))}, {}}),
             standin);
 }
 
