@@ -123,21 +123,18 @@ int RunCargoCommand(int argc, char** argv) {
     spdlog::info("profile settings not read: {}", profile.status().message());
   } else {
     if (!profile->HasLineTables()) {
-      request.env.emplace_back(
-          absl::StrCat("CARGO_PROFILE_", CargoProfileEnvName(options->profile), "_DEBUG"),
-          kLineTablesDebugSetting);
-      spdlog::info("building with CARGO_PROFILE_{}_DEBUG={}",
-                   CargoProfileEnvName(options->profile), kLineTablesDebugSetting);
+      const std::string debug_env = CargoProfileVariable(options->profile, "debug");
+      request.env.emplace_back(debug_env, kLineTablesDebugSetting);
+      spdlog::info("building with {}={}", debug_env, kLineTablesDebugSetting);
     }
     // Stripping changes no code, only what the binary keeps: a profile of a stripped binary has
     // no names. Unless the environment asked for it, the build keeps its symbols (setting
     // Cargo's default explicitly changes no fingerprint, so nothing is rebuilt for it). Cargo's
     // config files can set strip too: the environment overrides them as well.
     if (!profile->strip_from_environment) {
-      const std::string strip_env =
-          absl::StrCat("CARGO_PROFILE_", CargoProfileEnvName(options->profile), "_STRIP");
+      const std::string strip_env = CargoProfileVariable(options->profile, "strip");
       request.env.emplace_back(strip_env, "none");
-      if (profile->strip != "none" && profile->strip != "false" && !profile->strip.empty()) {
+      if (profile->Strips()) {
         spdlog::info("profile '{}' sets strip = \"{}\": building with {}=none", profile->name,
                      profile->strip, strip_env);
       }
@@ -150,8 +147,7 @@ int RunCargoCommand(int argc, char** argv) {
     // rebuild everything.
     if (!profile->split_debuginfo_from_environment && !profile->split_debuginfo.empty() &&
         profile->split_debuginfo != "off") {
-      const std::string split_env = absl::StrCat(
-          "CARGO_PROFILE_", CargoProfileEnvName(options->profile), "_SPLIT_DEBUGINFO");
+      const std::string split_env = CargoProfileVariable(options->profile, "split-debuginfo");
       request.env.emplace_back(split_env, "off");
       spdlog::info("profile '{}' sets split-debuginfo = \"{}\": building with {}=off",
                    profile->name, profile->split_debuginfo, split_env);
@@ -160,7 +156,7 @@ int RunCargoCommand(int argc, char** argv) {
     const std::string warning = profile->Warning();
     if (!warning.empty()) PrintError(absl::StrCat("warning: ", warning));
     // Only a strip the warning named makes the check of the built binary say it again.
-    warned_strip = profile->strip != "none" && profile->strip != "false" && !profile->strip.empty();
+    warned_strip = profile->Strips();
   }
 
   absl::StatusOr<CargoBuildResult> build = RunCargoBuild(request);

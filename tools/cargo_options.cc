@@ -92,6 +92,11 @@ std::string CargoProfileEnvName(const std::string& profile) {
   return name;
 }
 
+std::string CargoProfileVariable(const std::string& profile, const std::string& key) {
+  return absl::StrCat("CARGO_PROFILE_", CargoProfileEnvName(profile), "_",
+                      CargoProfileEnvName(key));
+}
+
 absl::StatusOr<CargoOptions> ParseCargoOptions(int argc, char** argv) {
   CargoOptions o;
   bool target_given = false;

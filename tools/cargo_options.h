@@ -37,6 +37,9 @@ absl::StatusOr<CargoOptions> ParseCargoOptions(int argc, char** argv);
 // Cargo's environment-variable spelling of a profile name: "release" -> "RELEASE",
 // "my-prof" -> "MY_PROF" (as in CARGO_PROFILE_<NAME>_DEBUG).
 std::string CargoProfileEnvName(const std::string& profile);
+// The variable that sets `key` (as Cargo.toml spells it: "debug", "split-debuginfo") of profile
+// `profile`: CARGO_PROFILE_RELEASE_SPLIT_DEBUGINFO.
+std::string CargoProfileVariable(const std::string& profile, const std::string& key);
 
 }  // namespace nativeprof::tools
 

@@ -51,24 +51,27 @@ bool CargoProfileSettings::HasLineTables() const {
   return !IsOff(debug) && debug != "line-directives-only";
 }
 
+bool CargoProfileSettings::Strips() const {
+  return strip == "symbols" || strip == "true" || strip == "debuginfo";
+}
+
 std::string CargoProfileSettings::Warning() const {
   std::vector<std::string> settings;
   std::vector<std::string> fixes;
   std::string effect;
-  const std::string env = CargoProfileEnvName(name);
-  if (strip == "symbols" || strip == "true" || strip == "debuginfo") {
+  if (Strips()) {
     settings.push_back(absl::StrCat("strip = \"", strip, "\""));
-    fixes.push_back(absl::StrCat("CARGO_PROFILE_", env, "_STRIP=false"));
+    fixes.push_back(absl::StrCat(CargoProfileVariable(name, "strip"), "=false"));
     effect = strip == "debuginfo" ? "inline frames and file:line are lost" : "frames will be unnamed";
   }
   if (split_debuginfo == "packed" || split_debuginfo == "unpacked") {
     settings.push_back(absl::StrCat("split-debuginfo = \"", split_debuginfo, "\""));
-    fixes.push_back(absl::StrCat("CARGO_PROFILE_", env, "_SPLIT_DEBUGINFO=off"));
+    fixes.push_back(absl::StrCat(CargoProfileVariable(name, "split-debuginfo"), "=off"));
     if (effect.empty()) effect = "the program's inline frames and file:line are lost";
   }
   if (!IsOff(lto) && lto != "off") {
     settings.push_back(absl::StrCat("lto = \"", lto, "\""));
-    fixes.push_back(absl::StrCat("CARGO_PROFILE_", env, "_LTO=false"));
+    fixes.push_back(absl::StrCat(CargoProfileVariable(name, "lto"), "=false"));
     if (effect.empty()) effect = "functions inlined across crates show only as inline frames";
   }
   if (settings.empty()) return "";
@@ -115,8 +118,7 @@ absl::StatusOr<CargoProfileSettings> ReadCargoProfile(
     from_environment = false;
     for (const std::string& p : chain) {
       // Cargo's configuration (the environment among it) overrides Cargo.toml for a profile.
-      const char* env = getenv(absl::StrCat("CARGO_PROFILE_", CargoProfileEnvName(p), "_",
-                                            CargoProfileEnvName(key)));
+      const char* env = getenv(CargoProfileVariable(p, key));
       if (env != nullptr) {
         from_environment = true;
         return env;

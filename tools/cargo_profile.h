@@ -32,6 +32,8 @@ struct CargoProfileSettings {
 
   // True when the build already carries line tables (so no override is needed).
   bool HasLineTables() const;
+  // True when the profile strips symbols or debug info.
+  bool Strips() const;
   // The one-line warning about strip / LTO, or "" when the profile is fine for profiling.
   std::string Warning() const;
 };

@@ -59,6 +59,8 @@ TEST(CargoOptionsTest, ProfileSpellings) {
   EXPECT_EQ(Parse({"--dev"})->profile, "dev");
   EXPECT_EQ(Parse({"--dev", "--release"})->profile, "release");
   EXPECT_EQ(CargoProfileEnvName("my-profile"), "MY_PROFILE");
+  EXPECT_EQ(CargoProfileVariable("my-profile", "split-debuginfo"),
+            "CARGO_PROFILE_MY_PROFILE_SPLIT_DEBUGINFO");
 }
 
 TEST(CargoOptionsTest, RejectsWhatCannotMeanAnything) {
