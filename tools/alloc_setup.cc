@@ -1,7 +1,6 @@
 #include "tools/alloc_setup.h"
 
 #include <elf.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <glob.h>
 #include <limits.h>
@@ -9,7 +8,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 
 #include "absl/container/flat_hash_set.h"
@@ -19,7 +17,6 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/str_split.h"
 #include "base/file_util.h"
-#include "base/scoped_fd.h"
 #include "base/text_escape.h"
 #include "module/elf_image.h"
 #include "output/library_frames.h"
@@ -116,7 +113,7 @@ DynamicDeps ReadDynamicDeps(const module::ElfImage& image, const std::string& or
   return deps;
 }
 
-absl::Status CheckOwnAllocator(const std::string& path);
+absl::Status CheckOwnAllocator(const std::string& path, const module::ElfImage& elf);
 
 }  // namespace
 
@@ -137,20 +134,17 @@ absl::StatusOr<std::string> FindAllocPreload() {
 }
 
 absl::Status CheckInterposable(const std::string& path) {
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return absl::OkStatus();
-  Elf64_Ehdr eh{};
-  if (::pread(fd.get(), &eh, sizeof(eh), 0) != static_cast<ssize_t>(sizeof(eh)) ||
-      std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-      eh.e_phentsize != sizeof(Elf64_Phdr)) {
+  // One reading of the file serves both checks.
+  absl::StatusOr<std::unique_ptr<module::ElfImage>> elf = module::ElfImage::Open(path);
+  if (!elf.ok() || gelf_getclass((*elf)->elf()) != ELFCLASS64) {
     return absl::OkStatus();  // a script, or not something this check understands
   }
-  // Program headers are read one at a time: e_phnum comes from the file.
-  for (uint32_t i = 0; i < eh.e_phnum; ++i) {
-    Elf64_Phdr ph{};
-    const off_t at = static_cast<off_t>(eh.e_phoff + uint64_t{i} * sizeof(ph));
-    if (::pread(fd.get(), &ph, sizeof(ph), at) != static_cast<ssize_t>(sizeof(ph))) break;
-    if (ph.p_type == PT_INTERP) return CheckOwnAllocator(path);
+  size_t phnum = 0;
+  if (elf_getphdrnum((*elf)->elf(), &phnum) != 0) return absl::OkStatus();
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr ph;
+    if (gelf_getphdr((*elf)->elf(), static_cast<int>(i), &ph) == nullptr) break;
+    if (ph.p_type == PT_INTERP) return CheckOwnAllocator(path, **elf);
   }
   return absl::FailedPreconditionError(absl::StrCat(
       path, " is statically linked, so its malloc cannot be interposed and --alloc would see no "
@@ -248,12 +242,10 @@ namespace {
 // glibc's, while the other allocator keeps what the program calls directly (its operator new,
 // mallocx, sanitizer interceptors): a C++ program then frees one allocator's block with the
 // other's free and aborts, and an executable's own malloc never reaches the hooks at all.
-absl::Status CheckOwnAllocator(const std::string& path) {
-  absl::StatusOr<std::unique_ptr<module::ElfImage>> elf = module::ElfImage::Open(path);
-  if (!elf.ok()) return absl::OkStatus();
+absl::Status CheckOwnAllocator(const std::string& path, const module::ElfImage& elf) {
   constexpr absl::string_view kFix =
       "; record it without --alloc, or build it without that allocator";
-  if (DefinesMalloc(**elf)) {
+  if (DefinesMalloc(elf)) {
     return absl::FailedPreconditionError(absl::StrCat(
         path, " defines malloc itself (a statically linked allocator or sanitizer runtime), so "
         "--alloc cannot interpose it and would see none of its allocations", kFix));
@@ -268,7 +260,7 @@ absl::Status CheckOwnAllocator(const std::string& path) {
     return DirectoryOf(::realpath(file.c_str(), resolved) != nullptr ? resolved : file);
   };
   std::vector<std::pair<std::string, DynamicDeps>> queue;  // (object, what it needs)
-  queue.emplace_back(path, ReadDynamicDeps(**elf, origin(path)));
+  queue.emplace_back(path, ReadDynamicDeps(elf, origin(path)));
   absl::flat_hash_set<std::string> seen;
   for (size_t next = 0; next < queue.size() && seen.size() < kMaxLibraries; ++next) {
     const DynamicDeps deps = queue[next].second;  // a copy: the queue grows below
