@@ -23,6 +23,7 @@
 
 #include "preload/alloc_accounting.h"
 #include "preload/alloc_sample_writer.h"
+#include "preload/allocator_backend.h"
 #include "preload/record_clock.h"
 
 extern "C" {
@@ -49,12 +50,31 @@ constexpr size_t kHeaderBytes = sizeof(BlockHeader);
 // ours, which is 0 for every chunk under 4 GiB: no real chunk can carry kTagMagic.
 constexpr uint32_t kSampled = 1;    // its allocation is in the ring; its free must be too
 constexpr uint32_t kUncounted = 2;  // allocated inside the preload: not the program's
+constexpr uint32_t kNextBlock = 4;  // from the program's own allocator (allocator_backend.h)
 constexpr size_t kMaxAlignment = size_t{1} << 30;
 
 BlockHeader* HeaderOf(void* user) {
   return reinterpret_cast<BlockHeader*>(static_cast<char*>(user) - kHeaderBytes);
 }
 bool Ours(const BlockHeader* h) { return (h->tag & kTagMagicMask) == kTagMagic; }
+
+// Where a block the preload did not allocate goes back to: the allocator the process runs on.
+void ForeignFree(void* p) {
+  if (BackendIsNext()) {
+    NextFree(p);
+  } else {
+    __libc_free(p);
+  }
+}
+
+// Frees the start of a block of ours, to the allocator its header says it came from.
+void FreeBase(void* base, uint32_t tag) {
+  if ((tag & kNextBlock) != 0) {
+    NextFree(base);
+  } else {
+    __libc_free(base);
+  }
+}
 
 bool SamplingOn(const Control& c) {
   static std::atomic<int> on{-1};
@@ -84,8 +104,9 @@ __attribute__((noinline)) bool SampleAllocation(ThreadState& t, Control& c, cons
 }
 
 // Writes the header of a new block and counts it. `base` is what glibc returned.
+// `origin` is kNextBlock for a block from the program's own allocator, else 0.
 __attribute__((noinline)) void* TrackSlow(void* base, size_t size, size_t offset,
-                                          const void* hook_frame) {
+                                          const void* hook_frame, uint32_t origin) {
   Control* c = internal::g_process->channel.load(std::memory_order_acquire);
   char* user = static_cast<char*>(base) + offset;
   BlockHeader* h = HeaderOf(user);
@@ -99,7 +120,7 @@ __attribute__((noinline)) void* TrackSlow(void* base, size_t size, size_t offset
              SampleAllocation(t, *c, user, size, hook_frame)) {
     flags = kSampled;
   }
-  h->tag = OwnTag(flags);
+  h->tag = OwnTag(flags | origin);
   return user;
 }
 
@@ -110,12 +131,14 @@ constexpr const void* kThisHooksFrame = nullptr;
 // Track's common case inline, with no call: the hook then needs no registers saved around the
 // rare steps, which cost more than the counting itself. `c` is the attached channel or null.
 NP_ALWAYS_INLINE void* Track(Control* c, void* base, size_t size, size_t offset,
-                             const void* hook_frame) {
+                             const void* hook_frame, uint32_t origin = 0) {
   if (NP_UNLIKELY(base == nullptr)) return nullptr;
   ThreadState& t = CurrentThread();
-  if (NP_UNLIKELY(c == nullptr || t.busy != 0 || !AllocationNeedsNoMore(t, size))) {
+  if (NP_UNLIKELY(origin != 0 || c == nullptr || t.busy != 0 ||
+                  !AllocationNeedsNoMore(t, size))) {
     return TrackSlow(base, size, offset,
-                     hook_frame != kThisHooksFrame ? hook_frame : __builtin_frame_address(0));
+                     hook_frame != kThisHooksFrame ? hook_frame : __builtin_frame_address(0),
+                     origin);
   }
   char* user = static_cast<char*>(base) + offset;
   BlockHeader* h = HeaderOf(user);
@@ -159,12 +182,22 @@ NP_ALWAYS_INLINE void CountRelease(void* user, const BlockHeader& h) {
   }
 }
 
-NP_ALWAYS_INLINE void* Allocate(size_t size, const void* frame) {
-  Control* c = Channel();
-  if (NP_UNLIKELY(c == nullptr)) return __libc_malloc(size);
-  if (NP_UNLIKELY(size > SIZE_MAX - kHeaderBytes)) {
+// Allocate's rare cases: no channel, the program's own allocator, or a size that cannot be.
+__attribute__((noinline)) void* AllocateSlow(Control* c, size_t size, const void* hook_frame) {
+  const bool next = BackendIsNext();
+  if (c == nullptr) return next ? NextMalloc(size) : __libc_malloc(size);
+  if (size > SIZE_MAX - kHeaderBytes) {
     errno = ENOMEM;
     return nullptr;
+  }
+  void* base = next ? NextMalloc(size + kHeaderBytes) : __libc_malloc(size + kHeaderBytes);
+  return Track(c, base, size, kHeaderBytes, hook_frame, next ? kNextBlock : 0);
+}
+
+NP_ALWAYS_INLINE void* Allocate(size_t size, const void* frame) {
+  Control* c = Channel();
+  if (NP_UNLIKELY(c == nullptr || size > SIZE_MAX - kHeaderBytes || !BackendIsGlibc())) {
+    return AllocateSlow(c, size, frame != kThisHooksFrame ? frame : __builtin_frame_address(0));
   }
   return Track(c, __libc_malloc(size + kHeaderBytes), size, kHeaderBytes, frame);
 }
@@ -172,13 +205,18 @@ NP_ALWAYS_INLINE void* Allocate(size_t size, const void* frame) {
 void* AllocateAligned(size_t alignment, size_t size, const void* frame) {
   if (alignment <= kHeaderBytes) return Allocate(size, frame);
   Control* c = Channel();
-  if (c == nullptr || alignment > kMaxAlignment) return __libc_memalign(alignment, size);
+  const bool next = BackendIsNext();
+  if (c == nullptr || alignment > kMaxAlignment) {
+    return next ? NextMemalign(alignment, size) : __libc_memalign(alignment, size);
+  }
   if (size > SIZE_MAX - alignment) {
     errno = ENOMEM;
     return nullptr;
   }
   // The header sits in the alignment padding in front of the caller's pointer.
-  return Track(c, __libc_memalign(alignment, size + alignment), size, alignment, frame);
+  void* base = next ? NextMemalign(alignment, size + alignment)
+                    : __libc_memalign(alignment, size + alignment);
+  return Track(c, base, size, alignment, frame, next ? kNextBlock : 0);
 }
 
 __attribute__((noinline)) void ReleaseSlow(void* user) {
@@ -186,7 +224,7 @@ __attribute__((noinline)) void ReleaseSlow(void* user) {
   const BlockHeader copy = *h;
   h->tag = 0;  // a second free of this pointer is glibc's to diagnose, not ours to count again
   CountRelease(user, copy);
-  __libc_free(static_cast<char*>(user) - copy.offset);
+  FreeBase(static_cast<char*>(user) - copy.offset, copy.tag);
 }
 
 NP_ALWAYS_INLINE void Release(void* user) {
@@ -199,7 +237,7 @@ NP_ALWAYS_INLINE void Release(void* user) {
   ThreadState& t = CurrentThread();
   if (NP_UNLIKELY(copy.tag != OwnTag() || !FreeNeedsNoMore(t, copy.size))) {
     if (!Ours(h)) {
-      __libc_free(user);
+      ForeignFree(user);
     } else {
       ReleaseSlow(user);
     }
@@ -304,11 +342,15 @@ int WaitId(idtype_t type, id_t id, siginfo_t* info, int options) {
   return result;
 }
 
+// The usable size of a block the preload did not allocate, as its allocator tells it.
+size_t ForeignUsableSize(void* p) { return BackendIsNext() ? NextUsableSize(p) : RealUsableSize(p); }
+
 size_t UsableSize(void* user) {
   if (user == nullptr) return 0;
   BlockHeader* h = HeaderOf(user);
-  if (!Ours(h)) return RealUsableSize(user);
-  const size_t usable = RealUsableSize(static_cast<char*>(user) - h->offset);
+  if (!Ours(h)) return ForeignUsableSize(user);
+  void* base = static_cast<char*>(user) - h->offset;
+  const size_t usable = (h->tag & kNextBlock) != 0 ? NextUsableSize(base) : RealUsableSize(base);
   return usable > h->offset ? usable - h->offset : 0;
 }
 
@@ -324,9 +366,9 @@ __attribute__((noinline)) void* ReallocateSlow(void* user, size_t size, const vo
     // A block from before the channel: it becomes one of ours.
     void* moved = Allocate(size, frame);
     if (moved == nullptr) return nullptr;
-    const size_t old_size = RealUsableSize(user);
+    const size_t old_size = ForeignUsableSize(user);
     std::memcpy(moved, user, old_size < size ? old_size : size);
-    __libc_free(user);
+    ForeignFree(user);
     return moved;
   }
   if (h->offset != kHeaderBytes || (h->tag & kSampled) != 0) {
@@ -335,7 +377,7 @@ __attribute__((noinline)) void* ReallocateSlow(void* user, size_t size, const vo
     // first: a realloc is a move, never two blocks live at once (as heaptrack counts it).
     const BlockHeader old = *h;
     CountRelease(user, old);
-    h->tag = OwnTag(kUncounted);
+    h->tag = OwnTag(kUncounted | (old.tag & kNextBlock));
     void* moved = Allocate(size, frame);
     if (moved == nullptr) return nullptr;  // still allocated, no longer counted: out of memory
     std::memcpy(moved, user, old.size < size ? old.size : size);
@@ -347,17 +389,20 @@ __attribute__((noinline)) void* ReallocateSlow(void* user, size_t size, const vo
     return nullptr;
   }
   const BlockHeader old = *h;
-  void* base = __libc_realloc(static_cast<char*>(user) - kHeaderBytes, size + kHeaderBytes);
+  const uint32_t origin = old.tag & kNextBlock;
+  void* old_base = static_cast<char*>(user) - kHeaderBytes;
+  void* base = origin != 0 ? NextRealloc(old_base, size + kHeaderBytes)
+                           : __libc_realloc(old_base, size + kHeaderBytes);
   if (base == nullptr) return nullptr;  // the old block is untouched and still counted
   CountRelease(user, old);
-  return Track(Channel(), base, size, kHeaderBytes, frame);
+  return Track(Channel(), base, size, kHeaderBytes, frame, origin);
 }
 
 // The counting of a block glibc has resized when more than the bodies are due.
 __attribute__((noinline)) void* CountReallocation(void* user, const BlockHeader& old, void* base,
                                                   size_t size, const void* frame) {
   CountRelease(user, old);
-  return TrackSlow(base, size, kHeaderBytes, frame);
+  return TrackSlow(base, size, kHeaderBytes, frame, 0);
 }
 
 // realloc's common case inline, as Track and Release are: a counted, unsampled block of ours
@@ -368,7 +413,8 @@ NP_ALWAYS_INLINE void* Reallocate(void* user, size_t size, const void* frame) {
   // Channel(), not a bare load: a forked child that has not registered yet does so before a
   // tag is read or a block marked with its own (the general path too relies on that).
   Control* c = Channel();
-  if (NP_UNLIKELY(size == 0 || size > SIZE_MAX - kHeaderBytes || c == nullptr)) {
+  if (NP_UNLIKELY(size == 0 || size > SIZE_MAX - kHeaderBytes || c == nullptr ||
+                  !BackendIsGlibc())) {
     return ReallocateSlow(user, size, frame);
   }
   BlockHeader* h = HeaderOf(user);
@@ -437,10 +483,15 @@ NP_EXPORT void* calloc(size_t n, size_t size) {
   }
   using namespace nativeprof::preload;
   Control* c = Channel();
-  if (c == nullptr) return __libc_calloc(n, size);
+  const bool next = !BackendIsGlibc() && BackendIsNext();
+  if (c == nullptr) return next ? NextCalloc(n, size) : __libc_calloc(n, size);
   if (total > SIZE_MAX - kHeaderBytes) {
     errno = ENOMEM;
     return nullptr;
+  }
+  if (NP_UNLIKELY(next)) {
+    return Track(c, NextCalloc(1, total + kHeaderBytes), total, kHeaderBytes,
+                 __builtin_frame_address(0), kNextBlock);
   }
   return Track(c, __libc_calloc(1, total + kHeaderBytes), total, kHeaderBytes, kThisHooksFrame);
 }

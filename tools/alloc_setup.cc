@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <memory>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_replace.h"
@@ -65,17 +67,20 @@ std::vector<std::string> LoaderConfigDirectories(const std::string& path, int de
   return dirs;
 }
 
-// Whether `elf` defines malloc or free (ReplacesAllocator).
-bool DefinesMalloc(const module::ElfImage& elf) {
-  bool replaces = false;
-  // Not operator new: libstdc++ defines it (over malloc), and so may a program (over a pool of
-  // its own) whose malloc still reaches the hooks.
+// Whether `elf` exports a function named one of `names`.
+bool DefinesAnyOf(const module::ElfImage& elf, std::initializer_list<absl::string_view> names) {
+  bool defines = false;
   symbolize::ForEachElfFunctionSymbol(
       elf, ".dynsym",
       [&](absl::string_view name, uint64_t, uint64_t, symbolize::SymbolTable::Binding,
-          uint64_t) { replaces = replaces || name == "malloc" || name == "free"; });
-  return replaces;
+          uint64_t) { defines = defines || absl::c_linear_search(names, name); });
+  return defines;
 }
+
+// Whether `elf` defines malloc or free (ReplacesAllocator). Not operator new: libstdc++ defines
+// it (over malloc), and so may a program (over a pool of its own) whose malloc still reaches the
+// hooks.
+bool DefinesMalloc(const module::ElfImage& elf) { return DefinesAnyOf(elf, {"malloc", "free"}); }
 
 // What the loader reads from a dynamic section: the libraries `image` needs, in order, and the
 // directories its DT_RUNPATH or else its DT_RPATH names, $ORIGIN expanded to `origin`.
@@ -113,7 +118,8 @@ DynamicDeps ReadDynamicDeps(const module::ElfImage& image, const std::string& or
   return deps;
 }
 
-absl::Status CheckOwnAllocator(const std::string& path, const module::ElfImage& elf);
+absl::Status CheckOwnAllocator(const std::string& path, const module::ElfImage& elf,
+                               std::vector<std::string>* notes);
 
 }  // namespace
 
@@ -133,7 +139,7 @@ absl::StatusOr<std::string> FindAllocPreload() {
       "/../lib/nativeprof; reinstall nativeprof or set NATIVEPROF_ALLOC_LIB to its path"));
 }
 
-absl::Status CheckInterposable(const std::string& path) {
+absl::Status CheckInterposable(const std::string& path, std::vector<std::string>* notes) {
   // One reading of the file serves both checks.
   absl::StatusOr<std::unique_ptr<module::ElfImage>> elf = module::ElfImage::Open(path);
   if (!elf.ok() || gelf_getclass((*elf)->elf()) != ELFCLASS64) {
@@ -144,7 +150,7 @@ absl::Status CheckInterposable(const std::string& path) {
   for (size_t i = 0; i < phnum; ++i) {
     GElf_Phdr ph;
     if (gelf_getphdr((*elf)->elf(), static_cast<int>(i), &ph) == nullptr) break;
-    if (ph.p_type == PT_INTERP) return CheckOwnAllocator(path, **elf);
+    if (ph.p_type == PT_INTERP) return CheckOwnAllocator(path, **elf, notes);
   }
   return absl::FailedPreconditionError(absl::StrCat(
       path, " is statically linked, so its malloc cannot be interposed and --alloc would see no "
@@ -236,13 +242,25 @@ std::vector<std::pair<std::string, std::string>> AllocEnvironment(
 
 namespace {
 
-// A dynamically linked program whose malloc is not glibc's: defined by the program itself (a
-// statically linked jemalloc or sanitizer runtime) or by a library it links (libjemalloc,
-// libtcmalloc, libasan). The preload comes first in the lookup order and sends its malloc to
-// glibc's, while the other allocator keeps what the program calls directly (its operator new,
-// mallocx, sanitizer interceptors): a C++ program then frees one allocator's block with the
-// other's free and aborts, and an executable's own malloc never reaches the hooks at all.
-absl::Status CheckOwnAllocator(const std::string& path, const module::ElfImage& elf) {
+// Whether `name` is a sanitizer's runtime (libasan.so.8, libtsan.so.2, libhwasan.so.0, ...),
+// which must come first in the process, where --alloc puts its own library.
+bool IsSanitizerRuntime(absl::string_view name) {
+  for (absl::string_view san : {"libasan.", "libhwasan.", "libtsan.", "libmsan.", "liblsan."}) {
+    if (absl::StartsWith(name, san)) return true;
+  }
+  return false;
+}
+
+
+// A dynamically linked program whose malloc is not glibc's. Refused: one that defines malloc
+// itself (a statically linked jemalloc or sanitizer runtime), whose malloc comes before the
+// library's, which never sees a call; and one that links a sanitizer runtime, which does not
+// start with another library before it. Told: one that links an allocator (libjemalloc,
+// libtcmalloc): the library forwards to it (preload/allocator_backend.h), so the calls that
+// reach malloc are counted, but not what that allocator hands out without them (its own
+// operator new).
+absl::Status CheckOwnAllocator(const std::string& path, const module::ElfImage& elf,
+                               std::vector<std::string>* notes) {
   constexpr absl::string_view kFix =
       "; record it without --alloc, or build it without that allocator";
   if (DefinesMalloc(elf)) {
@@ -271,13 +289,23 @@ absl::Status CheckOwnAllocator(const std::string& path, const module::ElfImage& 
       absl::StatusOr<std::unique_ptr<module::ElfImage>> image = module::ElfImage::Open(lib);
       if (!image.ok()) continue;
       if (DefinesMalloc(**image)) {
-        const std::string& by = queue[next].first;
-        return absl::FailedPreconditionError(absl::StrCat(
+        const std::string links = absl::StrCat(
             path, " links ", needed,
-            next == 0 ? "" : absl::StrCat(" (through ", BaseNameOf(by), ")"),
-            ", which replaces malloc: under --alloc its malloc would be "
-            "glibc's while ", needed, " kept the rest (a C++ program aborts freeing one's block "
-            "with the other's free)", kFix));
+            next == 0 ? "" : absl::StrCat(" (through ", BaseNameOf(queue[next].first), ")"));
+        if (IsSanitizerRuntime(needed)) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              links, ", a sanitizer runtime, which must come first in the process, where "
+              "--alloc puts its library; record it without --alloc, or a build without "
+              "-fsanitize"));
+        }
+        notes->push_back(absl::StrCat(
+            links, ", which replaces malloc: --alloc counts the calls that reach malloc and "
+            "forwards them to it",
+            DefinesAnyOf(**image, {"_Znwm"})
+                ? absl::StrCat(", but not what its own operator new hands out (C++ new); to see "
+                               "those, record a build without ", needed)
+                : ""));
+        return absl::OkStatus();
       }
       queue.emplace_back(lib, ReadDynamicDeps(**image, origin(lib)));
     }

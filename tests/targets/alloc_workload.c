@@ -103,6 +103,7 @@
 // Mode `mmap`: an allocator of its own, as jemalloc or mimalloc would be: 96 MiB from mmap,
 // every page touched, and nothing from malloc. The preload sees no heap while the RSS grows.
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -507,6 +508,28 @@ static int RunOwnAllocator(void) {
   return munmap(arena, bytes) == 0 ? 0 : 8;
 }
 
+// Mode `foreignfree`, for a program linked to an allocator of its own (alloc_linked_standin):
+// 1,000 blocks that allocator hands out itself (its operator new, as jemalloc's does for a C++
+// program) given back through realloc, malloc_usable_size and free, as a C++ runtime does, and
+// 1,000 x { malloc(100); free }. The stand-in aborts on a block that is not its own, so this
+// exits 0 only if every block went back to the allocator it came from.
+static int RunForeignFree(void) {
+  void* (*own_new)(size_t) = (void* (*)(size_t))dlsym(RTLD_DEFAULT, "_Znwm");
+  if (own_new == NULL) return 11;
+  for (int i = 0; i < 1000; ++i) {
+    char* p = own_new(100);
+    if (p == NULL) return 12;
+    memset(p, 1, 100);
+    if (malloc_usable_size(p) < 100) return 13;
+    p = realloc(p, 200);
+    if (p == NULL || p[99] != 1) return 14;
+    free(p);
+    void* volatile q = malloc(100);
+    free(q);
+  }
+  return 0;
+}
+
 static void* volatile g_sink;
 
 static void* CancelledLoop(void* arg) {
@@ -616,12 +639,13 @@ int main(int argc, char** argv) {
   }
   if (strcmp(mode, "realloc") == 0) return RunRealloc();
   if (strcmp(mode, "mmap") == 0) return RunOwnAllocator();
+  if (strcmp(mode, "foreignfree") == 0) return RunForeignFree();
   if (strcmp(mode, "closefds") == 0 && argc > 2) return RunCloseFds(argv[2]);
   if (strcmp(mode, "interrupted-writers") == 0) return RunInterruptedWriters();
   if (strcmp(mode, "nofiles") == 0) return RunWithoutDescriptors();
   if (strcmp(mode, "serial-threads") == 0) return RunSerialThreads(argc > 2 ? atoi(argv[2]) : 1);
   Say("usage: alloc_workload [sites [N] | realloc | threads [N] | serial-threads N | forkexec | "
       "execs N | execs-holding N | forkfree | rawforkfree | forkleak | pidreuse | exit N | notsc | "
-      "mmap | closefds PATH | interrupted-writers | nofiles]\n");
+      "mmap | foreignfree | closefds PATH | interrupted-writers | nofiles]\n");
   return 2;
 }

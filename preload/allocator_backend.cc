@@ -1,0 +1,78 @@
+#include "preload/allocator_backend.h"
+
+#include <dlfcn.h>
+
+extern "C" void* __libc_malloc(size_t size);
+
+namespace nativeprof::preload {
+
+std::atomic<int> internal::g_backend{kBackendUnresolved};
+
+namespace {
+
+struct NextAllocator {
+  void* (*malloc)(size_t) = nullptr;
+  void* (*calloc)(size_t, size_t) = nullptr;
+  void* (*realloc)(void*, size_t) = nullptr;
+  void* (*memalign)(size_t, size_t) = nullptr;
+  void (*free)(void*) = nullptr;
+  size_t (*usable_size)(void*) = nullptr;
+};
+NextAllocator g_next;
+
+template <typename Fn>
+Fn Next(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+}
+
+int Resolve() {
+  NextAllocator next;
+  next.malloc = Next<decltype(next.malloc)>("malloc");
+  // glibc's malloc is an alias of its __libc_malloc; so is tcmalloc's, whose __libc_malloc is
+  // the one the hooks call.
+  if (next.malloc == nullptr || reinterpret_cast<void*>(next.malloc) ==
+                                    reinterpret_cast<void*>(&__libc_malloc)) {
+    return kBackendGlibc;
+  }
+  next.calloc = Next<decltype(next.calloc)>("calloc");
+  next.realloc = Next<decltype(next.realloc)>("realloc");
+  next.memalign = Next<decltype(next.memalign)>("memalign");
+  next.free = Next<decltype(next.free)>("free");
+  next.usable_size = Next<decltype(next.usable_size)>("malloc_usable_size");
+  // An allocator without all of these is not one the program can run on alone either.
+  if (next.calloc == nullptr || next.realloc == nullptr || next.memalign == nullptr ||
+      next.free == nullptr) {
+    return kBackendGlibc;
+  }
+  g_next = next;
+  return kBackendNext;
+}
+
+}  // namespace
+
+bool BackendIsNext() {
+  const int state = internal::g_backend.load(std::memory_order_acquire);
+  if (state >= kBackendGlibc) return state == kBackendNext;
+  // The process's first call comes before it can start a thread: the exchange only keeps a
+  // call from inside dlsym from deciding again.
+  int expected = kBackendUnresolved;
+  if (!internal::g_backend.compare_exchange_strong(expected, kBackendResolving,
+                                                   std::memory_order_acq_rel)) {
+    return expected == kBackendNext;
+  }
+  ThreadState& t = CurrentThread();
+  ++t.busy;  // dlsym may allocate: not the program's
+  const int decided = Resolve();
+  --t.busy;
+  internal::g_backend.store(decided, std::memory_order_release);
+  return decided == kBackendNext;
+}
+
+void* NextMalloc(size_t size) { return g_next.malloc(size); }
+void* NextCalloc(size_t n, size_t size) { return g_next.calloc(n, size); }
+void* NextRealloc(void* p, size_t size) { return g_next.realloc(p, size); }
+void* NextMemalign(size_t alignment, size_t size) { return g_next.memalign(alignment, size); }
+void NextFree(void* p) { g_next.free(p); }
+size_t NextUsableSize(void* p) { return g_next.usable_size == nullptr ? 0 : g_next.usable_size(p); }
+
+}  // namespace nativeprof::preload

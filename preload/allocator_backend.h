@@ -1,0 +1,46 @@
+// The allocator the hooks forward to. Normally glibc's, through its __libc_* entry points, which
+// need no symbol lookup. A program that links an allocator replacing malloc without defining
+// __libc_malloc (jemalloc does; tcmalloc defines it, so __libc_malloc already reaches it) keeps
+// that allocator under the preload: blocks it handed out itself (its own operator new's) come to
+// the preload's free and must go back to it, where glibc's free aborts on them. Such a process
+// forwards to the definitions that follow the preload's (RTLD_NEXT), decided once, at the
+// process's first call into the hooks, before any block exists.
+#ifndef NATIVEPROF_PRELOAD_ALLOCATOR_BACKEND_H_
+#define NATIVEPROF_PRELOAD_ALLOCATOR_BACKEND_H_
+
+#include <atomic>
+#include <cstddef>
+
+#include "preload/alloc_accounting.h"
+
+namespace nativeprof::preload {
+
+inline constexpr int kBackendUnresolved = 0;
+inline constexpr int kBackendResolving = 1;
+inline constexpr int kBackendGlibc = 2;
+inline constexpr int kBackendNext = 3;
+
+namespace internal {
+extern std::atomic<int> g_backend __attribute__((visibility("hidden")));
+}  // namespace internal
+
+// The common case, one load: glibc's allocator, known to be.
+NP_ALWAYS_INLINE bool BackendIsGlibc() {
+  return internal::g_backend.load(std::memory_order_relaxed) == kBackendGlibc;
+}
+
+// Whether the process allocates through the program's own allocator; decides on first use. A
+// call made while deciding (from inside dlsym) gets glibc's, and its block must say so.
+bool BackendIsNext();
+
+// The next allocator's functions; only called once BackendIsNext() said true.
+void* NextMalloc(size_t size);
+void* NextCalloc(size_t n, size_t size);
+void* NextRealloc(void* p, size_t size);
+void* NextMemalign(size_t alignment, size_t size);
+void NextFree(void* p);
+size_t NextUsableSize(void* p);  // 0 when that allocator has no malloc_usable_size
+
+}  // namespace nativeprof::preload
+
+#endif  // NATIVEPROF_PRELOAD_ALLOCATOR_BACKEND_H_
