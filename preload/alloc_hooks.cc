@@ -205,7 +205,7 @@ NP_ALWAYS_INLINE void* Allocate(size_t size, const void* frame) {
 void* AllocateAligned(size_t alignment, size_t size, const void* frame) {
   if (alignment <= kHeaderBytes) return Allocate(size, frame);
   Control* c = Channel();
-  const bool next = BackendIsNext();
+  const bool next = !BackendIsGlibc() && BackendIsNext();
   if (c == nullptr || alignment > kMaxAlignment) {
     return next ? NextMemalign(alignment, size) : __libc_memalign(alignment, size);
   }

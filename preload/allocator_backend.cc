@@ -39,10 +39,17 @@ int Resolve() {
   next.memalign = Next<decltype(next.memalign)>("memalign");
   next.free = Next<decltype(next.free)>("free");
   next.usable_size = Next<decltype(next.usable_size)>("malloc_usable_size");
-  // An allocator without all of these is not one the program can run on alone either.
-  if (next.calloc == nullptr || next.realloc == nullptr || next.memalign == nullptr ||
-      next.free == nullptr) {
-    return kBackendGlibc;
+  // dlsym falls through to glibc's for a function the allocator lacks: each must come from the
+  // object malloc came from, or its blocks would go to the other allocator.
+  const auto object_of = [](const void* fn) -> const void* {
+    Dl_info info{};
+    return fn != nullptr && dladdr(fn, &info) != 0 ? info.dli_fbase : nullptr;
+  };
+  const void* home = object_of(reinterpret_cast<void*>(next.malloc));
+  for (const void* fn : {reinterpret_cast<void*>(next.calloc), reinterpret_cast<void*>(next.realloc),
+                         reinterpret_cast<void*>(next.memalign), reinterpret_cast<void*>(next.free),
+                         reinterpret_cast<void*>(next.usable_size)}) {
+    if (home == nullptr || object_of(fn) != home) return kBackendGlibc;
   }
   g_next = next;
   return kBackendNext;
@@ -73,6 +80,6 @@ void* NextCalloc(size_t n, size_t size) { return g_next.calloc(n, size); }
 void* NextRealloc(void* p, size_t size) { return g_next.realloc(p, size); }
 void* NextMemalign(size_t alignment, size_t size) { return g_next.memalign(alignment, size); }
 void NextFree(void* p) { g_next.free(p); }
-size_t NextUsableSize(void* p) { return g_next.usable_size == nullptr ? 0 : g_next.usable_size(p); }
+size_t NextUsableSize(void* p) { return g_next.usable_size(p); }
 
 }  // namespace nativeprof::preload

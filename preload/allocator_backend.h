@@ -3,8 +3,13 @@
 // __libc_malloc (jemalloc does; tcmalloc defines it, so __libc_malloc already reaches it) keeps
 // that allocator under the preload: blocks it handed out itself (its own operator new's) come to
 // the preload's free and must go back to it, where glibc's free aborts on them. Such a process
-// forwards to the definitions that follow the preload's (RTLD_NEXT), decided once, at the
-// process's first call into the hooks, before any block exists.
+// forwards to the definitions that follow the preload's (RTLD_NEXT), all from the object that
+// defines malloc (else it stays on glibc's), decided once, at the process's first call into the
+// hooks, before any block exists. Not safe for certain: the preload tells its own blocks from
+// the allocator's by the 12-bit magic in front of them, which the bytes in front of one of the
+// allocator's (another block's) can hold, and a sized delete of an over-aligned block goes to
+// the allocator's sdallocx with the preload's pointer; the CLI refuses such a command, and only
+// a program the command starts gets here.
 #ifndef NATIVEPROF_PRELOAD_ALLOCATOR_BACKEND_H_
 #define NATIVEPROF_PRELOAD_ALLOCATOR_BACKEND_H_
 
@@ -39,7 +44,7 @@ void* NextCalloc(size_t n, size_t size);
 void* NextRealloc(void* p, size_t size);
 void* NextMemalign(size_t alignment, size_t size);
 void NextFree(void* p);
-size_t NextUsableSize(void* p);  // 0 when that allocator has no malloc_usable_size
+size_t NextUsableSize(void* p);
 
 }  // namespace nativeprof::preload
 

@@ -118,8 +118,7 @@ DynamicDeps ReadDynamicDeps(const module::ElfImage& image, const std::string& or
   return deps;
 }
 
-absl::Status CheckOwnAllocator(const std::string& path, const module::ElfImage& elf,
-                               std::vector<std::string>* notes);
+absl::Status CheckOwnAllocator(const std::string& path, const module::ElfImage& elf);
 
 }  // namespace
 
@@ -139,7 +138,7 @@ absl::StatusOr<std::string> FindAllocPreload() {
       "/../lib/nativeprof; reinstall nativeprof or set NATIVEPROF_ALLOC_LIB to its path"));
 }
 
-absl::Status CheckInterposable(const std::string& path, std::vector<std::string>* notes) {
+absl::Status CheckInterposable(const std::string& path) {
   // One reading of the file serves both checks.
   absl::StatusOr<std::unique_ptr<module::ElfImage>> elf = module::ElfImage::Open(path);
   if (!elf.ok() || gelf_getclass((*elf)->elf()) != ELFCLASS64) {
@@ -150,7 +149,7 @@ absl::Status CheckInterposable(const std::string& path, std::vector<std::string>
   for (size_t i = 0; i < phnum; ++i) {
     GElf_Phdr ph;
     if (gelf_getphdr((*elf)->elf(), static_cast<int>(i), &ph) == nullptr) break;
-    if (ph.p_type == PT_INTERP) return CheckOwnAllocator(path, **elf, notes);
+    if (ph.p_type == PT_INTERP) return CheckOwnAllocator(path, **elf);
   }
   return absl::FailedPreconditionError(absl::StrCat(
       path, " is statically linked, so its malloc cannot be interposed and --alloc would see no "
@@ -242,25 +241,16 @@ std::vector<std::pair<std::string, std::string>> AllocEnvironment(
 
 namespace {
 
-// Whether `name` is a sanitizer's runtime (libasan.so.8, libtsan.so.2, libhwasan.so.0, ...),
-// which must come first in the process, where --alloc puts its own library.
-bool IsSanitizerRuntime(absl::string_view name) {
-  for (absl::string_view san : {"libasan.", "libhwasan.", "libtsan.", "libmsan.", "liblsan."}) {
-    if (absl::StartsWith(name, san)) return true;
-  }
-  return false;
-}
-
-
-// A dynamically linked program whose malloc is not glibc's. Refused: one that defines malloc
+// A dynamically linked program whose malloc is not glibc's, refused: one that defines malloc
 // itself (a statically linked jemalloc or sanitizer runtime), whose malloc comes before the
-// library's, which never sees a call; and one that links a sanitizer runtime, which does not
-// start with another library before it. Told: one that links an allocator (libjemalloc,
-// libtcmalloc): the library forwards to it (preload/allocator_backend.h), so the calls that
-// reach malloc are counted, but not what that allocator hands out without them (its own
-// operator new).
-absl::Status CheckOwnAllocator(const std::string& path, const module::ElfImage& elf,
-                               std::vector<std::string>* notes) {
+// library's, which never sees a call; one that links a sanitizer runtime, which does not start
+// with another library before it; and one that links an allocator (libjemalloc, libtcmalloc).
+// The library forwards to that allocator (preload/allocator_backend.h), but the allocator hands
+// out blocks of its own too (its operator new), which come to the library's free and
+// malloc_usable_size: the header check that tells glibc's blocks from the library's cannot tell
+// them apart for certain (the bytes in front of such a block are another block's), and its sized
+// delete of an over-aligned block goes to the allocator with the library's pointer.
+absl::Status CheckOwnAllocator(const std::string& path, const module::ElfImage& elf) {
   constexpr absl::string_view kFix =
       "; record it without --alloc, or build it without that allocator";
   if (DefinesMalloc(elf)) {
@@ -292,20 +282,16 @@ absl::Status CheckOwnAllocator(const std::string& path, const module::ElfImage& 
         const std::string links = absl::StrCat(
             path, " links ", needed,
             next == 0 ? "" : absl::StrCat(" (through ", BaseNameOf(queue[next].first), ")"));
-        if (IsSanitizerRuntime(needed)) {
+        if (DefinesAnyOf(**image, {"__asan_init", "__hwasan_init", "__tsan_init", "__msan_init",
+                                   "__lsan_init"})) {
           return absl::FailedPreconditionError(absl::StrCat(
               links, ", a sanitizer runtime, which must come first in the process, where "
               "--alloc puts its library; record it without --alloc, or a build without "
               "-fsanitize"));
         }
-        notes->push_back(absl::StrCat(
-            links, ", which replaces malloc: --alloc counts the calls that reach malloc and "
-            "forwards them to it",
-            DefinesAnyOf(**image, {"_Znwm"})
-                ? absl::StrCat(", but not what its own operator new hands out (C++ new); to see "
-                               "those, record a build without ", needed)
-                : ""));
-        return absl::OkStatus();
+        return absl::FailedPreconditionError(absl::StrCat(
+            links, ", which replaces malloc: the blocks it hands out by itself (its operator "
+            "new's) cannot be told from --alloc's for certain", kFix));
       }
       queue.emplace_back(lib, ReadDynamicDeps(**image, origin(lib)));
     }

@@ -20,12 +20,11 @@ inline constexpr char kAllocPreloadName[] = "libnativeprof_alloc.so";
 absl::StatusOr<std::string> FindAllocPreload();
 
 // kFailedPrecondition for a statically linked ELF executable (no PT_INTERP), and for one whose
-// malloc the library cannot stand before (it defines malloc itself, or links a sanitizer
-// runtime), with the fix. One that links an allocator of its own (libjemalloc) runs, with a
-// line in `notes` saying what is not counted. A script or anything that is not an ELF
-// executable is accepted: what it runs may be dynamic.
+// malloc is not glibc's (it defines malloc, or links a library that does: libjemalloc, libasan),
+// with the fix. A script or anything that is not an ELF executable is accepted: what it runs may
+// be dynamic.
 // `path` is the file the command runs (sampler::FindProgram).
-absl::Status CheckInterposable(const std::string& path, std::vector<std::string>* notes);
+absl::Status CheckInterposable(const std::string& path);
 
 // Creates the channel in /dev/shm (else $TMPDIR or /tmp) with a ring of 1 MiB, or more when
 // `stack_bytes` (the dwarf stack copy) is large.

@@ -429,11 +429,9 @@ int RunRecording(const RecordOptions& o) {
   if (o.alloc_rate_bytes.has_value()) {
     absl::StatusOr<std::string> preload = FindAllocPreload();
     if (!preload.ok()) return PrintCliError(CliStep::kRun, preload.status());
-    std::vector<std::string> program_notes;
-    if (absl::Status st = CheckInterposable(*program, &program_notes); !st.ok()) {
+    if (absl::Status st = CheckInterposable(*program); !st.ok()) {
       return PrintCliError(CliStep::kParseOptions, st);
     }
-    for (const std::string& note : program_notes) PrintError(absl::StrCat("warning: ", note));
     absl::StatusOr<sampler::AllocChannel> channel = CreateAllocChannel(*o.alloc_rate_bytes, o.dwarf_stack_bytes);
     if (!channel.ok()) return PrintCliError(CliStep::kRun, channel.status());
     alloc_channel.emplace(*std::move(channel));
