@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -46,6 +47,21 @@ bool g_thread_key_ok = false;
 // Set when the process attaches and again in a forked child, before either allocates.
 int g_pid_slot = -1;
 
+// Writes the batched frees of process `pid`'s threads that `left` says their threads will not
+// write (alloc_channel::FreeBatch): before any record of the image that calls this.
+template <typename Pred>
+void WriteLeftBatches(Control& c, uint32_t pid, Pred left) {
+  if (c.rate_bytes > 1) return;  // batches are --alloc=1's
+  const uint32_t claimed = std::min<uint32_t>(c.slots_claimed.load(std::memory_order_acquire),
+                                              alloc_channel::kThreadSlots);
+  for (uint32_t i = 0; i < claimed; ++i) {
+    alloc_channel::FreeBatch& b = c.free_batches[i];
+    if (b.pid == pid && b.count.load(std::memory_order_acquire) != 0 && left(b)) {
+      WriteLeftBatch(c, b);
+    }
+  }
+}
+
 // Counts the process image in the channel and gives it its tag (in `page`, which the caller
 // then makes the process's).
 void RegisterProcess(Control& c, ProcessPage& page) {
@@ -54,6 +70,7 @@ void RegisterProcess(Control& c, ProcessPage& page) {
   const uint32_t image = c.images.fetch_add(1, std::memory_order_relaxed) + 1;
   page.not_own_tag = ~(kTagMagic | (image & 0xffffu) << kTagImageShift);
   page.pid = pid;
+  page.image = image;
   g_pid_slot = -1;
   for (size_t i = 0; i < alloc_channel::kPidSlots; ++i) {
     const size_t index = (pid + i) % alloc_channel::kPidSlots;
@@ -75,6 +92,9 @@ void RegisterProcess(Control& c, ProcessPage& page) {
       const int64_t gone = c.pid_live[index].exchange(0, std::memory_order_relaxed);
       if (!ended) c.live_bytes.fetch_sub(gone, std::memory_order_relaxed);
       c.exec_left_bytes.fetch_add(gone, std::memory_order_relaxed);
+      WriteLeftBatches(c, pid, [image](const alloc_channel::FreeBatch& b) {
+        return b.image != image;
+      });
       return;
     }
   }
@@ -141,6 +161,15 @@ void internal::ClaimSlot(ThreadState& t, Control& c) {
   const uint32_t i = c.slots_claimed.fetch_add(1, std::memory_order_relaxed);
   t.slot = i < alloc_channel::kThreadSlots ? &c.slots[i] : nullptr;
   t.claimed = true;
+  t.batch = nullptr;
+  if (t.slot != nullptr && c.rate_bytes <= 1 && SampleLayoutSupported(c)) {
+    alloc_channel::FreeBatch& b = c.free_batches[i];
+    b.count.store(0, std::memory_order_relaxed);
+    b.pid = internal::g_process->pid;
+    b.tid = static_cast<uint32_t>(::gettid());
+    b.image = internal::g_process->image;
+    t.batch = &b;
+  }
   // The key's destructor publishes the thread's pending live-heap change when it exits.
   if (g_thread_key_ok) {
     ++t.busy;  // pthread_setspecific may allocate its second-level array
@@ -177,11 +206,20 @@ int64_t NextSampleDistance(ThreadState& t, uint64_t rate) {
 void ThreadExit(void* arg) {
   ThreadState* t = static_cast<ThreadState*>(arg);
   if (t == nullptr) return;
-  if (Control* c = Channel(); c != nullptr) FlushLive(*t, *c);
+  if (Control* c = Channel(); c != nullptr) {
+    FlushLive(*t, *c);
+    FlushFreeBatch(*t, *c);
+  }
+  t->batch = nullptr;  // a TLS destructor's frees after this go one by one
   ReleaseStackCopy(*t);
 }
 
-void BeforeFork() { PublishThisThread(); }
+void BeforeFork() {
+  PublishThisThread();
+  // The child's copy of the batch's blocks would never be given back.
+  ThreadState& t = CurrentThread();
+  if (Control* c = Channel(); c != nullptr && t.busy == 0) FlushFreeBatch(t, *c);
+}
 
 // A forked child shares the channel with its parent but not its slots: its copy of the thread
 // that forked must count into a slot of its own, and its records carry its own ids.
@@ -192,6 +230,7 @@ void ResetForkedThread(ThreadState& t) {
   t.pending_high = 0;
   t.pid = 0;
   t.tid = 0;
+  t.batch = nullptr;  // its parent's, in the channel
 }
 
 // Registers a forked child: at its first call into the library when its page came blank, or in
@@ -323,6 +362,17 @@ void PublishThisThread() {
 void EndThisProcess() {
   PublishThisThread();
   Control* c = Channel();
+  if (c != nullptr) {
+    // The calling thread's batch, then the other threads' of this image, which die with it.
+    ThreadState& t = CurrentThread();
+    if (t.busy == 0) FlushFreeBatch(t, *c);
+    const ProcessPage& page = *internal::g_process;
+    if (page.pid == static_cast<uint32_t>(::getpid())) {
+      WriteLeftBatches(*c, page.pid, [&page](const alloc_channel::FreeBatch& b) {
+        return b.image == page.image;
+      });
+    }
+  }
   if (c == nullptr || g_pid_slot < 0) return;  // without a pid slot its heap is not known apart
   // Not a child that shares or copied this memory without registering (vfork, a raw clone):
   // the slot is its parent's, which goes on.

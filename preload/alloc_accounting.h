@@ -70,6 +70,9 @@ struct ThreadState {
   // A thread past kThreadSlots counts a call here; MergeSpill then moves it into the channel's
   // shared overflow slot, so the spill is empty between calls (and at a fork).
   alloc_channel::ThreadSlot spill{};
+  // The thread's batch of frees in the channel (alloc_channel::FreeBatch) under --alloc=1; null
+  // otherwise, and for a thread past kThreadSlots, whose frees are written one by one.
+  alloc_channel::FreeBatch* batch = nullptr;
 };
 
 // A block's header tag (see alloc_hooks.cc): 12 bits that no glibc chunk header can show where
@@ -98,6 +101,7 @@ struct ProcessPage {
   // frees take the general path, which registers it.
   uint32_t not_own_tag;
   uint32_t pid;  // the process that registered it (getpid() then)
+  uint32_t image;  // the image's number (Control::images)
 };
 
 namespace internal {

@@ -158,12 +158,34 @@ __attribute__((noinline)) void SampleFree(ThreadState& t, Control& c, void* user
   errno = saved_errno;
 }
 
+// The writer's bit of a FreeBatch entry: the block goes back to the program's own allocator.
+constexpr uint64_t kEntryNextBlock = 2;
+static_assert((kEntryNextBlock & alloc_channel::kFreeEntryFlagMask) == kEntryNextBlock &&
+              kEntryNextBlock != alloc_channel::kFreeEntryTemporary);
+
+// Batches the free of a sampled block (alloc_channel::FreeBatch): its record goes ahead of the
+// thread's next one, and the block back to its allocator only then.
+void DeferFree(ThreadState& t, Control& c, void* user, bool temporary, uint32_t tag) {
+  alloc_channel::FreeBatch& b = *t.batch;
+  ++t.busy;  // a signal handler's free meanwhile must not take the same entry
+  const uint32_t n = b.count.load(std::memory_order_relaxed);
+  b.entries[n].store(reinterpret_cast<uintptr_t>(user) |
+                         (temporary ? alloc_channel::kFreeEntryTemporary : 0) |
+                         ((tag & kNextBlock) != 0 ? kEntryNextBlock : 0),
+                     std::memory_order_relaxed);
+  b.count.store(n + 1, std::memory_order_release);
+  --t.busy;
+  if (n + 1 == alloc_channel::kFreeBatchEntries) FlushFreeBatch(t, c);
+}
+
 // Counts the release of a block of ours before glibc may hand its address out again (so its free
-// record precedes any new allocation at the same address in the ring).
-NP_ALWAYS_INLINE void CountRelease(void* user, const BlockHeader& h) {
-  if (NP_UNLIKELY((h.tag & kUncounted) != 0)) return;
+// record precedes any new allocation at the same address in the ring). With `may_defer`, a
+// sampled block's free may go into the thread's batch: then true, and the batch gives the block
+// back to its allocator, not the caller.
+NP_ALWAYS_INLINE bool CountRelease(void* user, const BlockHeader& h, bool may_defer = false) {
+  if (NP_UNLIKELY((h.tag & kUncounted) != 0)) return false;
   Control* c = Channel();
-  if (NP_UNLIKELY(c == nullptr)) return;
+  if (NP_UNLIKELY(c == nullptr)) return false;
   ThreadState& t = CurrentThread();
   bool temporary = false;
   if (NP_LIKELY(AllocatedHere(h.tag))) {
@@ -172,6 +194,10 @@ NP_ALWAYS_INLINE void CountRelease(void* user, const BlockHeader& h) {
     CountInheritedFree(t, *c, h.size);
   }
   if (NP_UNLIKELY((h.tag & kSampled) != 0)) {
+    if (t.busy == 0 && may_defer && t.batch != nullptr && h.offset == kHeaderBytes) {
+      DeferFree(t, *c, user, temporary, h.tag);
+      return true;
+    }
     if (t.busy == 0) {
       SampleFree(t, *c, user, temporary);
     } else {
@@ -180,6 +206,7 @@ NP_ALWAYS_INLINE void CountRelease(void* user, const BlockHeader& h) {
       c->lost_samples.fetch_add(1, std::memory_order_relaxed);
     }
   }
+  return false;
 }
 
 // Allocate's rare cases: no channel, the program's own allocator, or a size that cannot be.
@@ -223,7 +250,7 @@ __attribute__((noinline)) void ReleaseSlow(void* user) {
   BlockHeader* h = HeaderOf(user);
   const BlockHeader copy = *h;
   h->tag = 0;  // a second free of this pointer is glibc's to diagnose, not ours to count again
-  CountRelease(user, copy);
+  if (CountRelease(user, copy, /*may_defer=*/true)) return;
   FreeBase(static_cast<char*>(user) - copy.offset, copy.tag);
 }
 
@@ -247,6 +274,16 @@ NP_ALWAYS_INLINE void Release(void* user) {
   (void)CountFreeBody(t, *t.slot, user, copy.size);
   __libc_free(static_cast<char*>(user) - copy.offset);
 }
+
+}  // namespace
+
+void ReleaseBatchedBlock(uint64_t entry) {
+  // Only blocks with the plain header are batched (CountRelease): the base is 16 bytes down.
+  char* user = reinterpret_cast<char*>(entry & ~alloc_channel::kFreeEntryFlagMask);
+  FreeBase(user - kHeaderBytes, (entry & kEntryNextBlock) != 0 ? kNextBlock : 0);
+}
+
+namespace {
 
 // The definition of `name` after the preload's (glibc's), looked up once into `cache`; null when
 // there is none.

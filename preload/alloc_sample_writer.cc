@@ -534,37 +534,91 @@ void FillIdentity(ThreadState& t, SampleFields& f, bool cpu) {
   f.cpu = on < 0 ? 0u : static_cast<uint32_t>(on);
 }
 
-// Writes the record; false when it could not be (no reader, or no room for too long). The
-// caller counts a sample that went unwritten as lost (a peak mark is not a sample).
-bool Publish(Control& c, SampleFields& f) {
+// The first `count` frees of a FreeBatch, written ahead of a record as one FreeRecord.
+struct BatchAhead {
+  const alloc_channel::FreeBatch* batch = nullptr;
+  uint32_t count = 0;
+
+  size_t Size() const { return count == 0 ? 0 : offsetof(alloc_channel::FreeRecord, addr) + 8 * count; }
+  template <typename Out>
+  void Encode(uint64_t time_ns, Out& out) const {
+    const perf_event_header h{alloc_channel::kFreeRecordType, alloc_channel::kFreeRecordBatch,
+                              static_cast<uint16_t>(Size())};
+    out.Bytes(&h, sizeof(h));
+    U64(out, time_ns);
+    const uint32_t ids[2] = {batch->pid, batch->tid};
+    out.Bytes(ids, sizeof(ids));
+    for (uint32_t i = 0; i < count; ++i) {
+      U64(out, batch->entries[i].load(std::memory_order_relaxed) & ~kEntryWriterBits);
+    }
+  }
+  // The writer's own bits of an entry (ReleaseBatchedBlock's): not the profiler's to see.
+  static constexpr uint64_t kEntryWriterBits =
+      alloc_channel::kFreeEntryFlagMask & ~alloc_channel::kFreeEntryTemporary;
+};
+
+// Writes `ahead`'s frees, then the record `f` (if any), under one lock and with one time: false
+// when they could not be (no reader, or no room for too long). The caller counts a sample that
+// went unwritten as lost (a peak mark is not a sample). `pid` is the writer's.
+bool Publish(Control& c, SampleFields* f, uint32_t pid, BatchAhead ahead = {}) {
   if (c.reader_gone.load(std::memory_order_relaxed) != 0) return false;
-  SizeCounter counter;
-  Encode(c, f, 0, counter);
-  const size_t size = counter.size();
+  size_t size = 0;
+  if (f != nullptr) {
+    SizeCounter counter;
+    Encode(c, *f, 0, counter);
+    size = counter.size();
+  }
+  const size_t ahead_size = ahead.Size();
   perf_event_mmap_page* meta = RingMeta(c);
   uint8_t* data = reinterpret_cast<uint8_t*>(meta) + meta->data_offset;
-  Lock(c, f.pid);
+  Lock(c, pid);
   const uint64_t head = meta->data_head;  // only writers holding the lock move it
-  if (!WaitForSpace(c, meta, head, size)) {
+  if (!WaitForSpace(c, meta, head, ahead_size + size)) {
     Unlock(c);
     return false;
   }
   // Taken under the lock, so the ring is in time order across every writer.
   ClockSources clock;
-  f.time_ns = NextRecordTime(c, clock);
+  const uint64_t time_ns = NextRecordTime(c, clock);
   const uint64_t offset = head & (c.ring_data_bytes - 1);
-  if (offset + size <= c.ring_data_bytes) {
+  if (offset + ahead_size + size <= c.ring_data_bytes) {
     LinearWriter writer(data + offset);
-    Encode(c, f, static_cast<uint16_t>(size), writer);
+    if (ahead_size != 0) ahead.Encode(time_ns, writer);
+    if (f != nullptr) {
+      f->time_ns = time_ns;
+      Encode(c, *f, static_cast<uint16_t>(size), writer);
+    }
   } else {
     RingWriter writer(data, c.ring_data_bytes - 1, head);
-    Encode(c, f, static_cast<uint16_t>(size), writer);
+    if (ahead_size != 0) ahead.Encode(time_ns, writer);
+    if (f != nullptr) {
+      f->time_ns = time_ns;
+      Encode(c, *f, static_cast<uint16_t>(size), writer);
+    }
   }
-  __atomic_store_n(&meta->data_head, head + size, __ATOMIC_RELEASE);
-  const uint64_t used = head + size - __atomic_load_n(&meta->data_tail, __ATOMIC_ACQUIRE);
+  const uint64_t end = head + ahead_size + size;
+  __atomic_store_n(&meta->data_head, end, __ATOMIC_RELEASE);
+  const uint64_t used = end - __atomic_load_n(&meta->data_tail, __ATOMIC_ACQUIRE);
   Unlock(c);
   if (used >= c.ring_data_bytes / 4) Wake(c);
   return true;
+}
+
+// The thread's batch to write ahead of its next record (empty without one).
+BatchAhead AheadOf(const ThreadState& t) {
+  if (t.batch == nullptr) return {};
+  return {t.batch, t.batch->count.load(std::memory_order_relaxed)};
+}
+
+// After a record that carried `ahead` (written or not): the batch's blocks go back to their
+// allocator, and the batch is empty again. Unwritten frees are lost samples.
+void FinishAhead(Control& c, ThreadState& t, BatchAhead ahead, bool written) {
+  if (ahead.count == 0) return;
+  if (!written) c.lost_samples.fetch_add(ahead.count, std::memory_order_relaxed);
+  for (uint32_t i = 0; i < ahead.count; ++i) {
+    ReleaseBatchedBlock(t.batch->entries[i].load(std::memory_order_relaxed));
+  }
+  t.batch->count.store(0, std::memory_order_release);
 }
 
 }  // namespace
@@ -609,7 +663,10 @@ bool WriteAllocSample(ThreadState& t, Control& c, CallSite site, const void* use
   f.delta = as_delta ? &delta : nullptr;
   // A dropped record leaves the profiler's copy as it was, while the snapshot changed ours:
   // the next record goes whole.
-  if (!Publish(c, f)) {
+  const BatchAhead ahead = AheadOf(t);
+  const bool written = Publish(c, &f, f.pid, ahead);
+  FinishAhead(c, t, ahead, written);
+  if (!written) {
     c.lost_samples.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
@@ -644,7 +701,8 @@ void WritePeakMark(ThreadState& t, Control& c, int64_t peak_bytes) {
   f.id = alloc_channel::kPeakMarkSampleId;
   f.addr = static_cast<uint64_t>(peak_bytes);
   FillIdentity(t, f, /*cpu=*/false);
-  (void)Publish(c, f);
+  const BatchAhead ahead = AheadOf(t);
+  FinishAhead(c, t, ahead, Publish(c, &f, f.pid, ahead));
   --t.busy;
   errno = saved_errno;
 }
@@ -655,7 +713,33 @@ void WriteFreeSample(ThreadState& t, Control& c, const void* user, bool temporar
   f.addr = reinterpret_cast<uintptr_t>(user);
   f.period = temporary ? alloc_channel::kFreeTemporary : 0;
   FillIdentity(t, f, /*cpu=*/false);
-  if (!Publish(c, f)) c.lost_samples.fetch_add(1, std::memory_order_relaxed);
+  const BatchAhead ahead = AheadOf(t);
+  const bool written = Publish(c, &f, f.pid, ahead);
+  FinishAhead(c, t, ahead, written);
+  if (!written) c.lost_samples.fetch_add(1, std::memory_order_relaxed);
+}
+
+void FlushFreeBatch(ThreadState& t, Control& c) {
+  const BatchAhead ahead = AheadOf(t);
+  if (ahead.count == 0) return;
+  // As for a sample: inside the program's free, or its thread's or process's end.
+  const int saved_errno = errno;
+  ++t.busy;
+  SampleFields identity;
+  FillIdentity(t, identity, /*cpu=*/false);
+  FinishAhead(c, t, ahead, Publish(c, nullptr, identity.pid, ahead));
+  --t.busy;
+  errno = saved_errno;
+}
+
+void WriteLeftBatch(Control& c, alloc_channel::FreeBatch& batch) {
+  const uint32_t count = batch.count.exchange(0, std::memory_order_acq_rel);
+  if (count == 0 || count > alloc_channel::kFreeBatchEntries) return;
+  const int saved_errno = errno;
+  if (!Publish(c, nullptr, static_cast<uint32_t>(::getpid()), BatchAhead{&batch, count})) {
+    c.lost_samples.fetch_add(count, std::memory_order_relaxed);
+  }
+  errno = saved_errno;
 }
 
 }  // namespace nativeprof::preload

@@ -35,6 +35,17 @@ void ReleaseStackCopy(ThreadState& t);
 void WritePeakMark(ThreadState& t, alloc_channel::Control& c, int64_t peak_bytes);
 void WriteFreeSample(ThreadState& t, alloc_channel::Control& c, const void* user, bool temporary);
 
+// The thread's batched frees (alloc_channel::FreeBatch) into the ring now, as one record, and
+// their blocks back to their allocator (ReleaseBatchedBlock). Each record the thread writes
+// carries its batch ahead of it the same way.
+void FlushFreeBatch(ThreadState& t, alloc_channel::Control& c);
+// The frees a batch of this pid holds that its thread will not write: another thread's, as the
+// process ends (their blocks die with it), or an earlier image's, which an exec ended.
+void WriteLeftBatch(alloc_channel::Control& c, alloc_channel::FreeBatch& batch);
+// Gives a block whose free was batched back to its allocator: an entry of a FreeBatch
+// (alloc_hooks.cc, which knows the block's header).
+void ReleaseBatchedBlock(uint64_t entry);
+
 }  // namespace nativeprof::preload
 
 #endif  // NATIVEPROF_PRELOAD_ALLOC_SAMPLE_WRITER_H_

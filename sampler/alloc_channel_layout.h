@@ -26,7 +26,7 @@ namespace nativeprof::alloc_channel {
 // The environment variable that names the channel file for the preload.
 inline constexpr char kEnvChannel[] = "NATIVEPROF_ALLOC_CHANNEL";
 inline constexpr uint64_t kMagic = 0x6e70616c6c6f6331ull;  // "npalloc1"
-inline constexpr uint32_t kVersion = 11;  // bumped with every change to Control or a record
+inline constexpr uint32_t kVersion = 12;  // bumped with every change to Control or a record
 
 // Identifiers (PERF_SAMPLE_IDENTIFIER) of the preload's records. The kernel numbers its events
 // from 1 up; these cannot collide.
@@ -79,14 +79,40 @@ inline constexpr uint64_t kPeakMarkSampleId = ~uint64_t{0} - 3;
 // A new peak is marked when it exceeds the last mark by 1/kPeakMarkStep of it: at most ~1,800
 // marks over a growth from 4 KiB to 4 GB.
 inline constexpr int64_t kPeakMarkStep = 128;
+// Frees batched by their thread (FreeBatch), written as one record: `addr` and the u64s that
+// follow it to header.size are the frees, each an avma with kFreeEntryTemporary in its low bit
+// for a temporary allocation (blocks are 16-aligned: the low 4 bits are the writer's), all at
+// `time_ns`, the time the batch was written, no earlier than any of them.
+inline constexpr uint16_t kFreeRecordBatch = 4;
+inline constexpr uint64_t kFreeEntryTemporary = 1;
+inline constexpr uint64_t kFreeEntryFlagMask = 0xf;
 struct FreeRecord {
-  perf_event_header header;  // kFreeRecordType, misc, sizeof(FreeRecord)
+  perf_event_header header;  // kFreeRecordType, misc, sizeof(FreeRecord) (more for a batch)
   uint64_t time_ns;          // the clock of the session's records
   uint32_t pid;
   uint32_t tid;
   uint64_t addr;             // the block's avma
 };
 static_assert(sizeof(FreeRecord) == 32);
+
+// Under --alloc=1 (every allocation sampled, every free a record), a thread's frees of sampled
+// blocks wait here, up to kFreeBatchEntries, and go into the ring as one record (a FreeRecord
+// with kFreeRecordBatch) ahead of the thread's next record, under the same lock and time, or
+// when the batch is full, the thread exits or forks, or the process ends. Their blocks are given
+// back to the allocator only then, so no address in a batch can be handed out again before its
+// free is in the ring. Kept in the channel, not the thread's own memory: a process ending by
+// exit() writes its other threads' batches, and an image exec'd over one writes the batches its
+// threads left (its pid, another image) as it attaches, before any record of its own. Entries
+// are avmas with kFreeEntryFlagMask bits of the writer's (kFreeEntryTemporary, and the
+// allocator the block goes back to).
+inline constexpr size_t kFreeBatchEntries = 32;
+struct FreeBatch {
+  std::atomic<uint32_t> count;  // entries held: stored with release after the entry
+  uint32_t pid;
+  uint32_t tid;
+  uint32_t image;               // the image's number (Control::images) that claimed it
+  std::atomic<uint64_t> entries[kFreeBatchEntries];
+};
 
 // One thread's exact counts. Written only by the thread that claimed it (relaxed load + store),
 // read by the profiler at any time; totals are sums over every slot.
@@ -192,6 +218,7 @@ struct alignas(64) Control {
   alignas(64) StackHint hints[kHintSlots];
   alignas(64) ThreadSlot overflow;     // shared by threads past kThreadSlots (atomic adds)
   ThreadSlot slots[kThreadSlots];
+  FreeBatch free_batches[kThreadSlots];  // free_batches[i] is slots[i]'s thread's (--alloc=1)
 };
 
 // The pid slot of process `pid` (the index of `pids` it registered in), or -1 when it has none.

@@ -123,7 +123,8 @@ absl::Status Truncated(uint32_t type) {
   return absl::DataLossError(absl::StrCat("truncated perf record of type ", type));
 }
 
-// An alloc_channel::FreeRecord, handed on as the sample of a free it stands for.
+// An alloc_channel::FreeRecord, handed on as the sample of the free it stands for, or of each
+// free of a batch (kFreeRecordBatch), in order.
 absl::StatusOr<ParseOutcome> ParseFreeRecord(std::span<const uint8_t> record, RecordSink& sink) {
   alloc_channel::FreeRecord r;
   if (record.size() < sizeof(r)) return Truncated(alloc_channel::kFreeRecordType);
@@ -134,11 +135,24 @@ absl::StatusOr<ParseOutcome> ParseFreeRecord(std::span<const uint8_t> record, Re
   s.pid = r.pid;
   s.tid = r.tid;
   s.time_ns = r.time_ns;
-  s.addr = r.addr;
-  s.period = (r.header.misc & alloc_channel::kFreeRecordTemporary) != 0
-                 ? alloc_channel::kFreeTemporary
-                 : 0;
-  sink.OnSample(s);
+  if ((r.header.misc & alloc_channel::kFreeRecordBatch) == 0 || s.id != alloc_channel::kFreeSampleId) {
+    s.addr = r.addr;
+    s.period = (r.header.misc & alloc_channel::kFreeRecordTemporary) != 0
+                   ? alloc_channel::kFreeTemporary
+                   : 0;
+    sink.OnSample(s);
+    return ParseOutcome::kDelivered;
+  }
+  // The entries run from `addr` to the record's end; bytes short of a whole entry are padding.
+  constexpr size_t kFirst = offsetof(alloc_channel::FreeRecord, addr);
+  for (size_t at = kFirst; at + sizeof(uint64_t) <= record.size(); at += sizeof(uint64_t)) {
+    uint64_t entry;
+    std::memcpy(&entry, record.data() + at, sizeof(entry));
+    s.addr = entry & ~alloc_channel::kFreeEntryFlagMask;
+    s.period = (entry & alloc_channel::kFreeEntryTemporary) != 0 ? alloc_channel::kFreeTemporary
+                                                                  : 0;
+    sink.OnSample(s);
+  }
   return ParseOutcome::kDelivered;
 }
 

@@ -34,6 +34,10 @@
 #include "sampler/record_parser.h"
 #include "sampler/records.h"
 
+// The hooks give a batched free's block back to its allocator (alloc_hooks.cc, not compiled in
+// here). The fuzzer's threads have no batch (ThreadState::batch is null): nothing is batched.
+void nativeprof::preload::ReleaseBatchedBlock(uint64_t) { std::abort(); }
+
 namespace {
 
 namespace ac = nativeprof::alloc_channel;

@@ -234,6 +234,40 @@ static int RunSerialThreads(int n) {
   return 0;
 }
 
+// Mode `exit-while-blocked`: a thread allocates 20 blocks of 300 B, frees them, and blocks for
+// good; then the main thread calls exit(0). Nothing is leaked: the thread's frees are counted
+// though it never runs again (under --alloc=1 they wait in its batch until the process ends).
+static pthread_mutex_t g_freed_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_freed_cond = PTHREAD_COND_INITIALIZER;
+static int g_freed;
+
+__attribute__((noinline)) static void frees_then_blocks(void) {
+  void* blocks[20];
+  for (int i = 0; i < 20; ++i) blocks[i] = malloc(300);
+  __asm__ volatile("" : : "r"(blocks) : "memory");
+  for (int i = 0; i < 20; ++i) free(blocks[i]);
+}
+
+static void* BlockedThreadMain(void* arg) {
+  (void)arg;
+  frees_then_blocks();
+  pthread_mutex_lock(&g_freed_lock);
+  g_freed = 1;
+  pthread_cond_signal(&g_freed_cond);
+  pthread_mutex_unlock(&g_freed_lock);
+  for (;;) pause();
+  return NULL;
+}
+
+static int RunExitWhileBlocked(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, BlockedThreadMain, NULL) != 0) return 2;
+  pthread_mutex_lock(&g_freed_lock);
+  while (!g_freed) pthread_cond_wait(&g_freed_cond, &g_freed_lock);
+  pthread_mutex_unlock(&g_freed_lock);
+  exit(0);
+}
+
 // ---- forkexec ----
 
 static int RunForkExec(char* argv0) {
@@ -640,12 +674,13 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "realloc") == 0) return RunRealloc();
   if (strcmp(mode, "mmap") == 0) return RunOwnAllocator();
   if (strcmp(mode, "foreignfree") == 0) return RunForeignFree();
+  if (strcmp(mode, "exit-while-blocked") == 0) return RunExitWhileBlocked();
   if (strcmp(mode, "closefds") == 0 && argc > 2) return RunCloseFds(argv[2]);
   if (strcmp(mode, "interrupted-writers") == 0) return RunInterruptedWriters();
   if (strcmp(mode, "nofiles") == 0) return RunWithoutDescriptors();
   if (strcmp(mode, "serial-threads") == 0) return RunSerialThreads(argc > 2 ? atoi(argv[2]) : 1);
   Say("usage: alloc_workload [sites [N] | realloc | threads [N] | serial-threads N | forkexec | "
       "execs N | execs-holding N | forkfree | rawforkfree | forkleak | pidreuse | exit N | notsc | "
-      "mmap | foreignfree | closefds PATH | interrupted-writers | nofiles]\n");
+      "mmap | foreignfree | exit-while-blocked | closefds PATH | interrupted-writers | nofiles]\n");
   return 2;
 }

@@ -484,6 +484,37 @@ TEST(RecordParserTest, FreeRecordIsTheSampleOfAFree) {
   EXPECT_EQ(RecordTime(FreeRecordBytes(0, 8), DwarfFormat(0xff)), 0u);
 }
 
+// A batch of frees (kFreeRecordBatch): `addr` and the u64s after it, each a free of its own at
+// the batch's time, its low bits the temporary flag and the writer's (never part of the address).
+TEST(RecordParserTest, FreeBatchIsTheSampleOfEachFree) {
+  const uint64_t entries[] = {0x7f0000001230 | alloc_channel::kFreeEntryTemporary,
+                              0x7f0000002000 | 2, 0x7f0000003010};
+  RecordBytes r = FreeRecordBytes(alloc_channel::kFreeRecordBatch,
+                                  offsetof(alloc_channel::FreeRecord, addr) + sizeof(entries));
+  std::memcpy(r.data() + offsetof(alloc_channel::FreeRecord, addr), entries, sizeof(entries));
+  RecordingSink sink;
+  absl::StatusOr<ParseOutcome> o = Parse(r, DwarfFormat(0xff), sink);
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_EQ(sink.samples.size(), 3u);
+  const uint64_t want[] = {0x7f0000001230, 0x7f0000002000, 0x7f0000003010};
+  for (size_t i = 0; i < 3; ++i) {
+    const SampleView& s = sink.samples[i].view;
+    EXPECT_EQ(s.id, alloc_channel::kFreeSampleId);
+    EXPECT_EQ(s.pid, 7u);
+    EXPECT_EQ(s.tid, 9u);
+    EXPECT_EQ(s.time_ns, 5000u);
+    EXPECT_EQ(s.addr, want[i]);
+    EXPECT_EQ(s.period, i == 0 ? alloc_channel::kFreeTemporary : 0u);
+  }
+  EXPECT_EQ(RecordTime(r, DwarfFormat(0xff)), 5000u);
+  // Bytes short of a whole entry at the end are no free.
+  RecordBytes ragged = FreeRecordBytes(alloc_channel::kFreeRecordBatch,
+                                       sizeof(alloc_channel::FreeRecord) + 4);
+  RecordingSink one;
+  ASSERT_TRUE(Parse(ragged, DwarfFormat(0xff), one).ok());
+  EXPECT_EQ(one.samples.size(), 1u);
+}
+
 // The layout of `stat --per-thread`'s side-band records.
 SampleFormat CountingFormat() { return CounterSidebandFormat(); }
 
