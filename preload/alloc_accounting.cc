@@ -47,17 +47,20 @@ bool g_thread_key_ok = false;
 // Set when the process attaches and again in a forked child, before either allocates.
 int g_pid_slot = -1;
 
-// Writes the batched frees of process `pid`'s threads that `left` says their threads will not
-// write (alloc_channel::FreeBatch): before any record of the image that calls this.
+// Writes and closes the batched frees of process `pid`'s threads that `left` says their threads
+// will not write (alloc_channel::FreeBatch): before any record of the image that calls this.
+// Scans every claimed slot (up to kThreadSlots), only under --alloc=1.
 template <typename Pred>
-void WriteLeftBatches(Control& c, uint32_t pid, Pred left) {
+void CloseLeftBatches(Control& c, uint32_t pid, Pred left) {
   if (c.rate_bytes > 1) return;  // batches are --alloc=1's
   const uint32_t claimed = std::min<uint32_t>(c.slots_claimed.load(std::memory_order_acquire),
                                               alloc_channel::kThreadSlots);
   for (uint32_t i = 0; i < claimed; ++i) {
     alloc_channel::FreeBatch& b = c.free_batches[i];
-    if (b.pid == pid && b.count.load(std::memory_order_acquire) != 0 && left(b)) {
-      WriteLeftBatch(c, b);
+    if (b.pid.load(std::memory_order_relaxed) != pid) continue;
+    const uint32_t state = b.count.load(std::memory_order_acquire);
+    if (state != 0 && (state & alloc_channel::kFreeBatchClosed) == 0 && left(b)) {
+      CloseLeftBatch(c, b);
     }
   }
 }
@@ -92,9 +95,16 @@ void RegisterProcess(Control& c, ProcessPage& page) {
       const int64_t gone = c.pid_live[index].exchange(0, std::memory_order_relaxed);
       if (!ended) c.live_bytes.fetch_sub(gone, std::memory_order_relaxed);
       c.exec_left_bytes.fetch_add(gone, std::memory_order_relaxed);
-      WriteLeftBatches(c, pid, [image](const alloc_channel::FreeBatch& b) {
-        return b.image != image;
-      });
+      // An exec, not a later process with the same pid (pids wrap): the old image's threads
+      // left their batches.
+      if (!ended) {
+        ThreadState& t = CurrentThread();
+        ++t.busy;
+        CloseLeftBatches(c, pid, [image](const alloc_channel::FreeBatch& b) {
+          return b.image.load(std::memory_order_relaxed) != image;
+        });
+        --t.busy;
+      }
       return;
     }
   }
@@ -162,12 +172,15 @@ void internal::ClaimSlot(ThreadState& t, Control& c) {
   t.slot = i < alloc_channel::kThreadSlots ? &c.slots[i] : nullptr;
   t.claimed = true;
   t.batch = nullptr;
-  if (t.slot != nullptr && c.rate_bytes <= 1 && SampleLayoutSupported(c)) {
+  // Not on the static page (a kernel without MADV_WIPEONFORK): a child forked without the
+  // atfork handlers would go on appending to its parent's batch, whose blocks the parent frees.
+  if (t.slot != nullptr && c.rate_bytes <= 1 && SampleLayoutSupported(c) &&
+      internal::g_process != &g_static_page) {
     alloc_channel::FreeBatch& b = c.free_batches[i];
     b.count.store(0, std::memory_order_relaxed);
-    b.pid = internal::g_process->pid;
-    b.tid = static_cast<uint32_t>(::gettid());
-    b.image = internal::g_process->image;
+    b.pid.store(internal::g_process->pid, std::memory_order_relaxed);
+    b.tid.store(static_cast<uint32_t>(::gettid()), std::memory_order_relaxed);
+    b.image.store(internal::g_process->image, std::memory_order_relaxed);
     t.batch = &b;
   }
   // The key's destructor publishes the thread's pending live-heap change when it exits.
@@ -362,15 +375,20 @@ void PublishThisThread() {
 void EndThisProcess() {
   PublishThisThread();
   Control* c = Channel();
-  if (c != nullptr) {
-    // The calling thread's batch, then the other threads' of this image, which die with it.
-    ThreadState& t = CurrentThread();
-    if (t.busy == 0) FlushFreeBatch(t, *c);
+  ThreadState& t = CurrentThread();
+  // Not from a signal handler that interrupted the library, which may hold the ring lock.
+  if (c != nullptr && t.busy == 0) {
+    // The calling thread's batch, then the other threads' of this image, which die with it;
+    // closed, so the frees of destructors that run after this, and of threads still running,
+    // are written one by one.
+    FlushFreeBatch(t, *c, /*close=*/true);
     const ProcessPage& page = *internal::g_process;
     if (page.pid == static_cast<uint32_t>(::getpid())) {
-      WriteLeftBatches(*c, page.pid, [&page](const alloc_channel::FreeBatch& b) {
-        return b.image == page.image;
+      ++t.busy;
+      CloseLeftBatches(*c, page.pid, [&page](const alloc_channel::FreeBatch& b) {
+        return b.image.load(std::memory_order_relaxed) == page.image;
       });
+      --t.busy;
     }
   }
   if (c == nullptr || g_pid_slot < 0) return;  // without a pid slot its heap is not known apart

@@ -163,19 +163,32 @@ constexpr uint64_t kEntryNextBlock = 2;
 static_assert((kEntryNextBlock & alloc_channel::kFreeEntryFlagMask) == kEntryNextBlock &&
               kEntryNextBlock != alloc_channel::kFreeEntryTemporary);
 
+// The largest block whose free is batched: the blocks of a batch stay allocated until it is
+// written, and a thread that frees 32 big buffers and then idles must not keep them.
+constexpr uint64_t kMaxBatchedBytes = 64 * 1024;
+
 // Batches the free of a sampled block (alloc_channel::FreeBatch): its record goes ahead of the
-// thread's next one, and the block back to its allocator only then.
-void DeferFree(ThreadState& t, Control& c, void* user, bool temporary, uint32_t tag) {
+// thread's next one, and the block back to its allocator only then. False when the batch takes
+// no more (closed as the process ends): the caller writes the free itself.
+bool DeferFree(ThreadState& t, Control& c, void* user, bool temporary, uint32_t tag) {
   alloc_channel::FreeBatch& b = *t.batch;
-  ++t.busy;  // a signal handler's free meanwhile must not take the same entry
-  const uint32_t n = b.count.load(std::memory_order_relaxed);
-  b.entries[n].store(reinterpret_cast<uintptr_t>(user) |
-                         (temporary ? alloc_channel::kFreeEntryTemporary : 0) |
-                         ((tag & kNextBlock) != 0 ? kEntryNextBlock : 0),
-                     std::memory_order_relaxed);
-  b.count.store(n + 1, std::memory_order_release);
+  ++t.busy;  // a signal handler's free meanwhile is written by itself, not into this entry
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  uint32_t n = b.count.load(std::memory_order_relaxed);
+  bool taken = false;
+  if (n < alloc_channel::kFreeBatchEntries) {  // neither full nor closed
+    b.entries[n].store(reinterpret_cast<uintptr_t>(user) |
+                           (temporary ? alloc_channel::kFreeEntryTemporary : 0) |
+                           ((tag & kNextBlock) != 0 ? kEntryNextBlock : 0),
+                       std::memory_order_relaxed);
+    // Fails only when the process's end closed the batch meanwhile.
+    taken = b.count.compare_exchange_strong(n, n + 1, std::memory_order_release,
+                                            std::memory_order_relaxed);
+  }
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   --t.busy;
-  if (n + 1 == alloc_channel::kFreeBatchEntries) FlushFreeBatch(t, c);
+  if (taken && n + 1 == alloc_channel::kFreeBatchEntries) FlushFreeBatch(t, c);
+  return taken;
 }
 
 // Counts the release of a block of ours before glibc may hand its address out again (so its free
@@ -194,8 +207,11 @@ NP_ALWAYS_INLINE bool CountRelease(void* user, const BlockHeader& h, bool may_de
     CountInheritedFree(t, *c, h.size);
   }
   if (NP_UNLIKELY((h.tag & kSampled) != 0)) {
-    if (t.busy == 0 && may_defer && t.batch != nullptr && h.offset == kHeaderBytes) {
-      DeferFree(t, *c, user, temporary, h.tag);
+    // Only plain blocks (their base is 16 bytes down, ReleaseBatchedBlock), 16-aligned (the
+    // entry's low bits are flags), and not big.
+    if (t.busy == 0 && may_defer && t.batch != nullptr && h.offset == kHeaderBytes &&
+        (reinterpret_cast<uintptr_t>(user) & alloc_channel::kFreeEntryFlagMask) == 0 &&
+        h.size <= kMaxBatchedBytes && DeferFree(t, *c, user, temporary, h.tag)) {
       return true;
     }
     if (t.busy == 0) {

@@ -534,11 +534,31 @@ void FillIdentity(ThreadState& t, SampleFields& f, bool cpu) {
   f.cpu = on < 0 ? 0u : static_cast<uint32_t>(on);
 }
 
-// The first `count` frees of a FreeBatch, written ahead of a record as one FreeRecord.
+// A FreeBatch's frees, taken out of it under the ring lock (so its owner and a process's end,
+// which closes every batch of the image, never both take the same ones) and written ahead of a
+// record as one FreeRecord.
 struct BatchAhead {
-  const alloc_channel::FreeBatch* batch = nullptr;
-  uint32_t count = 0;
+  // Not an aggregate: `entries` stays uninitialized (no 256-byte clearing for each record).
+  explicit BatchAhead(alloc_channel::FreeBatch* b, bool closing = false) : batch(b), close(closing) {}
 
+  alloc_channel::FreeBatch* batch;
+  bool close;  // the process is ending: later frees of its thread go one by one
+  uint32_t count = 0;  // taken
+  uint64_t entries[alloc_channel::kFreeBatchEntries];
+
+  // Under the lock.
+  void Take() {
+    if (batch == nullptr) return;
+    const uint32_t state = close ? batch->count.exchange(alloc_channel::kFreeBatchClosed,
+                                                         std::memory_order_acq_rel)
+                                 : batch->count.load(std::memory_order_acquire);
+    if ((state & alloc_channel::kFreeBatchClosed) != 0) return;  // taken and closed before
+    count = std::min<uint32_t>(state, alloc_channel::kFreeBatchEntries);
+    for (uint32_t i = 0; i < count; ++i) {
+      entries[i] = batch->entries[i].load(std::memory_order_relaxed);
+    }
+    if (!close && count != 0) batch->count.store(0, std::memory_order_release);
+  }
   size_t Size() const { return count == 0 ? 0 : offsetof(alloc_channel::FreeRecord, addr) + 8 * count; }
   template <typename Out>
   void Encode(uint64_t time_ns, Out& out) const {
@@ -546,21 +566,22 @@ struct BatchAhead {
                               static_cast<uint16_t>(Size())};
     out.Bytes(&h, sizeof(h));
     U64(out, time_ns);
-    const uint32_t ids[2] = {batch->pid, batch->tid};
+    const uint32_t ids[2] = {batch->pid.load(std::memory_order_relaxed),
+                             batch->tid.load(std::memory_order_relaxed)};
     out.Bytes(ids, sizeof(ids));
-    for (uint32_t i = 0; i < count; ++i) {
-      U64(out, batch->entries[i].load(std::memory_order_relaxed) & ~kEntryWriterBits);
-    }
+    for (uint32_t i = 0; i < count; ++i) U64(out, entries[i] & ~kEntryWriterBits);
   }
   // The writer's own bits of an entry (ReleaseBatchedBlock's): not the profiler's to see.
   static constexpr uint64_t kEntryWriterBits =
       alloc_channel::kFreeEntryFlagMask & ~alloc_channel::kFreeEntryTemporary;
 };
+static_assert(alloc_channel::kFreeBatchEntries <= 32, "a batch record's size is a u16");
 
-// Writes `ahead`'s frees, then the record `f` (if any), under one lock and with one time: false
-// when they could not be (no reader, or no room for too long). The caller counts a sample that
-// went unwritten as lost (a peak mark is not a sample). `pid` is the writer's.
-bool Publish(Control& c, SampleFields* f, uint32_t pid, BatchAhead ahead = {}) {
+// Writes the frees `ahead` takes from its batch, then the record `f` (if any), under one lock
+// and with one time: false when they could not be (no reader, or no room for too long). The
+// caller counts a sample that went unwritten as lost (a peak mark is not a sample). `pid` is the
+// writer's.
+bool Publish(Control& c, SampleFields* f, uint32_t pid, BatchAhead* ahead = nullptr) {
   if (c.reader_gone.load(std::memory_order_relaxed) != 0) return false;
   size_t size = 0;
   if (f != nullptr) {
@@ -568,10 +589,11 @@ bool Publish(Control& c, SampleFields* f, uint32_t pid, BatchAhead ahead = {}) {
     Encode(c, *f, 0, counter);
     size = counter.size();
   }
-  const size_t ahead_size = ahead.Size();
   perf_event_mmap_page* meta = RingMeta(c);
   uint8_t* data = reinterpret_cast<uint8_t*>(meta) + meta->data_offset;
   Lock(c, pid);
+  if (ahead != nullptr) ahead->Take();
+  const size_t ahead_size = ahead != nullptr ? ahead->Size() : 0;
   const uint64_t head = meta->data_head;  // only writers holding the lock move it
   if (!WaitForSpace(c, meta, head, ahead_size + size)) {
     Unlock(c);
@@ -583,14 +605,14 @@ bool Publish(Control& c, SampleFields* f, uint32_t pid, BatchAhead ahead = {}) {
   const uint64_t offset = head & (c.ring_data_bytes - 1);
   if (offset + ahead_size + size <= c.ring_data_bytes) {
     LinearWriter writer(data + offset);
-    if (ahead_size != 0) ahead.Encode(time_ns, writer);
+    if (ahead_size != 0) ahead->Encode(time_ns, writer);
     if (f != nullptr) {
       f->time_ns = time_ns;
       Encode(c, *f, static_cast<uint16_t>(size), writer);
     }
   } else {
     RingWriter writer(data, c.ring_data_bytes - 1, head);
-    if (ahead_size != 0) ahead.Encode(time_ns, writer);
+    if (ahead_size != 0) ahead->Encode(time_ns, writer);
     if (f != nullptr) {
       f->time_ns = time_ns;
       Encode(c, *f, static_cast<uint16_t>(size), writer);
@@ -604,21 +626,14 @@ bool Publish(Control& c, SampleFields* f, uint32_t pid, BatchAhead ahead = {}) {
   return true;
 }
 
-// The thread's batch to write ahead of its next record (empty without one).
-BatchAhead AheadOf(const ThreadState& t) {
-  if (t.batch == nullptr) return {};
-  return {t.batch, t.batch->count.load(std::memory_order_relaxed)};
-}
-
-// After a record that carried `ahead` (written or not): the batch's blocks go back to their
-// allocator, and the batch is empty again. Unwritten frees are lost samples.
-void FinishAhead(Control& c, ThreadState& t, BatchAhead ahead, bool written) {
+// After a record that carried `ahead` (written or not): the blocks of the frees it took go back
+// to their allocator, unless the batch was closed (its process is ending). Unwritten frees are
+// lost samples.
+void FinishAhead(Control& c, const BatchAhead& ahead, bool written) {
   if (ahead.count == 0) return;
   if (!written) c.lost_samples.fetch_add(ahead.count, std::memory_order_relaxed);
-  for (uint32_t i = 0; i < ahead.count; ++i) {
-    ReleaseBatchedBlock(t.batch->entries[i].load(std::memory_order_relaxed));
-  }
-  t.batch->count.store(0, std::memory_order_release);
+  if (ahead.close) return;
+  for (uint32_t i = 0; i < ahead.count; ++i) ReleaseBatchedBlock(ahead.entries[i]);
 }
 
 }  // namespace
@@ -663,9 +678,9 @@ bool WriteAllocSample(ThreadState& t, Control& c, CallSite site, const void* use
   f.delta = as_delta ? &delta : nullptr;
   // A dropped record leaves the profiler's copy as it was, while the snapshot changed ours:
   // the next record goes whole.
-  const BatchAhead ahead = AheadOf(t);
-  const bool written = Publish(c, &f, f.pid, ahead);
-  FinishAhead(c, t, ahead, written);
+  BatchAhead ahead{t.batch};
+  const bool written = Publish(c, &f, f.pid, &ahead);
+  FinishAhead(c, ahead, written);
   if (!written) {
     c.lost_samples.fetch_add(1, std::memory_order_relaxed);
     return false;
@@ -701,8 +716,8 @@ void WritePeakMark(ThreadState& t, Control& c, int64_t peak_bytes) {
   f.id = alloc_channel::kPeakMarkSampleId;
   f.addr = static_cast<uint64_t>(peak_bytes);
   FillIdentity(t, f, /*cpu=*/false);
-  const BatchAhead ahead = AheadOf(t);
-  FinishAhead(c, t, ahead, Publish(c, &f, f.pid, ahead));
+  BatchAhead ahead{t.batch};
+  FinishAhead(c, ahead, Publish(c, &f, f.pid, &ahead));
   --t.busy;
   errno = saved_errno;
 }
@@ -713,32 +728,32 @@ void WriteFreeSample(ThreadState& t, Control& c, const void* user, bool temporar
   f.addr = reinterpret_cast<uintptr_t>(user);
   f.period = temporary ? alloc_channel::kFreeTemporary : 0;
   FillIdentity(t, f, /*cpu=*/false);
-  const BatchAhead ahead = AheadOf(t);
-  const bool written = Publish(c, &f, f.pid, ahead);
-  FinishAhead(c, t, ahead, written);
+  BatchAhead ahead{t.batch};
+  const bool written = Publish(c, &f, f.pid, &ahead);
+  FinishAhead(c, ahead, written);
   if (!written) c.lost_samples.fetch_add(1, std::memory_order_relaxed);
 }
 
-void FlushFreeBatch(ThreadState& t, Control& c) {
-  const BatchAhead ahead = AheadOf(t);
-  if (ahead.count == 0) return;
-  // As for a sample: inside the program's free, or its thread's or process's end.
-  const int saved_errno = errno;
+void FlushFreeBatch(ThreadState& t, Control& c, bool close) {
+  if (t.batch == nullptr) return;
+  // Busy before the batch is looked at: a signal handler's free meanwhile is written by itself.
   ++t.busy;
-  SampleFields identity;
-  FillIdentity(t, identity, /*cpu=*/false);
-  FinishAhead(c, t, ahead, Publish(c, nullptr, identity.pid, ahead));
+  if (close || t.batch->count.load(std::memory_order_relaxed) != 0) {
+    // As for a sample: inside the program's free, or its thread's or process's end.
+    const int saved_errno = errno;
+    SampleFields identity;
+    FillIdentity(t, identity, /*cpu=*/false);
+    BatchAhead ahead{t.batch, close};
+    FinishAhead(c, ahead, Publish(c, nullptr, identity.pid, &ahead));
+    errno = saved_errno;
+  }
   --t.busy;
-  errno = saved_errno;
 }
 
-void WriteLeftBatch(Control& c, alloc_channel::FreeBatch& batch) {
-  const uint32_t count = batch.count.exchange(0, std::memory_order_acq_rel);
-  if (count == 0 || count > alloc_channel::kFreeBatchEntries) return;
+void CloseLeftBatch(Control& c, alloc_channel::FreeBatch& batch) {
   const int saved_errno = errno;
-  if (!Publish(c, nullptr, static_cast<uint32_t>(::getpid()), BatchAhead{&batch, count})) {
-    c.lost_samples.fetch_add(count, std::memory_order_relaxed);
-  }
+  BatchAhead ahead{&batch, /*close=*/true};
+  FinishAhead(c, ahead, Publish(c, nullptr, static_cast<uint32_t>(::getpid()), &ahead));
   errno = saved_errno;
 }
 

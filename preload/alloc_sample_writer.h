@@ -37,11 +37,12 @@ void WriteFreeSample(ThreadState& t, alloc_channel::Control& c, const void* user
 
 // The thread's batched frees (alloc_channel::FreeBatch) into the ring now, as one record, and
 // their blocks back to their allocator (ReleaseBatchedBlock). Each record the thread writes
-// carries its batch ahead of it the same way.
-void FlushFreeBatch(ThreadState& t, alloc_channel::Control& c);
-// The frees a batch of this pid holds that its thread will not write: another thread's, as the
-// process ends (their blocks die with it), or an earlier image's, which an exec ended.
-void WriteLeftBatch(alloc_channel::Control& c, alloc_channel::FreeBatch& batch);
+// carries its batch ahead of it the same way. With `close` (the process is ending), the batch
+// takes no more frees and its blocks stay as they are.
+void FlushFreeBatch(ThreadState& t, alloc_channel::Control& c, bool close = false);
+// Writes and closes another thread's batch as its process ends, or one an image exec'd over
+// left: their threads will not write them (their blocks die with the process).
+void CloseLeftBatch(alloc_channel::Control& c, alloc_channel::FreeBatch& batch);
 // Gives a block whose free was batched back to its allocator: an entry of a FreeBatch
 // (alloc_hooks.cc, which knows the block's header).
 void ReleaseBatchedBlock(uint64_t entry);

@@ -105,12 +105,16 @@ static_assert(sizeof(FreeRecord) == 32);
 // threads left (its pid, another image) as it attaches, before any record of its own. Entries
 // are avmas with kFreeEntryFlagMask bits of the writer's (kFreeEntryTemporary, and the
 // allocator the block goes back to).
+// The owner appends with a compare-and-swap of `count`; the frees are taken out (count reset, or
+// set to kFreeBatchClosed as the process ends, after which its thread writes its frees one by
+// one) only under the ring lock.
 inline constexpr size_t kFreeBatchEntries = 32;
-struct FreeBatch {
-  std::atomic<uint32_t> count;  // entries held: stored with release after the entry
-  uint32_t pid;
-  uint32_t tid;
-  uint32_t image;               // the image's number (Control::images) that claimed it
+inline constexpr uint32_t kFreeBatchClosed = 1u << 31;
+struct alignas(64) FreeBatch {
+  std::atomic<uint32_t> count;  // entries held, or kFreeBatchClosed
+  std::atomic<uint32_t> pid;
+  std::atomic<uint32_t> tid;
+  std::atomic<uint32_t> image;  // the image's number (Control::images) that claimed it
   std::atomic<uint64_t> entries[kFreeBatchEntries];
 };
 
