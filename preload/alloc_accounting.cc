@@ -381,9 +381,11 @@ void EndThisProcess() {
     // The calling thread's batch, then the other threads' of this image, which die with it;
     // closed, so the frees of destructors that run after this, and of threads still running,
     // are written one by one.
-    FlushFreeBatch(t, *c, /*close=*/true);
+    // A vfork child (it shares its parent's memory, and this thread's batch) only writes it.
     const ProcessPage& page = *internal::g_process;
-    if (page.pid == static_cast<uint32_t>(::getpid())) {
+    const bool own_page = page.pid == static_cast<uint32_t>(::getpid());
+    FlushFreeBatch(t, *c, /*close=*/own_page);
+    if (own_page) {
       ++t.busy;
       CloseLeftBatches(*c, page.pid, [&page](const alloc_channel::FreeBatch& b) {
         return b.image.load(std::memory_order_relaxed) == page.image;

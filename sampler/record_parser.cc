@@ -140,7 +140,7 @@ absl::StatusOr<ParseOutcome> ParseFreeRecord(std::span<const uint8_t> record, Re
     s.period = (r.header.misc & alloc_channel::kFreeRecordTemporary) != 0
                    ? alloc_channel::kFreeTemporary
                    : 0;
-    sink.OnSample(s);
+    sink.OnParsedSample(s);
     return ParseOutcome::kDelivered;
   }
   // The entries run from `addr` to the record's end; bytes short of a whole entry are padding.
@@ -151,7 +151,7 @@ absl::StatusOr<ParseOutcome> ParseFreeRecord(std::span<const uint8_t> record, Re
     s.addr = entry & ~alloc_channel::kFreeEntryFlagMask;
     s.period = (entry & alloc_channel::kFreeEntryTemporary) != 0 ? alloc_channel::kFreeTemporary
                                                                   : 0;
-    sink.OnSample(s);
+    sink.OnParsedSample(s);
   }
   return ParseOutcome::kDelivered;
 }
@@ -215,7 +215,7 @@ absl::StatusOr<ParseOutcome> ParseSample(Cursor c, const SampleFormat& f, Record
     }
   }
   if (!c.ok()) return Truncated(PERF_RECORD_SAMPLE);
-  sink.OnSample(s);
+  sink.OnParsedSample(s);
   return ParseOutcome::kDelivered;
 }
 

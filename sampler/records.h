@@ -114,6 +114,11 @@ class RecordSink {
  public:
   virtual ~RecordSink() = default;
   virtual void OnSample(const SampleView& sample) = 0;
+  // The parser's own view of a sample, which the sink may change before passing it on (the
+  // session sets its event and rebuilds an allocation's stack in it) instead of copying it: a
+  // copy read right after the parser's narrower stores cannot take them from the store buffer,
+  // and was 8 % of the drain under --alloc=1.
+  virtual void OnParsedSample(SampleView& sample) { OnSample(sample); }
   virtual void OnMmap(const MmapView& mmap) = 0;
   virtual void OnComm(const CommView& comm) = 0;
   virtual void OnTask(const TaskView& task) = 0;

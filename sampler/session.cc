@@ -48,18 +48,21 @@ class Session::EventTagger final : public RecordSink {
       : switch_ids_(switch_ids), alloc_stacks_(alloc_stacks), sink_(sink) {}
   void OnSample(const SampleView& sample) override {
     SampleView tagged = sample;
+    OnParsedSample(tagged);
+  }
+  void OnParsedSample(SampleView& sample) override {
     if (sample.id == alloc_channel::kAllocSampleId ||
         sample.id == alloc_channel::kAllocDeltaSampleId) {
-      tagged.event = SampleEvent::kAlloc;
-      if (alloc_stacks_ != nullptr) alloc_stacks_->OnAlloc(tagged);
+      sample.event = SampleEvent::kAlloc;
+      if (alloc_stacks_ != nullptr) alloc_stacks_->OnAlloc(sample);
     } else if (sample.id == alloc_channel::kFreeSampleId) {
-      tagged.event = SampleEvent::kFree;
+      sample.event = SampleEvent::kFree;
     } else if (sample.id == alloc_channel::kPeakMarkSampleId) {
-      tagged.event = SampleEvent::kPeakMark;
+      sample.event = SampleEvent::kPeakMark;
     } else if (std::binary_search(switch_ids_.begin(), switch_ids_.end(), sample.id)) {
-      tagged.event = SampleEvent::kContextSwitch;
+      sample.event = SampleEvent::kContextSwitch;
     }
-    sink_.OnSample(tagged);
+    sink_.OnSample(sample);
   }
   void OnMmap(const MmapView& mmap) override { sink_.OnMmap(mmap); }
   void OnComm(const CommView& comm) override { sink_.OnComm(comm); }
