@@ -163,9 +163,10 @@ constexpr uint64_t kEntryNextBlock = 2;
 static_assert((kEntryNextBlock & alloc_channel::kFreeEntryFlagMask) == kEntryNextBlock &&
               kEntryNextBlock != alloc_channel::kFreeEntryTemporary);
 
-// The largest block whose free is batched: the blocks of a batch stay allocated until it is
-// written, and a thread that frees 32 big buffers and then idles must not keep them.
-constexpr uint64_t kMaxBatchedBytes = 64 * 1024;
+// The largest block whose free is batched: the blocks of a batch stay allocated, and in the
+// profiler's sampled live heap (its peak set), until it is written, so a thread that frees 32
+// blocks and then idles holds at most 128 KiB that way. Most frees are of smaller blocks.
+constexpr uint64_t kMaxBatchedBytes = 4096;
 
 // Batches the free of a sampled block (alloc_channel::FreeBatch): its record goes ahead of the
 // thread's next one, and the block back to its allocator only then. False when the batch takes
