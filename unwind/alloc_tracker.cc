@@ -4,8 +4,7 @@
 
 namespace nativeprof::unwind {
 
-AllocTracker::Weight AllocTracker::WeightOf(uint64_t size) const {
-  if (rate_ <= 1) return {static_cast<double>(size), 1.0};
+AllocTracker::Weight AllocTracker::SampledWeightOf(uint64_t size) const {
   // P(sampled) = 1 - exp(-size / rate); expm1 keeps small sizes precise.
   const double p = -std::expm1(-static_cast<double>(size) / static_cast<double>(rate_));
   if (p <= 0) return {0.0, 0.0};
