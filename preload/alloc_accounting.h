@@ -63,6 +63,7 @@ struct ThreadState {
   // the first sample, freed when the thread exits; `last_words` 0 = none (send the next whole).
   uint64_t* last_stack = nullptr;
   uintptr_t last_sp = 0;
+  uintptr_t snap_end = 0;     // where last_stack's window of addresses ends (SnapshotWord)
   uint32_t last_words = 0;
   uint32_t last_tid = 0;      // whose copy it is: a forked child's copy of it is its parent's
   uint32_t deltas = 0;        // deltas sent since the last whole record (alloc_channel::kMaxDeltas)
