@@ -1,6 +1,7 @@
 #include "sampler/alloc_stack_decoder.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "sampler/alloc_channel_layout.h"
@@ -16,16 +17,20 @@ void AllocStackDecoder::OnAlloc(SampleView& sample) {
   if (sample.id != alloc_channel::kAllocDeltaSampleId) {
     // The preload keeps a whole copy as its next base only when it is whole words.
     const size_t bytes = sample.stack_user.size();
+    // A copy must not wrap around the address space: the window's places are its addresses.
     if (sp_index < 0 || static_cast<size_t>(sp_index) >= sample.regs_user.size() ||
-        bytes == 0 || bytes % 8 != 0) {
+        bytes == 0 || bytes % 8 != 0 || sample.regs_user[sp_index] > UINT64_MAX - bytes) {
       copies_.erase(key);
       return;
     }
     Copy& copy = copies_[key];
     copy.sp = sample.regs_user[sp_index];
+    copy.size = bytes / 8;
+    copy.end = copy.sp + bytes;
     copy.deltas = 0;
-    copy.words.resize(bytes / 8);
-    std::memcpy(copy.words.data(), sample.stack_user.data(), bytes);
+    const size_t capacity = std::max<size_t>(copy.size, max_bytes_ / 8);
+    if (copy.window.size() < capacity) copy.window.assign(capacity, 0);
+    std::memcpy(copy.At(copy.sp), sample.stack_user.data(), bytes);
     return;
   }
   auto it = copies_.find(key);
@@ -35,8 +40,8 @@ void AllocStackDecoder::OnAlloc(SampleView& sample) {
     sample.stack_user = {};
     return;
   }
-  const Copy& copy = it->second;
-  sample.stack_user = {reinterpret_cast<const uint8_t*>(copy.words.data()), copy.words.size() * 8};
+  Copy& copy = it->second;
+  sample.stack_user = {reinterpret_cast<const uint8_t*>(copy.At(copy.sp)), copy.size * 8};
   sample.stack_user_requested = sample.stack_user.size();  // a whole record's padded size
   sample.regs_abi = PERF_SAMPLE_REGS_ABI_64;
   sample.regs_user = copy.regs;
@@ -56,26 +61,30 @@ bool AllocStackDecoder::Rebuild(const SampleView& sample, Copy& copy) {
   // The copy is never larger than the session asked for.
   if (bytes == 0 || bytes % 8 != 0 || bytes > max_bytes_) return false;
   const size_t words = bytes / 8;
-  const uint64_t last_end = copy.sp + copy.words.size() * 8;
-  const bool in_place = sp == copy.sp && words == copy.words.size();
-  if (!in_place) {
-    if ((sp - copy.sp) % 8 != 0) return false;
-    scratch_.resize(words);
-    const uint64_t lo = std::max(sp, copy.sp);
-    const uint64_t hi = std::min(sp + bytes, last_end);
-    // Words outside the last copy must all come in runs; zero them so a bad record cannot show
-    // what an earlier one left in the scratch buffer. Only those: zeroing the whole copy (8 KiB
-    // for a main thread) on every record whose sp moved was a seventh of the drain's work.
-    size_t kept_from = words, kept_to = words;  // [kept_from, kept_to): the last copy's words
-    if (lo < hi) {
-      kept_from = (lo - sp) / 8;
-      kept_to = (hi - sp) / 8;
-      std::memcpy(scratch_.data() + kept_from, copy.words.data() + (lo - copy.sp) / 8, hi - lo);
-    }
-    std::fill_n(scratch_.begin(), kept_from, 0);
-    std::fill(scratch_.begin() + static_cast<ptrdiff_t>(kept_to), scratch_.end(), 0);
+  if ((sp - copy.sp) % 8 != 0 || words > copy.window.size() || sp > UINT64_MAX - bytes) {
+    return false;
   }
-  uint64_t* out = in_place ? copy.words.data() : scratch_.data();
+  const uint64_t end = sp + bytes;
+  const uint64_t last_end = copy.sp + copy.size * 8;
+  // [lo, hi): the last copy's words this one keeps, unless a run replaces them.
+  const uint64_t lo = std::max(sp, copy.sp);
+  const uint64_t hi = std::min(end, last_end);
+  if (end != copy.end) {
+    // The copy ends elsewhere: the kept words move to their places for the new end.
+    const uint64_t* from = lo < hi ? copy.At(lo) : nullptr;
+    copy.end = end;
+    if (from != nullptr) std::memmove(copy.At(lo), from, hi - lo);
+  }
+  uint64_t* out = copy.At(sp);
+  // Words outside the last copy must all come in runs; zero them so a bad record cannot show
+  // what an earlier one left in the window. Only those: zeroing the whole copy (8 KiB for a main
+  // thread) on every record was a seventh of the drain's work.
+  if (lo < hi) {
+    std::fill(out, copy.At(lo), 0);
+    std::fill(copy.At(hi), out + words, 0);
+  } else {
+    std::fill_n(out, words, 0);
+  }
   size_t at = kHeaderBytes;
   while (at < data.size()) {
     if (data.size() - at < sizeof(alloc_channel::StackRun)) return false;
@@ -89,10 +98,8 @@ bool AllocStackDecoder::Rebuild(const SampleView& sample, Copy& copy) {
     std::memcpy(out + run.word, data.data() + at, run_bytes);
     at += run_bytes;
   }
-  if (!in_place) {
-    copy.words.swap(scratch_);
-    copy.sp = sp;
-  }
+  copy.sp = sp;
+  copy.size = words;
   copy.deltas = sequence;
   regs_.Update(ip, sp, bp, &copy.regs);  // what the whole record would have carried
   return true;

@@ -33,11 +33,22 @@ class AllocStackDecoder {
   uint64_t undecodable() const { return undecodable_; }
 
  private:
+  // A thread's last copy: the words [sp, sp + 8 * size) of its stack, kept in `window` at places
+  // fixed by their addresses. The window holds [end - 8 * window.size(), end), where `end` is
+  // the end of the copy that last placed it: a thread's copies nearly all end at the same place
+  // (its stack hint), so a delta whose sp moved changes only its runs' words instead of moving
+  // the whole copy.
   struct Copy {
     uint64_t sp = 0;
-    std::vector<uint64_t> words;
+    size_t size = 0;
+    uint64_t end = 0;
+    std::vector<uint64_t> window;
     std::vector<uint64_t> regs;  // the last delta's registers, in the session's layout
     uint32_t deltas = 0;         // deltas applied since the last whole record
+
+    uint64_t* At(uint64_t address) {
+      return window.data() + (address - (end - 8 * window.size())) / 8;
+    }
   };
   static uint64_t Key(uint32_t pid, uint32_t tid) { return uint64_t{pid} << 32 | tid; }
   bool Rebuild(const SampleView& sample, Copy& copy);
@@ -45,7 +56,6 @@ class AllocStackDecoder {
   CallerRegsLayout regs_;  // without sp in the mask the preload sends no deltas
   uint64_t max_bytes_;
   absl::flat_hash_map<uint64_t, Copy> copies_;
-  std::vector<uint64_t> scratch_;
   uint64_t undecodable_ = 0;
 };
 

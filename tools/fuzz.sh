@@ -22,7 +22,7 @@ shift || true
 # Executions per target in CI, each about 30-45 s on a busy 2-core machine (their speeds differ
 # 20-fold); NATIVEPROF_FUZZ_RUNS overrides them all.
 declare -A target_runs=(
-  [alloc_writer_fuzzer]=200000 [demangle_fuzzer]=100000 [elf_loader_fuzzer]=300000 [folded_reader_fuzzer]=25000
+  [alloc_writer_fuzzer]=200000 [alloc_stack_decoder_fuzzer]=200000 [demangle_fuzzer]=100000 [elf_loader_fuzzer]=300000 [folded_reader_fuzzer]=25000
   [kernel_symbol_index_fuzzer]=50000 [perf_map_fuzzer]=300000 [proc_maps_fuzzer]=400000
   [record_parser_fuzzer]=400000 [tracker_fuzzer]=300000 [unwind_memo_fuzzer]=50000
 )
