@@ -13,28 +13,20 @@
 #include <linux/perf_event.h>
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "sampler/alloc_channel_layout.h"
 #include "sampler/alloc_stack_decoder.h"
 #include "sampler/records.h"
+#include "tests/fuzz/fuzz_checks.h"
 
 namespace {
 
 namespace ac = nativeprof::alloc_channel;
 using nativeprof::sampler::AllocStackDecoder;
+using nativeprof::fuzz::Check;
 using nativeprof::sampler::SampleView;
-
-#define CHECK(cond)                                                                    \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
-      std::fprintf(stderr, "alloc_stack_decoder_fuzzer:%d: CHECK(%s)\n", __LINE__, #cond); \
-      std::abort();                                                                    \
-    }                                                                                  \
-  } while (0)
 
 }  // namespace
 
@@ -77,10 +69,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     s.stack_user = stack;
     decoder.OnAlloc(s);
     if (s.id == ac::kAllocDeltaSampleId && !s.stack_user.empty()) {
-      CHECK(s.stack_user.size() % 8 == 0 && s.stack_user.size() <= copy_bytes);
+      Check(s.stack_user.size() % 8 == 0 && s.stack_user.size() <= copy_bytes);
       uint64_t sum = 0;
       for (uint8_t b : s.stack_user) sum += b;
-      CHECK(s.regs_user.size() == regs_count);
+      Check(s.regs_user.size() == regs_count);
       __asm__ volatile("" : : "r"(sum));
     }
   }
