@@ -182,6 +182,7 @@ void internal::ClaimSlot(ThreadState& t, Control& c) {
     b.tid.store(static_cast<uint32_t>(::gettid()), std::memory_order_relaxed);
     b.image.store(internal::g_process->image, std::memory_order_relaxed);
     t.batch = &b;
+    internal::g_process->batch_threads.fetch_add(1, std::memory_order_relaxed);
   }
   // The key's destructor publishes the thread's pending live-heap change when it exits.
   if (g_thread_key_ok) {
@@ -223,7 +224,10 @@ void ThreadExit(void* arg) {
     FlushLive(*t, *c);
     FlushFreeBatch(*t, *c);
   }
-  t->batch = nullptr;  // a TLS destructor's frees after this go one by one
+  if (t->batch != nullptr) {
+    internal::g_process->batch_threads.fetch_sub(1, std::memory_order_relaxed);
+    t->batch = nullptr;  // a TLS destructor's frees after this go one by one
+  }
   ReleaseStackCopy(*t);
 }
 
@@ -385,7 +389,8 @@ void EndThisProcess() {
     const ProcessPage& page = *internal::g_process;
     const bool own_page = page.pid == static_cast<uint32_t>(::getpid());
     FlushFreeBatch(t, *c, /*close=*/own_page);
-    if (own_page) {
+    const bool others = page.batch_threads.load(std::memory_order_relaxed) > (t.batch ? 1u : 0u);
+    if (own_page && others) {
       ++t.busy;
       CloseLeftBatches(*c, page.pid, [&page](const alloc_channel::FreeBatch& b) {
         return b.image.load(std::memory_order_relaxed) == page.image;

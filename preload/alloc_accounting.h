@@ -103,6 +103,9 @@ struct ProcessPage {
   uint32_t not_own_tag;
   uint32_t pid;  // the process that registered it (getpid() then)
   uint32_t image;  // the image's number (Control::images)
+  // Threads of this image that claimed a free batch (--alloc=1): with only the one ending the
+  // process, its end need not look through every thread slot for the others'.
+  std::atomic<uint32_t> batch_threads;
 };
 
 namespace internal {

@@ -5,7 +5,7 @@
 // lies in the decoder's own memory (every byte of it is read: ASan reports anything else); a
 // delta that cannot be rebuilt leaves its sample without a stack. Input layout:
 //   [0] the session's other registers (bits 0-5: perf_regs 0-5, beside bp, sp and ip)
-//   [1..2] the session's copy size (8..16384)
+//   [1..2] the session's copy size (8..16391, so not always whole words)
 //   then records: [kind: bit 0 delta, bit 1 a thread exit first, bits 2-3 tid]
 //                 [length, 2 bytes] [length bytes: a whole copy's sp (8 bytes) then its stack,
 //                  or a delta's stack field as is]
