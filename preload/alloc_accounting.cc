@@ -53,6 +53,8 @@ int g_pid_slot = -1;
 template <typename Pred>
 void CloseLeftBatches(Control& c, uint32_t pid, Pred left) {
   if (c.rate_bytes > 1) return;  // batches are --alloc=1's
+  ThreadState& t = CurrentThread();
+  ++t.busy;  // inside the library: a signal handler's free meanwhile is written by itself
   const uint32_t claimed = std::min<uint32_t>(c.slots_claimed.load(std::memory_order_acquire),
                                               alloc_channel::kThreadSlots);
   for (uint32_t i = 0; i < claimed; ++i) {
@@ -63,6 +65,7 @@ void CloseLeftBatches(Control& c, uint32_t pid, Pred left) {
       CloseLeftBatch(c, b);
     }
   }
+  --t.busy;
 }
 
 // Counts the process image in the channel and gives it its tag (in `page`, which the caller
@@ -98,12 +101,9 @@ void RegisterProcess(Control& c, ProcessPage& page) {
       // An exec, not a later process with the same pid (pids wrap): the old image's threads
       // left their batches.
       if (!ended) {
-        ThreadState& t = CurrentThread();
-        ++t.busy;
         CloseLeftBatches(c, pid, [image](const alloc_channel::FreeBatch& b) {
           return b.image.load(std::memory_order_relaxed) != image;
         });
-        --t.busy;
       }
       return;
     }
@@ -391,11 +391,9 @@ void EndThisProcess() {
     FlushFreeBatch(t, *c, /*close=*/own_page);
     const bool others = page.batch_threads.load(std::memory_order_relaxed) > (t.batch ? 1u : 0u);
     if (own_page && others) {
-      ++t.busy;
       CloseLeftBatches(*c, page.pid, [&page](const alloc_channel::FreeBatch& b) {
         return b.image.load(std::memory_order_relaxed) == page.image;
       });
-      --t.busy;
     }
   }
   if (c == nullptr || g_pid_slot < 0) return;  // without a pid slot its heap is not known apart

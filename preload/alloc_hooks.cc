@@ -249,7 +249,7 @@ NP_ALWAYS_INLINE void* Allocate(size_t size, const void* frame) {
 void* AllocateAligned(size_t alignment, size_t size, const void* frame) {
   if (alignment <= kHeaderBytes) return Allocate(size, frame);
   Control* c = Channel();
-  const bool next = !BackendIsGlibc() && BackendIsNext();
+  const bool next = BackendIsNext();
   if (c == nullptr || alignment > kMaxAlignment) {
     return next ? NextMemalign(alignment, size) : __libc_memalign(alignment, size);
   }
@@ -537,7 +537,7 @@ NP_EXPORT void* calloc(size_t n, size_t size) {
   }
   using namespace nativeprof::preload;
   Control* c = Channel();
-  const bool next = !BackendIsGlibc() && BackendIsNext();
+  const bool next = BackendIsNext();
   if (c == nullptr) return next ? NextCalloc(n, size) : __libc_calloc(n, size);
   if (total > SIZE_MAX - kHeaderBytes) {
     errno = ENOMEM;

@@ -629,21 +629,20 @@ bool Publish(Control& c, SampleFields* f, uint32_t pid, BatchAhead* ahead = null
   // Taken under the lock, so the ring is in time order across every writer.
   ClockSources clock;
   const uint64_t time_ns = NextRecordTime(c, clock);
+  const auto write = [&](auto& writer) {
+    if (ahead_size != 0) ahead->Encode(time_ns, writer);
+    if (f != nullptr) {
+      f->time_ns = time_ns;
+      Encode(c, *f, static_cast<uint16_t>(size), writer);
+    }
+  };
   const uint64_t offset = head & (c.ring_data_bytes - 1);
   if (offset + ahead_size + size <= c.ring_data_bytes) {
     LinearWriter writer(data + offset);
-    if (ahead_size != 0) ahead->Encode(time_ns, writer);
-    if (f != nullptr) {
-      f->time_ns = time_ns;
-      Encode(c, *f, static_cast<uint16_t>(size), writer);
-    }
+    write(writer);
   } else {
     RingWriter writer(data, c.ring_data_bytes - 1, head);
-    if (ahead_size != 0) ahead->Encode(time_ns, writer);
-    if (f != nullptr) {
-      f->time_ns = time_ns;
-      Encode(c, *f, static_cast<uint16_t>(size), writer);
-    }
+    write(writer);
   }
   const uint64_t end = head + ahead_size + size;
   __atomic_store_n(&meta->data_head, end, __ATOMIC_RELEASE);
@@ -653,14 +652,19 @@ bool Publish(Control& c, SampleFields* f, uint32_t pid, BatchAhead* ahead = null
   return true;
 }
 
-// After a record that carried `ahead` (written or not): the blocks of the frees it took go back
-// to their allocator, unless the batch was closed (its process is ending). Unwritten frees are
-// lost samples.
-void FinishAhead(Control& c, const BatchAhead& ahead, bool written) {
-  if (ahead.count == 0) return;
+// Publish with `batch`'s frees (if any) ahead of `f`. Afterwards, written or not, the blocks of
+// the frees it took go back to their allocator, unless `close` (the process is ending);
+// unwritten frees are lost samples.
+bool PublishAfterBatch(Control& c, SampleFields* f, uint32_t pid, alloc_channel::FreeBatch* batch,
+                       bool close = false) {
+  BatchAhead ahead(batch, close);
+  const bool written = Publish(c, f, pid, &ahead);
+  if (ahead.count == 0) return written;
   if (!written) c.lost_samples.fetch_add(ahead.count, std::memory_order_relaxed);
-  if (ahead.close) return;
-  for (uint32_t i = 0; i < ahead.count; ++i) ReleaseBatchedBlock(ahead.entries[i]);
+  if (!close) {
+    for (uint32_t i = 0; i < ahead.count; ++i) ReleaseBatchedBlock(ahead.entries[i]);
+  }
+  return written;
 }
 
 }  // namespace
@@ -705,10 +709,7 @@ bool WriteAllocSample(ThreadState& t, Control& c, CallSite site, const void* use
   f.delta = as_delta ? &delta : nullptr;
   // A dropped record leaves the profiler's copy as it was, while the snapshot changed ours:
   // the next record goes whole.
-  BatchAhead ahead{t.batch};
-  const bool written = Publish(c, &f, f.pid, &ahead);
-  FinishAhead(c, ahead, written);
-  if (!written) {
+  if (!PublishAfterBatch(c, &f, f.pid, t.batch)) {
     c.lost_samples.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
@@ -743,8 +744,7 @@ void WritePeakMark(ThreadState& t, Control& c, int64_t peak_bytes) {
   f.id = alloc_channel::kPeakMarkSampleId;
   f.addr = static_cast<uint64_t>(peak_bytes);
   FillIdentity(t, f, /*cpu=*/false);
-  BatchAhead ahead{t.batch};
-  FinishAhead(c, ahead, Publish(c, &f, f.pid, &ahead));
+  (void)PublishAfterBatch(c, &f, f.pid, t.batch);
   --t.busy;
   errno = saved_errno;
 }
@@ -755,10 +755,9 @@ void WriteFreeSample(ThreadState& t, Control& c, const void* user, bool temporar
   f.addr = reinterpret_cast<uintptr_t>(user);
   f.period = temporary ? alloc_channel::kFreeTemporary : 0;
   FillIdentity(t, f, /*cpu=*/false);
-  BatchAhead ahead{t.batch};
-  const bool written = Publish(c, &f, f.pid, &ahead);
-  FinishAhead(c, ahead, written);
-  if (!written) c.lost_samples.fetch_add(1, std::memory_order_relaxed);
+  if (!PublishAfterBatch(c, &f, f.pid, t.batch)) {
+    c.lost_samples.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 void FlushFreeBatch(ThreadState& t, Control& c, bool close) {
@@ -770,8 +769,7 @@ void FlushFreeBatch(ThreadState& t, Control& c, bool close) {
     const int saved_errno = errno;
     SampleFields identity;
     FillIdentity(t, identity, /*cpu=*/false);
-    BatchAhead ahead{t.batch, close};
-    FinishAhead(c, ahead, Publish(c, nullptr, identity.pid, &ahead));
+    (void)PublishAfterBatch(c, nullptr, identity.pid, t.batch, close);
     errno = saved_errno;
   }
   --t.busy;
@@ -779,8 +777,7 @@ void FlushFreeBatch(ThreadState& t, Control& c, bool close) {
 
 void CloseLeftBatch(Control& c, alloc_channel::FreeBatch& batch) {
   const int saved_errno = errno;
-  BatchAhead ahead{&batch, /*close=*/true};
-  FinishAhead(c, ahead, Publish(c, nullptr, static_cast<uint32_t>(::getpid()), &ahead));
+  (void)PublishAfterBatch(c, nullptr, static_cast<uint32_t>(::getpid()), &batch, /*close=*/true);
   errno = saved_errno;
 }
 

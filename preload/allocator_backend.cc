@@ -57,7 +57,7 @@ int Resolve() {
 
 }  // namespace
 
-bool BackendIsNext() {
+bool DecideBackend() {
   const int state = internal::g_backend.load(std::memory_order_acquire);
   if (state >= kBackendGlibc) return state == kBackendNext;
   // The process's first call comes before it can start a thread: the exchange only keeps a

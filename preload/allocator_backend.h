@@ -34,9 +34,12 @@ NP_ALWAYS_INLINE bool BackendIsGlibc() {
   return internal::g_backend.load(std::memory_order_relaxed) == kBackendGlibc;
 }
 
+// BackendIsNext()'s answer once glibc's is ruled out; decides on its first call.
+bool DecideBackend();
+
 // Whether the process allocates through the program's own allocator; decides on first use. A
 // call made while deciding (from inside dlsym) gets glibc's, and its block must say so.
-bool BackendIsNext();
+NP_ALWAYS_INLINE bool BackendIsNext() { return !BackendIsGlibc() && DecideBackend(); }
 
 // The next allocator's functions; only called once BackendIsNext() said true.
 void* NextMalloc(size_t size);
