@@ -161,8 +161,9 @@ void PublishThisThread();
 // count it. What its threads publish after this goes to its own figures only.
 void EndThisProcess();
 // Process `pid`, a child the calling process has just reaped (a wait call returned its exit
-// status), has ended: takes its live heap out of the run's live heap unless it did so itself.
-// It did not when a signal killed it, or when it left its heap without exit or _exit.
+// status), has ended: takes its live heap out of the run's live heap unless it did so itself,
+// and writes the frees its threads had batched. It did neither when a signal killed it, or when
+// it left its heap without exit or _exit.
 void EndReapedProcess(pid_t pid);
 
 // What every counted allocation does to the thread's counts. CountAllocation is this plus the

@@ -575,16 +575,7 @@ struct BatchAhead {
 
   // Under the lock.
   void Take() {
-    if (batch == nullptr) return;
-    const uint32_t state = close ? batch->count.exchange(alloc_channel::kFreeBatchClosed,
-                                                         std::memory_order_acq_rel)
-                                 : batch->count.load(std::memory_order_acquire);
-    if ((state & alloc_channel::kFreeBatchClosed) != 0) return;  // taken and closed before
-    count = std::min<uint32_t>(state, alloc_channel::kFreeBatchEntries);
-    for (uint32_t i = 0; i < count; ++i) {
-      entries[i] = batch->entries[i].load(std::memory_order_relaxed);
-    }
-    if (!close && count != 0) batch->count.store(0, std::memory_order_release);
+    if (batch != nullptr) count = alloc_channel::TakeFreeBatch(*batch, close, entries);
   }
   size_t Size() const { return count == 0 ? 0 : offsetof(alloc_channel::FreeRecord, addr) + 8 * count; }
   template <typename Out>
@@ -619,6 +610,13 @@ bool Publish(Control& c, SampleFields* f, uint32_t pid, BatchAhead* ahead = null
   perf_event_mmap_page* meta = RingMeta(c);
   uint8_t* data = reinterpret_cast<uint8_t*>(meta) + meta->data_offset;
   Lock(c, pid);
+  // The profiler stops every writer by setting reader_gone and then taking the lock once, and
+  // closes the batches it finds (AllocChannel::StopWriting): a writer that saw it unset above
+  // but locked after it must not take a batch's frees again.
+  if (c.reader_gone.load(std::memory_order_relaxed) != 0) {
+    Unlock(c);
+    return false;
+  }
   if (ahead != nullptr) ahead->Take();
   const size_t ahead_size = ahead != nullptr ? ahead->Size() : 0;
   const uint64_t head = meta->data_head;  // only writers holding the lock move it

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <new>
 
@@ -212,14 +214,65 @@ void AllocChannel::AfterDrain(bool last) {
   series_.emplace_back(now, live_bytes);
 }
 
-void AllocChannel::OnProcessExited(uint32_t pid) {
+std::vector<BatchedFree> AllocChannel::OnProcessExited(uint32_t pid) {
   Control* c = control();
   const int slot = alloc_channel::FindPidSlot(*c, pid);
-  if (slot < 0 || c->pid_ended[slot].load(std::memory_order_acquire) != 0) return;
+  if (slot < 0 || c->pid_ended[slot].load(std::memory_order_acquire) != 0) return {};
   // Still running (a main thread that ended before the others), or already a new process with
   // this pid, which took the old one's heap out as it registered.
-  if (!ProcessHasEnded(static_cast<pid_t>(pid))) return;
+  if (!ProcessHasEnded(static_cast<pid_t>(pid))) return {};
   alloc_channel::EndPidSlot(*c, static_cast<size_t>(slot));
+  // None of its threads runs: closing their batches races only other closers (a later process
+  // with this pid, which closes what an exec'd image left), and of those only one gets them.
+  return CloseBatches([pid](const alloc_channel::FreeBatch& b) {
+    return b.pid.load(std::memory_order_relaxed) == pid;
+  });
+}
+
+template <typename Pred>
+std::vector<BatchedFree> AllocChannel::CloseBatches(Pred pred) {
+  Control* c = control();
+  std::vector<BatchedFree> out;
+  if (c->rate_bytes > 1) return out;  // batches are --alloc=1's
+  const uint32_t claimed = std::min<uint32_t>(c->slots_claimed.load(std::memory_order_acquire),
+                                              alloc_channel::kThreadSlots);
+  uint64_t entries[alloc_channel::kFreeBatchEntries];
+  for (uint32_t i = 0; i < claimed; ++i) {
+    alloc_channel::FreeBatch& b = c->free_batches[i];
+    if (!pred(b)) continue;
+    const uint32_t n = alloc_channel::TakeFreeBatch(b, /*close=*/true, entries);
+    const uint32_t pid = b.pid.load(std::memory_order_relaxed);
+    for (uint32_t k = 0; k < n; ++k) {
+      out.push_back({pid, entries[k] & ~alloc_channel::kFreeEntryFlagMask,
+                     (entries[k] & alloc_channel::kFreeEntryTemporary) != 0});
+    }
+  }
+  return out;
+}
+
+std::vector<BatchedFree> AllocChannel::StopWriting() {
+  Control* c = control();
+  c->reader_gone.store(1, std::memory_order_relaxed);
+  // Once the lock was taken after reader_gone was set, no writer takes a batch's frees any more
+  // (it looks again under the lock): the batches are then the profiler's to close. A writer that
+  // holds it finishes its record within microseconds (one waiting for room gives up on
+  // reader_gone); one that never lets go was stopped or killed holding it, maybe in the middle
+  // of taking a batch, whose frees are then left alone.
+  const uint32_t self = static_cast<uint32_t>(::getpid());
+  const auto deadline = std::chrono::steady_clock::now() + kStopWaitLimit;
+  for (int spins = 1;; ++spins) {
+    uint32_t holder = 0;
+    if (c->ring_lock.compare_exchange_weak(holder, self, std::memory_order_acquire,
+                                           std::memory_order_relaxed)) {
+      break;
+    }
+    if (spins % 64 != 0) continue;
+    if (std::chrono::steady_clock::now() > deadline) return {};
+    ::sched_yield();
+  }
+  std::vector<BatchedFree> out = CloseBatches([](const alloc_channel::FreeBatch&) { return true; });
+  c->ring_lock.store(0, std::memory_order_release);
+  return out;
 }
 
 void AllocChannel::SetStackHint(uint32_t tid, uint64_t stack_high) {
@@ -242,10 +295,6 @@ void AllocChannel::SetStackHint(uint32_t tid, uint64_t stack_high) {
     }
   }
   // Every probed slot belongs to another thread: this one's samples keep full copies.
-}
-
-void AllocChannel::StopReading() {
-  control()->reader_gone.store(1, std::memory_order_relaxed);
 }
 
 AllocTotals AllocChannel::Totals() const {

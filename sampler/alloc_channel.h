@@ -8,6 +8,7 @@
 
 #include <linux/perf_event.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,6 +53,14 @@ struct AllocTotals {
   bool leak_known() const { return freed_bytes <= alloc_bytes && free_calls <= alloc_calls; }
 };
 
+// A free of a sampled block that the preload batched under --alloc=1 (alloc_channel::FreeBatch)
+// and never wrote into the ring: its thread was killed, or still ran when recording stopped.
+struct BatchedFree {
+  uint32_t pid = 0;
+  uint64_t block_avma = 0;
+  bool temporary = false;
+};
+
 // Whether the preload may extrapolate its record times (CLOCK_MONOTONIC) from the TSC between
 // readings of the clock (Control::tsc_clock), given the kernel's current clocksource and
 // /proc/cpuinfo's text for one processor.
@@ -90,10 +99,15 @@ class AllocChannel {
   // Process `pid`'s main thread exited (its exit record). If the process is gone without having
   // taken its heap out of the live heap (killed by a signal and reaped where no wait call the
   // preload sees returned it: SIGCHLD ignored, init, glibc's system()), takes it out, as the
-  // preload would have.
-  void OnProcessExited(uint32_t pid);
-  // Writers stop waiting for room and drop samples from now on (the profiler is going away).
-  void StopReading();
+  // preload would have, and returns the frees its threads had batched and not written, which
+  // only its exit() would have.
+  std::vector<BatchedFree> OnProcessExited(uint32_t pid);
+  // Before the last drain: writers stop waiting for room and drop samples from now on (the
+  // profiler is going away), and write nothing once a record being written now is in. Returns
+  // the frees batched and not written, by every thread (a process still running, or one killed
+  // whose exit is in that drain); their threads write their later frees one by one, which are
+  // dropped.
+  std::vector<BatchedFree> StopWriting();
 
   AllocTotals Totals() const;
   // Each profiled process's own heap, the largest peak first (AllocTotals::peak_bytes is of all
@@ -114,6 +128,11 @@ class AllocChannel {
   alloc_channel::Control* control() const {
     return static_cast<alloc_channel::Control*>(map_.get());
   }
+  // Closes the batches `pred` picks and returns their frees.
+  template <typename Pred>
+  std::vector<BatchedFree> CloseBatches(Pred pred);
+  // How long StopWriting waits for a writer to let go of the ring lock.
+  static constexpr std::chrono::milliseconds kStopWaitLimit{100};
 
   std::string path_;
   std::string fifo_path_;

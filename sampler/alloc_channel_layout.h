@@ -118,6 +118,21 @@ struct alignas(64) FreeBatch {
   std::atomic<uint64_t> entries[kFreeBatchEntries];
 };
 
+// Takes the frees out of `b` into `out` (room for kFreeBatchEntries) and returns how many. With
+// `close` the batch takes no more: its thread writes its later frees one by one. Only under the
+// ring lock (its owner appends without it, but takes only under it), or, with `close`, once its
+// owner can take no more (its process is gone, or the profiler stopped every writer): closing is
+// an exchange, so of two closers only one gets the frees.
+inline uint32_t TakeFreeBatch(FreeBatch& b, bool close, uint64_t* out) {
+  const uint32_t state = close ? b.count.exchange(kFreeBatchClosed, std::memory_order_acq_rel)
+                               : b.count.load(std::memory_order_acquire);
+  if ((state & kFreeBatchClosed) != 0) return 0;  // taken and closed before
+  const uint32_t n = state < kFreeBatchEntries ? state : uint32_t{kFreeBatchEntries};
+  for (uint32_t i = 0; i < n; ++i) out[i] = b.entries[i].load(std::memory_order_relaxed);
+  if (!close && n != 0) b.count.store(0, std::memory_order_release);
+  return n;
+}
+
 // One thread's exact counts. Written only by the thread that claimed it (relaxed load + store),
 // read by the profiler at any time; totals are sums over every slot.
 struct alignas(64) ThreadSlot {
@@ -241,13 +256,15 @@ inline int FindPidSlot(const Control& c, uint32_t pid) {
 
 // Takes the heap of the process in pid slot `index` out of the run's live heap, once: by the
 // process at its end, by its parent when it reaps it, or by the profiler when it sees the process
-// gone without either. What the process never freed stays in the leaked totals.
-inline void EndPidSlot(Control& c, size_t index) {
+// gone without either. What the process never freed stays in the leaked totals. True when this
+// call ended it (so the process did not: it left the frees its threads batched unwritten).
+inline bool EndPidSlot(Control& c, size_t index) {
   // The flag first: a thread publishing meanwhile either sees it (and leaves live_bytes alone)
   // or has added its change to pid_live as well by the time it is read below.
-  if (c.pid_ended[index].exchange(1, std::memory_order_acq_rel) != 0) return;
+  if (c.pid_ended[index].exchange(1, std::memory_order_acq_rel) != 0) return false;
   c.live_bytes.fetch_sub(c.pid_live[index].load(std::memory_order_acquire),
                          std::memory_order_acq_rel);
+  return true;
 }
 
 // The ring starts on the first page boundary after the control block.

@@ -29,6 +29,7 @@ void WaitWithoutSession(std::span<pollfd> fds, int timeout_ms) {
 void FinalDrain(const RecordLoopOptions& options) {
   if (options.session == nullptr) return;
   if (options.disable_before_final_drain) (void)options.session->Disable();
+  if (options.before_final_drain) options.before_final_drain();
   // The last records still held by the record sorter go out now: nothing older can come.
   options.session->Flush(*options.sink);
 }

@@ -8,6 +8,7 @@
 #define NATIVEPROF_SAMPLER_RECORD_LOOP_H_
 
 #include <chrono>
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -36,6 +37,8 @@ struct RecordLoopOptions {
   // that keep running after the loop (attached processes). A launched command has exited, and the
   // library disables its events before asking the reader to stop.
   bool disable_before_final_drain = false;
+  // Called once, right before the final drain (after the session's events were disabled).
+  std::function<void()> before_final_drain;
 };
 
 enum class LoopEnd {

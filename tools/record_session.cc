@@ -27,6 +27,7 @@
 #include "sampler/cpu_list.h"
 #include "sampler/proc_maps.h"
 #include "sampler/record_loop.h"
+#include "sampler/record_sorter.h"
 #include "sampler/session.h"
 #include "sampler/target.h"
 #include "symbolize/kernel_symbols.h"
@@ -477,7 +478,12 @@ int RunRecording(const RecordOptions& o) {
     sampler::AllocChannel* channel = &*alloc_channel;
     collector.set_alloc_stack_observer(
         [channel](uint32_t tid, uint64_t stack_high) { channel->SetStackHint(tid, stack_high); });
-    collector.set_process_exit_observer([channel](uint32_t pid) { channel->OnProcessExited(pid); });
+    // A process killed by a signal never wrote the frees its threads had batched (--alloc=1).
+    collector.set_process_exit_observer([channel, &collector](uint32_t pid, uint64_t time_ns) {
+      for (const sampler::BatchedFree& f : channel->OnProcessExited(pid)) {
+        collector.mutable_allocations().OnFree(f.pid, f.block_avma, f.temporary, time_ns);
+      }
+    });
   }
   const auto start = std::chrono::steady_clock::now();
   const std::optional<SchedStat> start_sched = SchedNow();
@@ -489,6 +495,16 @@ int RunRecording(const RecordOptions& o) {
   loop.session = session->get();
   loop.sink = &collector;
   loop.signals = &*signals;
+  // Frees batched and never written (by processes still running, or killed in the last moments),
+  // and when they were taken: counted after the last drain.
+  std::vector<sampler::BatchedFree> left_frees;
+  uint64_t left_frees_ns = 0;
+  if (alloc_channel.has_value()) {
+    loop.before_final_drain = [&] {
+      left_frees = alloc_channel->StopWriting();
+      left_frees_ns = sampler::MonotonicNowNs();
+    };
+  }
   absl::StatusOr<sampler::RecordLoopResult> ran = sampler::RunRecordLoop(target, loop);
   if (!ran.ok()) return PrintCliError(CliStep::kExecCommand, ran.status());
   // CLOCK_MONOTONIC ns (steady_clock's), the records' clock with use_clockid.
@@ -505,8 +521,9 @@ int RunRecording(const RecordOptions& o) {
   state.scheduling = std::move(scheduling);
   NoteWaits(setup_sched, start_sched, &state.scheduling);
   if (alloc_channel.has_value()) {
-    // A target still running (second Ctrl-C) must not wait for a reader that is gone.
-    alloc_channel->StopReading();
+    for (const sampler::BatchedFree& f : left_frees) {
+      collector.mutable_allocations().OnFree(f.pid, f.block_avma, f.temporary, left_frees_ns);
+    }
     collector.mutable_allocations().Finish();
     AllocRun run;
     run.totals = alloc_channel->Totals();

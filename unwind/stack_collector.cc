@@ -339,7 +339,7 @@ void StackCollector::OnTask(const sampler::TaskView& task) {
   // A process ends with its main thread (as the process table counts it).
   if (task.exit && task.pid == task.tid) {
     alloc_.OnImageEnded(task.pid, task.time_ns);
-    if (process_exit_observer_) process_exit_observer_(task.pid);
+    if (process_exit_observer_) process_exit_observer_(task.pid, task.time_ns);
   }
   if (!track_off_cpu_) return;
   if (task.exit) {

@@ -142,8 +142,9 @@ class StackCollector final : public sampler::RecordSink {
   }
 
   // Called when a process's main thread exits (as the process table counts a process's end),
-  // with its pid. Drain thread; must not block.
-  using ProcessExitObserver = std::function<void(uint32_t pid)>;
+  // with its pid and the exit's time, after its image's blocks left the live heap (frees of them
+  // made now still find them). Drain thread; must not block.
+  using ProcessExitObserver = std::function<void(uint32_t pid, uint64_t time_ns)>;
   void set_process_exit_observer(ProcessExitObserver observer) {
     process_exit_observer_ = std::move(observer);
   }

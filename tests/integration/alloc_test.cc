@@ -239,15 +239,44 @@ TEST(AllocTest, AnExecdImagesHeapLeavesTheLiveHeap) {
 // Under --alloc=1 a thread's frees wait in a batch until its next record. One that frees and then
 // never runs again while the process calls exit() left them unwritten, and its 20 blocks showed
 // as leaked (6,000 B at frees_then_blocks); the process's end writes every thread's batch.
+// Its process may also end by a signal, which runs nothing of the preload's (the profiler takes
+// the batch at the process's exit), or still run when the recording stops (the profiler takes it
+// as it stops).
 TEST(AllocTest, FreesOfAThreadThatNeverRunsAgainAreWritten) {
   NP_SKIP_IF_NO_PERF();
-  AllocRecording rec =
-      RecordAlloc("--alloc=1", {TargetPath("alloc_workload"), "exit-while-blocked"});
-  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
-  EXPECT_EQ(rec.View("alloc").Self("frees_then_blocks"), 6'000u);
-  EXPECT_EQ(rec.View("leaked").Self("frees_then_blocks"), 0u);
-  EXPECT_EQ(rec.allocations["sampling"]["unmatched_frees"].get<uint64_t>(), 0u);
-  EXPECT_EQ(rec.allocations["sampling"]["lost_samples"].get<uint64_t>(), 0u);
+  const std::string pid_file = MakeTempDir() + "/stays.pid";
+  const std::string workload = TargetPath("alloc_workload");
+  const struct {
+    const char* name;
+    std::vector<std::string> command;
+    int exit_code;
+  } kEnds[] = {
+      {"exit", {workload, "exit-while-blocked"}, 0},
+      {"killed", {workload, "exit-while-blocked", "kill"}, 128 + SIGKILL},
+      // Killed over AllocTracker::kLateFreeNs before the recording stops: taken at its exit.
+      {"killed long before the end",
+       {"/bin/sh", "-c", absl::StrCat(workload, " exit-while-blocked kill; sleep 1.2")},
+       0},
+      // The command (the shell) ends once the workload's thread freed its blocks; the workload
+      // still runs as the recording stops.
+      {"still running",
+       {"/bin/sh", "-c",
+        absl::StrCat(workload, " exit-while-blocked stay ", pid_file,
+                     " >/dev/null 2>&1 & while [ ! -e ", pid_file, " ]; do sleep 0.01; done")},
+       0},
+  };
+  for (const auto& end : kEnds) {
+    SCOPED_TRACE(end.name);
+    AllocRecording rec = RecordAlloc("--alloc=1", end.command);
+    if (std::string pid = ReadFileOrEmpty(pid_file); !pid.empty()) {
+      ::kill(std::stoi(pid), SIGKILL);
+    }
+    ASSERT_EQ(rec.result.exit_code, end.exit_code) << rec.result.err;
+    EXPECT_EQ(rec.View("alloc").Self("frees_then_blocks"), 6'000u);
+    EXPECT_EQ(rec.View("leaked").Self("frees_then_blocks"), 0u);
+    EXPECT_EQ(rec.allocations["sampling"]["unmatched_frees"].get<uint64_t>(), 0u);
+    EXPECT_EQ(rec.allocations["sampling"]["lost_samples"].get<uint64_t>(), 0u);
+  }
 }
 
 // The same when each image holds more than what the ones before it left: a single process's peak

@@ -110,6 +110,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -234,9 +235,11 @@ static int RunSerialThreads(int n) {
   return 0;
 }
 
-// Mode `exit-while-blocked`: a thread allocates 20 blocks of 300 B, frees them, and blocks for
-// good; then the main thread calls exit(0). Nothing is leaked: the thread's frees are counted
-// though it never runs again (under --alloc=1 they wait in its batch until the process ends).
+// Mode `exit-while-blocked [kill | stay FILE]`: a thread allocates 20 blocks of 300 B, frees
+// them, and blocks for good; then the main thread calls exit(0), or with `kill` kills the process
+// with SIGKILL, or with `stay` writes its pid to FILE and blocks too (for the test to kill once
+// the recording stopped). Nothing is leaked: the thread's frees are counted though it never runs
+// again (under --alloc=1 they wait in its batch until the process ends, or the profiler stops).
 static pthread_mutex_t g_freed_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_freed_cond = PTHREAD_COND_INITIALIZER;
 static int g_freed;
@@ -259,12 +262,23 @@ static void* BlockedThreadMain(void* arg) {
   return NULL;
 }
 
-static int RunExitWhileBlocked(void) {
+static int RunExitWhileBlocked(const char* how, const char* pid_file) {
   pthread_t t;
   if (pthread_create(&t, NULL, BlockedThreadMain, NULL) != 0) return 2;
   pthread_mutex_lock(&g_freed_lock);
   while (!g_freed) pthread_cond_wait(&g_freed_cond, &g_freed_lock);
   pthread_mutex_unlock(&g_freed_lock);
+  if (how != NULL && strcmp(how, "kill") == 0) kill(getpid(), SIGKILL);
+  if (how != NULL && strcmp(how, "stay") == 0 && pid_file != NULL) {
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", pid_file);
+    FILE* f = fopen(tmp, "w");
+    if (f == NULL) return 2;
+    fprintf(f, "%d\n", (int)getpid());
+    fclose(f);
+    if (rename(tmp, pid_file) != 0) return 2;  // whole when it appears
+    for (;;) pause();
+  }
   exit(0);
 }
 
@@ -674,13 +688,15 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "realloc") == 0) return RunRealloc();
   if (strcmp(mode, "mmap") == 0) return RunOwnAllocator();
   if (strcmp(mode, "foreignfree") == 0) return RunForeignFree();
-  if (strcmp(mode, "exit-while-blocked") == 0) return RunExitWhileBlocked();
+  if (strcmp(mode, "exit-while-blocked") == 0) {
+    return RunExitWhileBlocked(argc > 2 ? argv[2] : NULL, argc > 3 ? argv[3] : NULL);
+  }
   if (strcmp(mode, "closefds") == 0 && argc > 2) return RunCloseFds(argv[2]);
   if (strcmp(mode, "interrupted-writers") == 0) return RunInterruptedWriters();
   if (strcmp(mode, "nofiles") == 0) return RunWithoutDescriptors();
   if (strcmp(mode, "serial-threads") == 0) return RunSerialThreads(argc > 2 ? atoi(argv[2]) : 1);
   Say("usage: alloc_workload [sites [N] | realloc | threads [N] | serial-threads N | forkexec | "
       "execs N | execs-holding N | forkfree | rawforkfree | forkleak | pidreuse | exit N | notsc | "
-      "mmap | foreignfree | exit-while-blocked | closefds PATH | interrupted-writers | nofiles]\n");
+      "mmap | foreignfree | exit-while-blocked [kill | stay FILE] | closefds PATH | interrupted-writers | nofiles]\n");
   return 2;
 }
