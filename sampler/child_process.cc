@@ -206,7 +206,7 @@ absl::Status ChildProcess::Release() {
 std::optional<int> ChildProcess::TryWait() {
   if (reaped_) return wait_status_;
   int status = 0;
-  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  pid_t r = ::wait4(pid_, &status, WNOHANG, &usage_);
   if (r == pid_) {
     reaped_ = true;
     wait_status_ = status;
@@ -218,7 +218,7 @@ std::optional<int> ChildProcess::TryWait() {
 int ChildProcess::Wait() {
   if (reaped_) return wait_status_;
   int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0) {
+  while (::wait4(pid_, &status, 0, &usage_) < 0) {
     if (errno != EINTR) {
       status = 0;
       break;

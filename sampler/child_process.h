@@ -5,6 +5,7 @@
 #ifndef NATIVEPROF_SAMPLER_CHILD_PROCESS_H_
 #define NATIVEPROF_SAMPLER_CHILD_PROCESS_H_
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <optional>
@@ -65,6 +66,12 @@ class ChildProcess {
   // Blocks until the child exits (retrying EINTR); returns its wait status.
   int Wait();
 
+  // The child's resource usage as its wait returned it, once reaped (ru_maxrss is the largest
+  // resident set of the child and of the descendants it reaped); nullopt before.
+  std::optional<rusage> usage() const {
+    return reaped_ ? std::optional<rusage>(usage_) : std::nullopt;
+  }
+
   // Sends `sig` to the child if it has not been reaped yet.
   void Signal(int sig);
 
@@ -74,6 +81,7 @@ class ChildProcess {
   pid_t pid_ = -1;
   bool reaped_ = false;
   int wait_status_ = 0;
+  rusage usage_{};
   std::string program_;
   ScopedFd release_fd_;     // write end: one byte (or close) releases the child
   ScopedFd exec_error_fd_;  // read end: EOF = exec succeeded, 4 bytes = exec's errno

@@ -440,10 +440,6 @@ int RunRecording(const RecordOptions& o) {
     spawn.set_environment = AllocEnvironment(*preload, *alloc_channel, &preload_notes);
     for (const std::string& note : preload_notes) PrintError(absl::StrCat("warning: ", note));
   }
-  // ru_maxrss is the largest of every child reaped so far: the target's shows only if it is
-  // larger than what came before (a cargo build).
-  rusage children_before{};
-  ::getrusage(RUSAGE_CHILDREN, &children_before);
   absl::StatusOr<sampler::ChildProcess> child = sampler::ChildProcess::Spawn(o.command, spawn);
   if (!child.ok()) return PrintCliError(CliStep::kRun, child.status());
 
@@ -552,10 +548,10 @@ int RunRecording(const RecordOptions& o) {
     run.rate_bytes = alloc_channel->rate_bytes();
     run.duration_seconds = state.duration_seconds;
     run.live_over_time = alloc_channel->live_over_time();
-    rusage children_after{};
-    ::getrusage(RUSAGE_CHILDREN, &children_after);
-    if (children_after.ru_maxrss > children_before.ru_maxrss) {
-      run.peak_rss_bytes = static_cast<uint64_t>(children_after.ru_maxrss) * 1024;
+    // The command's own, with what it reaped: not getrusage(RUSAGE_CHILDREN), the largest of
+    // every child of nativeprof's process, which cargo nativeprof's build was before its exec.
+    if (const std::optional<rusage> usage = child->usage(); usage.has_value()) {
+      run.peak_rss_bytes = static_cast<uint64_t>(usage->ru_maxrss) * 1024;
     }
     state.alloc = run;
   }

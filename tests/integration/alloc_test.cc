@@ -662,6 +662,18 @@ TEST(AllocTest, AnAllocatorOfItsOwnIsNamed) {
   AllocRecording plain = RecordAlloc("--alloc", {TargetPath("alloc_workload"), "sites"});
   ASSERT_EQ(plain.result.exit_code, 0) << plain.result.err;
   EXPECT_THAT(plain.result.err, ::testing::Not(HasSubstr("the rest came another way")));
+  // The same when nativeprof's process reaped a larger child before its exec, as cargo
+  // nativeprof's build is: the RSS is the target's own, not the largest of those children's
+  // (which hid it, and the line with it).
+  const std::string out = MakeTempDir() + "/after.folded";
+  const std::string workload = TargetPath("alloc_workload");
+  CommandResult after = RunCommand(
+      {"/bin/sh", "-c",
+       absl::StrCat(workload, " mmap 160 && exec ", NativeprofBinary(),
+                    " record --no-counters --alloc -o ", out, " -- ", workload, " mmap")});
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_THAT(after.err, HasSubstr("the rest came another way, from mapped files or mmap"));
+  EXPECT_THAT(after.err, ::testing::ContainsRegex("peak RSS 10[0-9]\\.[0-9] MB"));
 }
 
 // A program that forbids itself the TSC (rr's tracees, some sandboxes) ran until its next

@@ -100,8 +100,8 @@
 // a thread of `threads` does, which the main thread frees after joining it: the library can
 // open nothing, /proc/self/maps included. Totals are `sites` plus `threads 1` (and its DTV).
 //
-// Mode `mmap`: an allocator of its own, as jemalloc or mimalloc would be: 96 MiB from mmap,
-// every page touched, and nothing from malloc. The preload sees no heap while the RSS grows.
+// Mode `mmap [MIB]`: an allocator of its own, as jemalloc or mimalloc would be: MIB (default
+// 96) MiB from mmap, every page touched, and nothing from malloc. The preload sees no heap while the RSS grows.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -547,8 +547,8 @@ static int RunRealloc(void) {
 
 static void Say(const char* s) { (void)!write(2, s, strlen(s)); }
 
-static int RunOwnAllocator(void) {
-  const size_t bytes = (size_t)96 << 20;
+static int RunOwnAllocator(const char* mib) {
+  const size_t bytes = (size_t)(mib != NULL ? atoi(mib) : 96) << 20;
   char* arena = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (arena == MAP_FAILED) return 8;
   for (size_t i = 0; i < bytes; i += 4096) arena[i] = (char)i;
@@ -686,7 +686,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(mode, "realloc") == 0) return RunRealloc();
-  if (strcmp(mode, "mmap") == 0) return RunOwnAllocator();
+  if (strcmp(mode, "mmap") == 0) return RunOwnAllocator(argc > 2 ? argv[2] : NULL);
   if (strcmp(mode, "foreignfree") == 0) return RunForeignFree();
   if (strcmp(mode, "exit-while-blocked") == 0) {
     return RunExitWhileBlocked(argc > 2 ? argv[2] : NULL, argc > 3 ? argv[3] : NULL);
@@ -697,6 +697,6 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "serial-threads") == 0) return RunSerialThreads(argc > 2 ? atoi(argv[2]) : 1);
   Say("usage: alloc_workload [sites [N] | realloc | threads [N] | serial-threads N | forkexec | "
       "execs N | execs-holding N | forkfree | rawforkfree | forkleak | pidreuse | exit N | notsc | "
-      "mmap | foreignfree | exit-while-blocked [kill | stay FILE] | closefds PATH | interrupted-writers | nofiles]\n");
+      "mmap [MIB] | foreignfree | exit-while-blocked [kill | stay FILE] | closefds PATH | interrupted-writers | nofiles]\n");
   return 2;
 }
