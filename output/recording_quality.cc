@@ -12,6 +12,16 @@
 #include "unwind/dwarf_stack_size.h"
 
 namespace nativeprof::output {
+namespace {
+
+// The --call-graph dwarf copy to suggest when `bytes` truncated stacks: twice as much, and no
+// less than the default (a tiny copy doubled truncates as surely), up to what the kernel copies.
+// (--off-cpu-stack's small copies are a chosen trade of depth for speed: that advice doubles.)
+uint32_t LargerStackCopy(uint32_t bytes) {
+  return std::min(std::max(bytes * 2, unwind::kDefaultDwarfStackSize), unwind::kMaxDwarfStackSize);
+}
+
+}  // namespace
 
 double NamedFrameShare(const symbolize::Profile& profile) {
   uint64_t total = 0, named = 0;
@@ -192,8 +202,7 @@ std::vector<std::string> RecordingQualityLines(const RecordingQuality& q,
         Plural(truncated, "stack", "stacks"), " truncated at ", context.dwarf_stack_bytes,
         " bytes", spliced ? absl::StrCat(" (", spliced, " completed by the kernel chain)") : "",
         context.dwarf_stack_bytes < unwind::kMaxDwarfStackSize
-            ? absl::StrCat(" - try --call-graph dwarf,",
-                           std::min(context.dwarf_stack_bytes * 2, unwind::kMaxDwarfStackSize))
+            ? absl::StrCat(" - try --call-graph dwarf,", LargerStackCopy(context.dwarf_stack_bytes))
             : absl::StrCat(" - the most the kernel copies; deeper stacks, or ones on an "
                            "alternate signal stack, need frame pointers (--call-graph fp)")));
   }

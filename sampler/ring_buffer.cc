@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -22,6 +23,15 @@ absl::StatusOr<RingBuffer> RingBuffer::Map(int fd, size_t data_pages, size_t buf
   void* addr = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (addr == MAP_FAILED) {
     int err = errno;
+    if (err == ENOMEM && ::geteuid() == 0) {
+      // Root (CAP_IPC_LOCK) is not bound by perf_event_mlock_kb: the kernel had no memory to
+      // give that many pages.
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "cannot map ", buffers_in_total, " ring buffers of ", data_pages, " pages (",
+          std::strerror(err), "): the kernel could not allocate ",
+          buffers_in_total * len / (1024 * 1024), " MiB for them; try -m ",
+          std::max<size_t>(1, data_pages / 8)));
+    }
     if (err == EPERM || err == ENOMEM) {
       absl::StatusOr<int64_t> mlock_kb = ReadIntegerFile("/proc/sys/kernel/perf_event_mlock_kb");
       int64_t limit_kb = mlock_kb.ok() ? *mlock_kb : 516;

@@ -9,7 +9,7 @@ namespace nativeprof::unwind {
 absl::StatusOr<uint32_t> ParseDwarfStackSize(absl::string_view text) {
   if (text.empty()) return kDefaultDwarfStackSize;
   uint64_t value = 0;
-  if (!absl::SimpleAtoi(text, &value) || value == 0 || value > kMaxDwarfStackSize) {
+  if (!absl::SimpleAtoi(text, &value) || value < 8 || value > kMaxDwarfStackSize) {
     return absl::InvalidArgumentError(
         absl::StrCat("invalid dwarf stack size '", text, "'; use a byte count from 8 to ",
                      kMaxDwarfStackSize, " (default ", kDefaultDwarfStackSize, ")"));

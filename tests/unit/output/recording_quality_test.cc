@@ -140,6 +140,12 @@ TEST(RecordingQualityTest, TruncatedStacksAreToldWhatCutThem) {
                                   "copy - try --off-cpu-stack 512"));
   EXPECT_THAT(lines[2], HasSubstr("4 stacks truncated at 8192 bytes (1 completed by the kernel "
                                   "chain) - try --call-graph dwarf,16384"));
+  // A tiny copy is not worth doubling: the advice is the default at least.
+  c.dwarf_stack_bytes = 8;
+  EXPECT_THAT(RecordingQualityLines(q, c)[2], HasSubstr("truncated at 8 bytes (1 completed by "
+                                                         "the kernel chain) - try --call-graph "
+                                                         "dwarf,8192"));
+  c.dwarf_stack_bytes = 8192;
   c.switch_stack_bytes = 0;
   lines = RecordingQualityLines(q, c);
   ASSERT_THAT(lines, SizeIs(3));

@@ -28,7 +28,7 @@ TEST(DwarfStackSizeTest, ParsesLikePerf) {
   EXPECT_EQ(*ParseDwarfStackSize("16384"), 16384u);
   EXPECT_EQ(*ParseDwarfStackSize("100"), 104u);  // rounded up to 8
   EXPECT_EQ(*ParseDwarfStackSize("65528"), 65528u);
-  for (const char* bad : {"0", "65529", "abc", "-8", "1e3"}) {
+  for (const char* bad : {"0", "1", "7", "65529", "abc", "-8", "1e3"}) {
     auto r = ParseDwarfStackSize(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
