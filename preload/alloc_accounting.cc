@@ -1,5 +1,6 @@
 #include "preload/alloc_accounting.h"
 #include "preload/alloc_sample_writer.h"
+#include "preload/allocator_backend.h"
 #include "preload/record_clock.h"
 
 #include <dlfcn.h>
@@ -47,6 +48,9 @@ bool g_thread_key_ok = false;
 // Set when the process attaches and again in a forked child, before either allocates.
 int g_pid_slot = -1;
 
+// The image's malloc is not the library's (MallocIsElsewhere), as its constructor found.
+bool g_malloc_elsewhere = false;
+
 // Writes and closes the batched frees of process `pid`'s threads that `left` says their threads
 // will not write (alloc_channel::FreeBatch): before any record of the image that calls this.
 // Scans every claimed slot (up to kThreadSlots), only under --alloc=1.
@@ -85,11 +89,13 @@ void RegisterProcess(Control& c, ProcessPage& page) {
     if (seen == 0 && slot.compare_exchange_strong(seen, pid, std::memory_order_relaxed)) {
       g_pid_slot = static_cast<int>(index);
       c.pid_attach_ns[index].store(now_ns, std::memory_order_relaxed);
+      c.pid_malloc_elsewhere[index].store(g_malloc_elsewhere ? 1 : 0, std::memory_order_relaxed);
       break;
     }
     if (seen == pid) {  // an exec'd image of a process already counted
       g_pid_slot = static_cast<int>(index);
       c.pid_attach_ns[index].store(now_ns, std::memory_order_relaxed);
+      c.pid_malloc_elsewhere[index].store(g_malloc_elsewhere ? 1 : 0, std::memory_order_relaxed);
       // The previous image's heap went with it: it stays in the leaked totals (never freed) but
       // leaves the live heap, so the peak from now on does not count it. Its threads' changes
       // not yet published (up to kFlushBytes each) were never added. An earlier process with
@@ -303,8 +309,14 @@ __attribute__((constructor)) void InitPreload() {
   ++t.busy;  // both may allocate
   g_thread_key_ok = pthread_key_create(&g_thread_key, ThreadExit) == 0;
   (void)pthread_atfork(BeforeFork, nullptr, InChildAfterFork);
+  g_malloc_elsewhere = MallocIsElsewhere();
   --t.busy;
-  (void)Channel();
+  Control* c = Channel();
+  // Attached already, maybe, by an allocation in the calls above.
+  if (c != nullptr && g_pid_slot >= 0) {
+    c->pid_malloc_elsewhere[g_pid_slot].store(g_malloc_elsewhere ? 1 : 0,
+                                              std::memory_order_relaxed);
+  }
 }
 
 }  // namespace

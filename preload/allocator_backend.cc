@@ -75,6 +75,14 @@ bool DecideBackend() {
   return decided == kBackendNext;
 }
 
+bool MallocIsElsewhere() {
+  const void* found = dlsym(RTLD_DEFAULT, "malloc");
+  Dl_info theirs{}, ours{};
+  return found != nullptr && dladdr(found, &theirs) != 0 &&
+         dladdr(reinterpret_cast<void*>(&MallocIsElsewhere), &ours) != 0 &&
+         theirs.dli_fbase != ours.dli_fbase;
+}
+
 void* NextMalloc(size_t size) { return g_next.malloc(size); }
 void* NextCalloc(size_t n, size_t size) { return g_next.calloc(n, size); }
 void* NextRealloc(void* p, size_t size) { return g_next.realloc(p, size); }

@@ -41,6 +41,12 @@ bool DecideBackend();
 // call made while deciding (from inside dlsym) gets glibc's, and its block must say so.
 NP_ALWAYS_INLINE bool BackendIsNext() { return !BackendIsGlibc() && DecideBackend(); }
 
+// Whether the process's malloc is not the library's: the program defines it itself (a statically
+// linked jemalloc, as Rust's compiler has) or an LD_PRELOAD library ahead of this one does, and
+// its allocations never reach the hooks. Looks it up (dlsym, which may allocate): from the
+// library's constructor.
+bool MallocIsElsewhere();
+
 // The next allocator's functions; only called once BackendIsNext() said true.
 void* NextMalloc(size_t size);
 void* NextCalloc(size_t n, size_t size);

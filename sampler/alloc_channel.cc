@@ -337,7 +337,8 @@ std::vector<ProcessHeap> AllocChannel::ProcessHeaps() const {
     if (pid == 0) continue;
     const int64_t peak = c->pid_peak[i].load(std::memory_order_relaxed);
     out.push_back({pid, peak > 0 ? static_cast<uint64_t>(peak) : 0,
-                   c->pid_live[i].load(std::memory_order_relaxed)});
+                   c->pid_live[i].load(std::memory_order_relaxed),
+                   c->pid_malloc_elsewhere[i].load(std::memory_order_relaxed) != 0});
   }
   std::sort(out.begin(), out.end(), [](const ProcessHeap& a, const ProcessHeap& b) {
     return a.peak_bytes != b.peak_bytes ? a.peak_bytes > b.peak_bytes : a.pid < b.pid;

@@ -28,6 +28,9 @@ struct ProcessHeap {
   uint32_t pid = 0;
   uint64_t peak_bytes = 0;
   int64_t live_bytes = 0;
+  // Its (last image's) malloc is not the library's (alloc_channel::Control::
+  // pid_malloc_elsewhere): its allocations were not counted.
+  bool malloc_elsewhere = false;
 };
 
 // The exact figures, summed over every thread of every profiled process.

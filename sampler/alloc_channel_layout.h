@@ -26,7 +26,7 @@ namespace nativeprof::alloc_channel {
 // The environment variable that names the channel file for the preload.
 inline constexpr char kEnvChannel[] = "NATIVEPROF_ALLOC_CHANNEL";
 inline constexpr uint64_t kMagic = 0x6e70616c6c6f6331ull;  // "npalloc1"
-inline constexpr uint32_t kVersion = 12;  // bumped with every change to Control or a record
+inline constexpr uint32_t kVersion = 13;  // bumped with every change to Control or a record
 
 // Identifiers (PERF_SAMPLE_IDENTIFIER) of the preload's records. The kernel numbers its events
 // from 1 up; these cannot collide.
@@ -234,6 +234,10 @@ struct alignas(64) Control {
   // runs as a user who cannot open the channel, or had LD_PRELOAD cleared, and its allocations
   // are not counted.
   alignas(64) std::atomic<uint64_t> pid_attach_ns[kPidSlots];
+  // 1 when pids[i]'s current image calls a malloc that is not the library's: the program defines
+  // it itself (a statically linked jemalloc, as Rust's compiler has), or an earlier LD_PRELOAD
+  // library does. Its allocations do not reach the hooks, and are not counted.
+  std::atomic<uint8_t> pid_malloc_elsewhere[kPidSlots];
   alignas(64) StackHint hints[kHintSlots];
   alignas(64) ThreadSlot overflow;     // shared by threads past kThreadSlots (atomic adds)
   ThreadSlot slots[kThreadSlots];

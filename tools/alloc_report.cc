@@ -53,6 +53,27 @@ std::string UnhookedLine(const std::vector<std::pair<uint32_t, std::string>>& un
       ", record that program directly, as its user");
 }
 
+// Profiled programs whose malloc is not the library's: up to three named, the rest counted.
+std::string MallocElsewhereLine(const std::vector<NamedProcessHeap>& heaps) {
+  constexpr size_t kNamed = 3;
+  std::string names;
+  size_t count = 0;
+  for (const NamedProcessHeap& p : heaps) {
+    if (!p.heap.malloc_elsewhere) continue;
+    if (count++ < kNamed) {
+      absl::StrAppend(&names, count == 1 ? "" : ", ", p.command, " [", p.heap.pid, "]");
+    }
+  }
+  if (count == 0) return "";
+  if (count > kNamed) absl::StrAppend(&names, " and ", count - kNamed, " more");
+  return absl::StrCat(
+      "allocations: ", output::Plural(count, "program", "programs"), " called a malloc of ",
+      count == 1 ? "its" : "their", " own, which the allocation library cannot interpose, and ",
+      count == 1 ? "is" : "are", " not counted: ", names,
+      " (a statically linked allocator, as the jemalloc in Rust's compiler, or an LD_PRELOAD "
+      "library ahead of nativeprof's)");
+}
+
 }  // namespace
 
 std::span<const AllocView> AllocViews() { return kViews; }
@@ -122,14 +143,22 @@ nlohmann::json AllocJson(const RecordOptions& o, const AllocRun& run,
   // process, the largest first.
   constexpr size_t kMaxListed = 100;
   nlohmann::json per_process = nlohmann::json::array();
-  for (size_t i = 0; i < run.process_heaps.size() && i < kMaxListed; ++i) {
+  nlohmann::json elsewhere = nlohmann::json::array();
+  for (size_t i = 0; i < run.process_heaps.size(); ++i) {
     const NamedProcessHeap& p = run.process_heaps[i];
+    if (p.heap.malloc_elsewhere && elsewhere.size() < kMaxListed) {
+      elsewhere.push_back({{"pid", p.heap.pid}, {"command", p.command}});
+    }
+    if (i >= kMaxListed) continue;
     per_process.push_back({{"pid", p.heap.pid},
                            {"command", p.command},
                            {"peak_heap_bytes", p.heap.peak_bytes},
                            {"live_bytes_at_end", p.heap.live_bytes}});
+    if (p.heap.malloc_elsewhere) per_process.back()["malloc_elsewhere"] = true;
   }
   j["per_process"] = std::move(per_process);
+  // Processes whose own malloc the library could not interpose (uncounted).
+  j["malloc_elsewhere_processes"] = std::move(elsewhere);
   if (run.process_heaps.size() > kMaxListed) {
     j["per_process_not_listed"] = run.process_heaps.size() - kMaxListed;
   }
@@ -219,6 +248,8 @@ std::vector<std::string> AllocSummaryLines(const AllocRun& run) {
       t.lost_samples != 0 ? absl::StrCat(", ", output::WithThousands(t.lost_samples), " lost")
                           : ""));
   if (!run.unhooked.empty()) lines.push_back(UnhookedLine(run.unhooked));
+  const std::string elsewhere = MallocElsewhereLine(run.process_heaps);
+  if (!elsewhere.empty()) lines.push_back(elsewhere);
   if (run.rate_bytes > 1 && t.sampled == 0 && t.alloc_calls > 0) {
     lines.push_back(absl::StrCat(
         "allocations: none was sampled (", FormatBytes(static_cast<double>(t.alloc_bytes)),
@@ -226,9 +257,9 @@ std::vector<std::string> AllocSummaryLines(const AllocRun& run) {
         " on average), so the per-site views are empty; --alloc=1 samples every allocation"));
   }
   // A process whose memory grew far past what malloc handed out allocates some other way. With
-  // unhooked programs the RSS may be theirs.
+  // unhooked programs, or ones named above, the RSS may be theirs.
   constexpr uint64_t kUnexplainedRss = uint64_t{64} << 20;
-  if (run.unhooked.empty() && run.peak_rss_bytes > kUnexplainedRss &&
+  if (run.unhooked.empty() && elsewhere.empty() && run.peak_rss_bytes > kUnexplainedRss &&
       t.peak_bytes < run.peak_rss_bytes / 8) {
     // CPython serves small objects from its own arenas (pymalloc), which an environment
     // variable turns off.

@@ -855,6 +855,20 @@ TEST(AllocTest, BadUsesAreRefusedWithOneLine) {
     EXPECT_EQ(std::count(own.err.begin(), own.err.end(), '\n'), 1) << own.err;
     EXPECT_FALSE(std::filesystem::exists(dir + "/o.folded"));
   }
+  // Started by the command, such a program runs (nothing can be checked before it starts), and
+  // is named as not counted: it used to show as a process that allocated nothing.
+  AllocRecording child =
+      RecordAlloc("--alloc", {"/bin/sh", "-c", TargetPath("alloc_own_malloc") + " sites"});
+  ASSERT_EQ(child.result.exit_code, 0) << child.result.err;
+  EXPECT_THAT(child.result.err,
+              ::testing::ContainsRegex("1 program called a malloc of its own, .* and is not "
+                                       "counted: alloc_own_mallo \\[[0-9]+\\]"));
+  ASSERT_EQ(child.allocations["malloc_elsewhere_processes"].size(), 1u) << child.result.err;
+  EXPECT_EQ(child.allocations["malloc_elsewhere_processes"][0]["command"], "alloc_own_mallo");
+  // The shell's own malloc is the library's.
+  AllocRecording plain = RecordAlloc("--alloc", {"/bin/sh", "-c", "true"});
+  EXPECT_THAT(plain.result.err, ::testing::Not(HasSubstr("a malloc of its own")));
+  EXPECT_EQ(plain.allocations["malloc_elsewhere_processes"].size(), 0u) << plain.result.err;
   CommandResult attach = RunCommand({NativeprofBinary(), "record", "--alloc", "-p", "1"});
   EXPECT_EQ(attach.exit_code, 2);
   EXPECT_THAT(attach.err, HasSubstr("--alloc loads its library into the command it starts"));
