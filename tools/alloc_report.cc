@@ -36,14 +36,23 @@ std::string EverySampledText(const sampler::AllocTotals& t) {
                       " in flight when its process ended)");
 }
 
-// Programs that ran without the preload: up to three named, the rest counted.
-std::string UnhookedLine(const std::vector<std::pair<uint32_t, std::string>>& unhooked) {
+// (pid, command)s as "a [1], b [2], c [3] and 4 more": up to three named, the rest counted.
+std::string ProcessNames(const std::vector<std::pair<uint32_t, std::string>>& processes) {
   constexpr size_t kNamed = 3;
   std::string names;
-  for (size_t i = 0; i < unhooked.size() && i < kNamed; ++i) {
-    absl::StrAppend(&names, i == 0 ? "" : ", ", unhooked[i].second, " [", unhooked[i].first, "]");
+  for (size_t i = 0; i < processes.size() && i < kNamed; ++i) {
+    absl::StrAppend(&names, i == 0 ? "" : ", ", processes[i].second, " [", processes[i].first,
+                    "]");
   }
-  if (unhooked.size() > kNamed) absl::StrAppend(&names, " and ", unhooked.size() - kNamed, " more");
+  if (processes.size() > kNamed) {
+    absl::StrAppend(&names, " and ", processes.size() - kNamed, " more");
+  }
+  return names;
+}
+
+// Programs that ran without the preload.
+std::string UnhookedLine(const std::vector<std::pair<uint32_t, std::string>>& unhooked) {
+  const std::string names = ProcessNames(unhooked);
   return absl::StrCat(
       "allocations: ", output::Plural(unhooked.size(), "program", "programs"),
       " started by the command ran without the allocation library and ",
@@ -53,19 +62,15 @@ std::string UnhookedLine(const std::vector<std::pair<uint32_t, std::string>>& un
       ", record that program directly, as its user");
 }
 
-// Profiled programs whose malloc is not the library's: up to three named, the rest counted.
+// Profiled programs whose malloc is not the library's; "" when there are none.
 std::string MallocElsewhereLine(const std::vector<NamedProcessHeap>& heaps) {
-  constexpr size_t kNamed = 3;
-  std::string names;
-  size_t count = 0;
+  std::vector<std::pair<uint32_t, std::string>> elsewhere;
   for (const NamedProcessHeap& p : heaps) {
-    if (!p.heap.malloc_elsewhere) continue;
-    if (count++ < kNamed) {
-      absl::StrAppend(&names, count == 1 ? "" : ", ", p.command, " [", p.heap.pid, "]");
-    }
+    if (p.heap.malloc_elsewhere) elsewhere.emplace_back(p.heap.pid, p.command);
   }
-  if (count == 0) return "";
-  if (count > kNamed) absl::StrAppend(&names, " and ", count - kNamed, " more");
+  if (elsewhere.empty()) return "";
+  const size_t count = elsewhere.size();
+  const std::string names = ProcessNames(elsewhere);
   return absl::StrCat(
       "allocations: ", output::Plural(count, "program", "programs"), " called a malloc of ",
       count == 1 ? "its" : "their", " own, which the allocation library cannot interpose, and ",
