@@ -179,7 +179,12 @@ const CfiRule* ElfCfi::FindSlow(uint64_t file_offset) {
         index = static_cast<int32_t>(rules_.size());
         rules_.push_back(rule);
         ++(rule.fast ? stats_.fast_rules : stats_.expr_rules);
-        if (start <= svma && svma < end) by_range_[start] = {end, index};
+        // From svma, not libdw's start: after DW_CFA_restore_state libdw reports the start of
+        // the row the state was remembered at (a function's epilogue, whose rows follow it), so
+        // [start, end) would cover the epilogue's rows with the body's CFA (libc's _int_free:
+        // [0x96283, 0x965a0) for the row at 0x96290, over the pops at 0x96283-0x9628d). The end
+        // is the next row's start.
+        if (start <= svma && svma < end) by_range_[svma] = {end, index};
       }
     }
   }
