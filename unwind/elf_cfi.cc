@@ -170,21 +170,31 @@ const CfiRule* ElfCfi::FindSlow(uint64_t file_offset) {
     } else {
       CfiRule rule;
       uint64_t start = 0, end = 0;
-      bool found = eh_cfi_ != nullptr && Compile(eh_cfi_, svma, &rule, &start, &end);
+      Dwarf_CFI* cfi = eh_cfi_;
+      bool found = cfi != nullptr && Compile(cfi, svma, &rule, &start, &end);
       if (!found) {
         if (!debug_tried_) OpenDebugFrame();
-        found = debug_cfi_ != nullptr && Compile(debug_cfi_, svma, &rule, &start, &end);
+        cfi = debug_cfi_;
+        found = cfi != nullptr && Compile(cfi, svma, &rule, &start, &end);
       }
       if (found) {
         index = static_cast<int32_t>(rules_.size());
         rules_.push_back(rule);
         ++(rule.fast ? stats_.fast_rules : stats_.expr_rules);
-        // From svma, not libdw's start: after DW_CFA_restore_state libdw reports the start of
-        // the row the state was remembered at (a function's epilogue, whose rows follow it), so
-        // [start, end) would cover the epilogue's rows with the body's CFA (libc's _int_free:
-        // [0x96283, 0x965a0) for the row at 0x96290, over the pops at 0x96283-0x9628d). The end
-        // is the next row's start.
-        if (start <= svma && svma < end) by_range_[svma] = {end, index};
+        // libdw's end is the next row's start, but after DW_CFA_restore_state its start is that
+        // of the row the state was remembered at (before a function's epilogue, whose rows lie
+        // in between): [start, end) would give the epilogue the body's CFA (libc's _int_free:
+        // [0x96283, 0x965a0) for the row at 0x96290, over the pops at 0x96283-0x9628d). The
+        // range runs from start only if the row at start reaches svma, else from svma.
+        if (start < svma) {
+          CfiRule at_start;
+          uint64_t start_row_begin = 0, start_row_end = 0;
+          if (!Compile(cfi, start, &at_start, &start_row_begin, &start_row_end) ||
+              start_row_end <= svma) {
+            start = svma;
+          }
+        }
+        if (start <= svma && svma < end) by_range_[start] = {end, index};
       }
     }
   }
