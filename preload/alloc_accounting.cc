@@ -420,15 +420,15 @@ void EndThisProcess() {
 void EndReapedProcess(pid_t pid) {
   Control* c = Channel();
   if (c == nullptr || pid <= 0) return;
+  // Not from a signal handler that interrupted the library, which may hold the ring lock: the
+  // profiler ends the process at its exit record instead, batches and all
+  // (AllocChannel::OnProcessExited), which it does only for a slot not ended yet.
+  if (CurrentThread().busy != 0) return;
   const int slot = alloc_channel::FindPidSlot(*c, static_cast<uint32_t>(pid));
   // None: it never attached (a static binary, a vfork child that did not exec).
   if (slot < 0 || !alloc_channel::EndPidSlot(*c, static_cast<size_t>(slot))) return;
-  // Not from a signal handler that interrupted the library, which may hold the ring lock: then
-  // the profiler finds the batches as it stops (AllocChannel::StopWriting).
-  if (CurrentThread().busy == 0) {
-    CloseLeftBatches(*c, static_cast<uint32_t>(pid),
-                     [](const alloc_channel::FreeBatch&) { return true; });
-  }
+  CloseLeftBatches(*c, static_cast<uint32_t>(pid),
+                   [](const alloc_channel::FreeBatch&) { return true; });
 }
 
 void FlushLive(ThreadState& t, Control& c) {

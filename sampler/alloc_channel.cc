@@ -256,8 +256,9 @@ std::vector<BatchedFree> AllocChannel::StopWriting() {
   // Once the lock was taken after reader_gone was set, no writer takes a batch's frees any more
   // (it looks again under the lock): the batches are then the profiler's to close. A writer that
   // holds it finishes its record within microseconds (one waiting for room gives up on
-  // reader_gone); one that never lets go was stopped or killed holding it, maybe in the middle
-  // of taking a batch, whose frees are then left alone.
+  // reader_gone). One whose process is gone was killed holding it: the lock is taken over, as
+  // writers do, and a batch it was taking keeps it or loses it whole (TakeFreeBatch). One
+  // stopped holding it (a debugger) may still go on: its batches are left alone.
   const uint32_t self = static_cast<uint32_t>(::getpid());
   const auto deadline = std::chrono::steady_clock::now() + kStopWaitLimit;
   for (int spins = 1;; ++spins) {
@@ -267,6 +268,11 @@ std::vector<BatchedFree> AllocChannel::StopWriting() {
       break;
     }
     if (spins % 64 != 0) continue;
+    if (holder != 0 && ::kill(static_cast<pid_t>(holder), 0) != 0 && errno == ESRCH &&
+        c->ring_lock.compare_exchange_strong(holder, self, std::memory_order_acquire,
+                                             std::memory_order_relaxed)) {
+      break;
+    }
     if (std::chrono::steady_clock::now() > deadline) return {};
     ::sched_yield();
   }

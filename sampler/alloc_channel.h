@@ -134,8 +134,8 @@ class AllocChannel {
   // Closes the batches `pred` picks and returns their frees.
   template <typename Pred>
   std::vector<BatchedFree> CloseBatches(Pred pred);
-  // How long StopWriting waits for a writer to let go of the ring lock.
-  static constexpr std::chrono::milliseconds kStopWaitLimit{100};
+  // How long StopWriting waits for a writer to let go of the ring lock (one that is alive).
+  static constexpr std::chrono::milliseconds kStopWaitLimit{500};
 
   std::string path_;
   std::string fifo_path_;

@@ -107,7 +107,7 @@ static_assert(sizeof(FreeRecord) == 32);
 // allocator the block goes back to).
 // The owner appends with a compare-and-swap of `count`; the frees are taken out (count reset, or
 // set to kFreeBatchClosed as the process ends, after which its thread writes its frees one by
-// one) only under the ring lock.
+// one) under the ring lock, or by the profiler once no writer can take them (TakeFreeBatch).
 inline constexpr size_t kFreeBatchEntries = 32;
 inline constexpr uint32_t kFreeBatchClosed = 1u << 31;
 struct alignas(64) FreeBatch {
@@ -119,17 +119,22 @@ struct alignas(64) FreeBatch {
 };
 
 // Takes the frees out of `b` into `out` (room for kFreeBatchEntries) and returns how many. With
-// `close` the batch takes no more: its thread writes its later frees one by one. Only under the
-// ring lock (its owner appends without it, but takes only under it), or, with `close`, once its
-// owner can take no more (its process is gone, or the profiler stopped every writer): closing is
-// an exchange, so of two closers only one gets the frees.
+// `close` the batch takes no more: its thread writes its later frees one by one. Without, only
+// by its owner under the ring lock (it appends without the lock). Of two takers that race (an
+// owner and a closer that does not hold the lock: the profiler once the process is gone, or
+// stopped), only one gets the frees: closing is an exchange, and the owner's reset a
+// compare-and-swap that fails once the batch was closed.
 inline uint32_t TakeFreeBatch(FreeBatch& b, bool close, uint64_t* out) {
-  const uint32_t state = close ? b.count.exchange(kFreeBatchClosed, std::memory_order_acq_rel)
-                               : b.count.load(std::memory_order_acquire);
+  uint32_t state = close ? b.count.exchange(kFreeBatchClosed, std::memory_order_acq_rel)
+                         : b.count.load(std::memory_order_acquire);
   if ((state & kFreeBatchClosed) != 0) return 0;  // taken and closed before
   const uint32_t n = state < kFreeBatchEntries ? state : uint32_t{kFreeBatchEntries};
   for (uint32_t i = 0; i < n; ++i) out[i] = b.entries[i].load(std::memory_order_relaxed);
-  if (!close && n != 0) b.count.store(0, std::memory_order_release);
+  if (!close && n != 0 &&
+      !b.count.compare_exchange_strong(state, 0, std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+    return 0;  // closed meanwhile: the closer has them
+  }
   return n;
 }
 

@@ -37,7 +37,8 @@ struct RecordLoopOptions {
   // that keep running after the loop (attached processes). A launched command has exited, and the
   // library disables its events before asking the reader to stop.
   bool disable_before_final_drain = false;
-  // Called once, right before the final drain (after the session's events were disabled).
+  // Called once, right before the final drain (after disable_before_final_drain disabled the
+  // session's events, where it is set).
   std::function<void()> before_final_drain;
 };
 

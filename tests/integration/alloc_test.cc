@@ -239,9 +239,10 @@ TEST(AllocTest, AnExecdImagesHeapLeavesTheLiveHeap) {
 // Under --alloc=1 a thread's frees wait in a batch until its next record. One that frees and then
 // never runs again while the process calls exit() left them unwritten, and its 20 blocks showed
 // as leaked (6,000 B at frees_then_blocks); the process's end writes every thread's batch.
-// Its process may also end by a signal, which runs nothing of the preload's (the profiler takes
-// the batch at the process's exit), or still run when the recording stops (the profiler takes it
-// as it stops).
+// Its process may also end by a signal, which runs nothing of the preload's: its parent's wait
+// call writes the batch (the shell's), or where no wait call the library sees reaped it, the
+// profiler takes it at the process's exit record; or as the recording stops, if the process was
+// killed in its last moments, or still runs.
 TEST(AllocTest, FreesOfAThreadThatNeverRunsAgainAreWritten) {
   NP_SKIP_IF_NO_PERF();
   const std::string pid_file = MakeTempDir() + "/stays.pid";
@@ -253,9 +254,13 @@ TEST(AllocTest, FreesOfAThreadThatNeverRunsAgainAreWritten) {
   } kEnds[] = {
       {"exit", {workload, "exit-while-blocked"}, 0},
       {"killed", {workload, "exit-while-blocked", "kill"}, 128 + SIGKILL},
-      // Killed over AllocTracker::kLateFreeNs before the recording stops: taken at its exit.
+      // Killed over AllocTracker::kLateFreeNs before the recording stops: written by the shell
+      // as it reaps it, or taken by the profiler at its exit record.
       {"killed long before the end",
        {"/bin/sh", "-c", absl::StrCat(workload, " exit-while-blocked kill; sleep 1.2")},
+       0},
+      {"killed long before the end, reaped unseen",
+       {workload, "exit-while-blocked", "kill-unseen"},
        0},
       // The command (the shell) ends once the workload's thread freed its blocks; the workload
       // still runs as the recording stops.

@@ -235,10 +235,12 @@ static int RunSerialThreads(int n) {
   return 0;
 }
 
-// Mode `exit-while-blocked [kill | stay FILE]`: a thread allocates 20 blocks of 300 B, frees
-// them, and blocks for good; then the main thread calls exit(0), or with `kill` kills the process
-// with SIGKILL, or with `stay` writes its pid to FILE and blocks too (for the test to kill once
-// the recording stopped). Nothing is leaked: the thread's frees are counted though it never runs
+// Mode `exit-while-blocked [kill | kill-unseen | stay FILE]`: a thread allocates 20 blocks of
+// 300 B, frees them, and blocks for good; then the main thread calls exit(0), or with `kill`
+// kills the process with SIGKILL, or with `stay` writes its pid to FILE and blocks too (for the
+// test to kill once the recording stopped). With `kill-unseen` a forked child does what `kill`
+// does, and the parent reaps it with the raw wait4 system call (no wait call the library sees)
+// and then runs 1.2 s more. Nothing is leaked: the thread's frees are counted though it never runs
 // again (under --alloc=1 they wait in its batch until the process ends, or the profiler stops).
 static pthread_mutex_t g_freed_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_freed_cond = PTHREAD_COND_INITIALIZER;
@@ -263,6 +265,17 @@ static void* BlockedThreadMain(void* arg) {
 }
 
 static int RunExitWhileBlocked(const char* how, const char* pid_file) {
+  if (how != NULL && strcmp(how, "kill-unseen") == 0) {
+    pid_t child = fork();
+    if (child < 0) return 2;
+    if (child == 0) _exit(RunExitWhileBlocked("kill", NULL));
+    int status = 0;
+    if (syscall(SYS_wait4, child, &status, 0, NULL) != child) return 2;
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) return 3;
+    const struct timespec pause = {1, 200 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    return 0;
+  }
   pthread_t t;
   if (pthread_create(&t, NULL, BlockedThreadMain, NULL) != 0) return 2;
   pthread_mutex_lock(&g_freed_lock);
@@ -697,6 +710,6 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "serial-threads") == 0) return RunSerialThreads(argc > 2 ? atoi(argv[2]) : 1);
   Say("usage: alloc_workload [sites [N] | realloc | threads [N] | serial-threads N | forkexec | "
       "execs N | execs-holding N | forkfree | rawforkfree | forkleak | pidreuse | exit N | notsc | "
-      "mmap [MIB] | foreignfree | exit-while-blocked [kill | stay FILE] | closefds PATH | interrupted-writers | nofiles]\n");
+      "mmap [MIB] | foreignfree | exit-while-blocked [kill | kill-unseen | stay FILE] | closefds PATH | interrupted-writers | nofiles]\n");
   return 2;
 }
