@@ -84,10 +84,42 @@ Json Recording(const nlohmann::json& m) {
   return j;
 }
 
+Json BlockingSites(const std::vector<BlockingCallSite>& sites, uint64_t total) {
+  Json j;
+  j["unit"] = "us";
+  j["total"] = total;
+  Json rows = Json::array();
+  for (const BlockingCallSite& s : sites) {
+    rows.push_back({{"name", s.name}, {"time", s.count}, {"share", Share(s.count, total)}});
+  }
+  j["sites"] = std::move(rows);
+  return j;
+}
+
+Json Allocations(const nlohmann::json& m, const std::vector<AllocSiteRanking>& rankings) {
+  Json j = Json::object();
+  if (m.is_object() && m.contains("allocations")) CopyMember(m["allocations"], "exact", &j, "exact");
+  Json all = Json::array();
+  for (const AllocSiteRanking& r : rankings) {
+    Json ranking;
+    ranking["metric"] = r.metric;
+    ranking["unit"] = r.unit;
+    ranking["total"] = r.total;
+    Json rows = Json::array();
+    for (const AllocCallSite& s : r.sites) {
+      rows.push_back({{"name", s.name}, {"value", s.value}, {"share", Share(s.value, r.total)}});
+    }
+    ranking["sites"] = std::move(rows);
+    all.push_back(std::move(ranking));
+  }
+  j["call_sites"] = std::move(all);
+  return j;
+}
+
 }  // namespace
 
 std::string RenderReportJson(const ReportModel& model, const std::string& input,
-                             const nlohmann::json& metadata) {
+                             const nlohmann::json& metadata, const ReportJsonSections& sections) {
   Json j;
   j["schema"] = "nativeprof-report/1";
   j["input"] = input;
@@ -99,6 +131,10 @@ std::string RenderReportJson(const ReportModel& model, const std::string& input,
   j["functions"] = Table(model.functions, model.count_unit);
   if (model.modules.has_value()) j["modules"] = Table(*model.modules, model.count_unit);
   if (metadata.is_object()) j["recording"] = Recording(metadata);
+  if (sections.blocking_sites != nullptr) {
+    j["blocking_call_sites"] = BlockingSites(*sections.blocking_sites, sections.blocking_total);
+  }
+  if (sections.allocations) j["allocations"] = Allocations(metadata, sections.alloc_rankings);
   return RenderJsonDocument(j) + "\n";
 }
 

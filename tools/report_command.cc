@@ -31,6 +31,29 @@
 namespace nativeprof::tools {
 namespace {
 
+// The heaptrack-style rankings of an allocation view `alloc`: of every view of the recording
+// that is beside it (the reported one as filtered).
+std::vector<output::AllocSiteRanking> AllocRankings(const ReportOptions& o,
+                                                    const output::ReportModel& model,
+                                                    const AllocView& alloc,
+                                                    const output::FrameModuleMap& frame_modules) {
+  std::vector<output::AllocSiteRanking> rankings;
+  std::string main;
+  RecordOptions::ViewOfPath(o.path, &main);
+  for (const AllocView& v : AllocViews()) {
+    const std::string path = RecordOptions::ViewPath(main, v.name);
+    absl::StatusOr<symbolize::Profile> p =
+        v.name == alloc.name ? absl::StatusOr<symbolize::Profile>(model.filtered.profile)
+                             : output::ReadFoldedFile(path);
+    if (!p.ok()) continue;  // that view was not written (or not kept)
+    uint64_t total = 0;
+    for (const symbolize::ProfileStack& s : p->stacks) total += s.samples;
+    rankings.push_back({v.metric, symbolize::AllocViewUnit(v.view), total,
+                        output::TopAllocCallSites(*p, o.top_n, &frame_modules)});
+  }
+  return rankings;
+}
+
 std::string RenderText(const ReportOptions& o, const output::ReportModel& model,
                        const nlohmann::json& meta, const std::string& view,
                        const output::FrameModuleMap& frame_modules) {
@@ -43,20 +66,8 @@ std::string RenderText(const ReportOptions& o, const output::ReportModel& model,
   }
   if (const AllocView* alloc = FindAllocView(view); alloc != nullptr) {
     absl::StrAppend(&text, "\n", output::RenderAllocSummary(meta));
-    // Every view of the recording that is beside this one, for the heaptrack-style rankings.
-    std::string main;
-    RecordOptions::ViewOfPath(o.path, &main);
-    for (const AllocView& v : AllocViews()) {
-      const std::string path = RecordOptions::ViewPath(main, v.name);
-      absl::StatusOr<symbolize::Profile> p =
-          v.name == alloc->name ? absl::StatusOr<symbolize::Profile>(model.filtered.profile)
-                                : output::ReadFoldedFile(path);
-      if (!p.ok()) continue;  // that view was not written (or not kept)
-      uint64_t total = 0;
-      for (const symbolize::ProfileStack& s : p->stacks) total += s.samples;
-      const std::string sites = output::RenderAllocCallSites(
-          v.metric, output::TopAllocCallSites(*p, o.top_n, &frame_modules), total,
-          symbolize::AllocViewUnit(v.view));
+    for (const output::AllocSiteRanking& r : AllocRankings(o, model, *alloc, frame_modules)) {
+      const std::string sites = output::RenderAllocCallSites(r.metric, r.sites, r.total, r.unit);
       if (!sites.empty()) absl::StrAppend(&text, "\n", sites);
     }
   }
@@ -99,9 +110,21 @@ int RunReportCommand(int argc, char** argv) {
     case ReportFormat::kText:
       text = RenderText(*o, model, meta, view, frame_modules);
       break;
-    case ReportFormat::kJson:
-      text = output::RenderReportJson(model, o->path, meta);
+    case ReportFormat::kJson: {
+      output::ReportJsonSections sections;
+      std::vector<output::BlockingCallSite> blocking;
+      if (view == kOffCpuView) {
+        blocking = output::TopBlockingCallSites(model.filtered.profile, o->top_n, &frame_modules);
+        sections.blocking_sites = &blocking;
+        sections.blocking_total = model.filtered.samples;
+      }
+      if (const AllocView* alloc = FindAllocView(view); alloc != nullptr) {
+        sections.allocations = true;
+        sections.alloc_rankings = AllocRankings(*o, model, *alloc, frame_modules);
+      }
+      text = output::RenderReportJson(model, o->path, meta, sections);
       break;
+    }
     case ReportFormat::kMarkdown: {
       text = output::RenderReportMarkdown(model, o->path, meta);
       using output::TableFormat;

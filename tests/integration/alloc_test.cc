@@ -137,6 +137,29 @@ TEST(AllocTest, EveryAllocationSampledGivesExactSiteCounts) {
   FoldedProfile peak = rec.View("peak");
   EXPECT_EQ(peak.Self("medium_live_set"), 62'914'560u);
   EXPECT_EQ(peak.Self("leak_blocks"), 10'000u);
+
+  // `report` of a view: heaptrack_print's summary and the call-site rankings of every view, in
+  // text and, for scripts, in the JSON document (which had the function tables only).
+  const std::string alloc_view = rec.folded.substr(0, rec.folded.size() - 7) + ".alloc.folded";
+  CommandResult text = RunCommand({NativeprofBinary(), "report", "-n", "3", alloc_view});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("call sites by bytes allocated"));
+  EXPECT_THAT(text.out, HasSubstr("call sites by temporary allocations"));
+  CommandResult json =
+      RunCommand({NativeprofBinary(), "report", "--format", "json", "-n", "3", alloc_view});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json doc = nlohmann::json::parse(json.out, nullptr, false);
+  ASSERT_TRUE(doc.is_object() && doc.contains("allocations")) << json.out;
+  EXPECT_EQ(doc["allocations"]["exact"]["allocation_calls"].get<uint64_t>(), 1'326'210u);
+  const nlohmann::json& rankings = doc["allocations"]["call_sites"];
+  ASSERT_EQ(rankings.size(), 5u) << json.out;  // alloc, allocs, temporary, peak, leaked
+  EXPECT_EQ(rankings[0]["metric"], "bytes allocated");
+  EXPECT_EQ(rankings[0]["total"].get<uint64_t>(), 209'725'200u);
+  ASSERT_GE(rankings[0]["sites"].size(), 1u);
+  EXPECT_EQ(rankings[0]["sites"][0]["name"], "big_pairs");
+  EXPECT_EQ(rankings[0]["sites"][0]["value"].get<uint64_t>(), 125'829'120u);
+  EXPECT_EQ(rankings[2]["metric"], "temporary allocations");
+  EXPECT_EQ(rankings[2]["sites"][0]["name"], "small_temporaries");
 }
 
 // --no-cpu: the same exact totals and sites, with no CPU sample and no CPU profile written.
