@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "output/folded_writer.h"
 #include "output/library_frames.h"
+#include "output/report_markdown.h"
 #include "output/text_report.h"
 
 namespace nativeprof::output {
@@ -50,7 +51,7 @@ std::string FormatValue(uint64_t v, const std::string& unit) {
 
 }  // namespace
 
-std::string RenderAllocSummary(const nlohmann::json& metadata) {
+std::string RenderAllocSummary(const nlohmann::json& metadata, TableFormat format) {
   if (!metadata.is_object() || !metadata.contains("allocations")) return "";
   const nlohmann::json& a = metadata["allocations"];
   if (!a.contains("exact")) return "";
@@ -99,6 +100,12 @@ std::string RenderAllocSummary(const nlohmann::json& metadata) {
                                              " allocations sampled, one per ", WithThousands(rate),
                                              " B on average (estimates)"),
                     "\n");
+  }
+  if (format == TableFormat::kMarkdown) {
+    // The title bold, the aligned figures as they are in a code block.
+    const size_t title_end = out.find('\n');
+    return absl::StrCat("**", out.substr(0, title_end), "**\n\n```\n", out.substr(title_end + 1),
+                        "```\n");
   }
   return out;
 }
@@ -180,15 +187,22 @@ std::vector<AllocCallSite> TopAllocCallSites(const symbolize::Profile& profile, 
 }
 
 std::string RenderAllocCallSites(const std::string& title, const std::vector<AllocCallSite>& sites,
-                                 uint64_t total, const std::string& unit) {
+                                 uint64_t total, const std::string& unit, TableFormat format) {
   if (sites.empty()) return "";
-  std::string out = absl::StrCat("Top ", sites.size(), " call sites by ", title, "\n");
+  const bool md = format == TableFormat::kMarkdown;
+  std::string out = md ? absl::StrCat("**Top ", sites.size(), " call sites by ", title,
+                                      "**\n\n| share | ", unit, " | call site |\n|---:|---:|:---|\n")
+                       : absl::StrCat("Top ", sites.size(), " call sites by ", title, "\n");
   for (const AllocCallSite& s : sites) {
-    absl::StrAppendFormat(&out, "  %7.2f%%  %20s  %s\n",
-                          total == 0 ? 0.0
-                                     : 100.0 * static_cast<double>(s.value) /
-                                           static_cast<double>(total),
-                          FormatValue(s.value, unit), s.name);
+    const double share =
+        total == 0 ? 0.0 : 100.0 * static_cast<double>(s.value) / static_cast<double>(total);
+    if (md) {
+      absl::StrAppendFormat(&out, "| %.2f%% | %s | %s |\n", share, FormatValue(s.value, unit),
+                            MarkdownCode(s.name));
+    } else {
+      absl::StrAppendFormat(&out, "  %7.2f%%  %20s  %s\n", share, FormatValue(s.value, unit),
+                            s.name);
+    }
   }
   return out;
 }

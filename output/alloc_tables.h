@@ -11,13 +11,16 @@
 
 #include "nlohmann/json.hpp"
 #include "output/frame_modules.h"
+#include "output/table_format.h"
 #include "symbolize/profile.h"
 
 namespace nativeprof::output {
 
 // "Allocations (exact counts ...)": calls and calls/s, bytes, temporary and their share, peak
-// heap, peak RSS, leaked, and how the sites were sampled; "" without an allocations section.
-std::string RenderAllocSummary(const nlohmann::json& metadata);
+// heap, peak RSS, leaked, and how the sites were sampled; "" without an allocations section. In
+// markdown, a bold title over the same lines in a code block.
+std::string RenderAllocSummary(const nlohmann::json& metadata,
+                               TableFormat format = TableFormat::kText);
 
 // "Allocations: before -> after": the exact totals of two recordings side by side (calls,
 // bytes, temporary, peak heap, leaked), with each change; "" unless both have them.
@@ -38,7 +41,8 @@ std::vector<AllocCallSite> TopAllocCallSites(const symbolize::Profile& profile, 
 
 // "Top N call sites by TITLE" with each site's value and share of `total`; "" for no sites.
 std::string RenderAllocCallSites(const std::string& title, const std::vector<AllocCallSite>& sites,
-                                 uint64_t total, const std::string& unit);
+                                 uint64_t total, const std::string& unit,
+                                 TableFormat format = TableFormat::kText);
 
 }  // namespace nativeprof::output
 

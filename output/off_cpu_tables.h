@@ -10,13 +10,10 @@
 
 #include "nlohmann/json.hpp"
 #include "output/frame_modules.h"
+#include "output/table_format.h"
 #include "symbolize/profile.h"
 
 namespace nativeprof::output {
-
-// How the tables below are written: aligned text for the terminal, or GitHub-flavoured markdown
-// (`report --format markdown`, names as code spans).
-enum class TableFormat : uint8_t { kText, kMarkdown };
 
 // "Threads (on-CPU / blocked / waiting for a CPU, of each thread's lifetime)" with one row per
 // thread of metadata["off_cpu"]["threads"]; "" when the metadata has none.

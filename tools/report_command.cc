@@ -134,6 +134,14 @@ int RunReportCommand(int argc, char** argv) {
             model.filtered.samples, TableFormat::kMarkdown);
         if (!sites.empty()) absl::StrAppend(&text, "\n", sites);
       }
+      if (const AllocView* alloc = FindAllocView(view); alloc != nullptr) {
+        absl::StrAppend(&text, "\n", output::RenderAllocSummary(meta, TableFormat::kMarkdown));
+        for (const output::AllocSiteRanking& r : AllocRankings(*o, model, *alloc, frame_modules)) {
+          const std::string sites = output::RenderAllocCallSites(r.metric, r.sites, r.total,
+                                                                 r.unit, TableFormat::kMarkdown);
+          if (!sites.empty()) absl::StrAppend(&text, "\n", sites);
+        }
+      }
       const std::string threads = output::RenderThreadSplit(meta, TableFormat::kMarkdown);
       if (!threads.empty()) absl::StrAppend(&text, "\n", threads);
       break;

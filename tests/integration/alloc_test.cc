@@ -160,6 +160,12 @@ TEST(AllocTest, EveryAllocationSampledGivesExactSiteCounts) {
   EXPECT_EQ(rankings[0]["sites"][0]["value"].get<uint64_t>(), 125'829'120u);
   EXPECT_EQ(rankings[2]["metric"], "temporary allocations");
   EXPECT_EQ(rankings[2]["sites"][0]["name"], "small_temporaries");
+  CommandResult md =
+      RunCommand({NativeprofBinary(), "report", "--format", "markdown", "-n", "3", alloc_view});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_THAT(md.out, HasSubstr("**Allocations (exact counts of every call)**"));
+  EXPECT_THAT(md.out, HasSubstr("**Top 3 call sites by bytes allocated**"));
+  EXPECT_THAT(md.out, HasSubstr("| 60.00% | 125,829,120 B | `big_pairs` |"));
 }
 
 // --no-cpu: the same exact totals and sites, with no CPU sample and no CPU profile written.

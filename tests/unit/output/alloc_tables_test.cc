@@ -63,6 +63,12 @@ TEST(AllocTablesTest, SitesSkipAllocatorPlumbing) {
   EXPECT_EQ(sites[1].name, "parse (via alloc::raw_vec::finish_grow)");
   EXPECT_THAT(RenderAllocCallSites("bytes allocated", sites, 400, "bytes"),
               HasSubstr("75.00%                 300 B  build_index"));
+  // Markdown: a table, names as code spans (`<` and `_` as they are).
+  const std::string md =
+      RenderAllocCallSites("bytes allocated", sites, 400, "bytes", TableFormat::kMarkdown);
+  EXPECT_THAT(md, HasSubstr("**Top 2 call sites by bytes allocated**\n\n| share | bytes |"));
+  EXPECT_THAT(md, HasSubstr("| 75.00% | 300 B | `build_index (via "
+                            "std::vector<int>::_M_realloc_insert)` |"));
 }
 
 // Rust's standard library is compiled into the program: the site is the program's frame that
