@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -106,7 +107,10 @@ absl::StatusOr<uint64_t> ParseAllocRate(absl::string_view text) {
     if (scale != 1) digits.remove_suffix(1);
   }
   uint64_t n = 0;
-  if (!absl::SimpleAtoi(digits, &n) || n == 0 || n > (uint64_t{1} << 40) / scale) {
+  // SimpleAtoi allows spaces around the digits; a rate has none.
+  const bool bare = !digits.empty() && absl::ascii_isdigit(digits.front()) &&
+                    absl::ascii_isdigit(digits.back());
+  if (!bare || !absl::SimpleAtoi(digits, &n) || n == 0 || n > (uint64_t{1} << 40) / scale) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--alloc=", text, ": give the mean bytes between samples, e.g. --alloc=512K, or "
         "--alloc=1 to record every allocation"));
@@ -373,7 +377,8 @@ absl::Status ApplyOption(int c, absl::string_view arg, const char* option_text, 
       return absl::OkStatus();
     }
     case kAlloc: {
-      if (arg.empty()) {
+      // "--alloc" takes the default rate; "--alloc=" is a rate left out by mistake.
+      if (arg.empty() && !absl::StrContains(option_text, '=')) {
         o.alloc_rate_bytes = kDefaultAllocRate;
         return absl::OkStatus();
       }

@@ -40,7 +40,8 @@ TEST(RecordOptionsTest, AllocRateTakesBinarySuffixes) {
   EXPECT_EQ(*ParseAllocRate("512K"), 512u * 1024);
   EXPECT_EQ(*ParseAllocRate("2m"), 2u << 20);
   EXPECT_EQ(*ParseAllocRate("1G"), 1u << 30);
-  for (const char* bad : {"", "0", "K", "-1", "1.5M", "12Q", "99999999999999999999"}) {
+  for (const char* bad : {"", "0", "K", "-1", "1.5M", "12Q", "99999999999999999999", " 1", "1 ",
+                          "512 K", "+1"}) {
     SCOPED_TRACE(bad);
     EXPECT_FALSE(ParseAllocRate(bad).ok());
   }
@@ -70,6 +71,11 @@ TEST(RecordOptionsTest, AllocOptionAndItsRefusals) {
   ASSERT_TRUE(every.ok()) << every.status();
   EXPECT_EQ(every->alloc_rate_bytes, 1u);
   EXPECT_FALSE(Parse({"record", "--", "true"})->alloc_rate_bytes.has_value());
+  // A rate left out after '=' is a mistake, not the default.
+  absl::StatusOr<RecordOptions> empty = Parse({"record", "--alloc=", "--", "true"});
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("--alloc=: give the mean bytes"), absl::string_view::npos)
+      << empty.status();
   absl::StatusOr<RecordOptions> attach = Parse({"record", "--alloc", "-p", "1"});
   ASSERT_FALSE(attach.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(attach.status()));
