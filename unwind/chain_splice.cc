@@ -11,9 +11,21 @@ bool SpliceKernelChain(std::span<const uint64_t> user_chain, size_t first_user_f
     return false;
   }
   const uint64_t last = out->frames.back().avma;
+  // The join is the chain's entry for the unwind's last frame. In a recursion the same return
+  // address stands for every level, and the chain's first such entry is the innermost level:
+  // joining there repeated every level the unwind had already given (109 frames of a recursion
+  // 75 deep). The unwind's last frame is its n-th with that address, so the join is the chain's
+  // n-th; a chain with fewer (frame pointers that skipped a level) is not joined.
+  size_t occurrences = 0;
+  for (size_t i = first_user_frame + 1; i < out->frames.size(); ++i) {
+    occurrences += out->frames[i].avma == last;
+  }
   // user_chain[0] is the sampled ip; the match must be a return address further up.
-  size_t k = 1;
-  while (k < user_chain.size() && user_chain[k] != last) ++k;
+  size_t k = 0;
+  for (size_t seen = 0; seen < occurrences;) {
+    if (++k >= user_chain.size()) return false;
+    seen += user_chain[k] == last;
+  }
   if (k + 1 >= user_chain.size()) return false;
   for (size_t i = k + 1; i < user_chain.size(); ++i) {
     const uint64_t a = user_chain[i];

@@ -1,8 +1,12 @@
 // `record --call-graph dwarf[,SIZE]` on recursion deeper than the stack copy: stacks cut short are
 // counted as truncated in the metadata, a bigger SIZE removes them, and with frame pointers the
 // kernel's chain finishes them (the hybrid splice).
+#include <algorithm>
 #include <string>
 #include <vector>
+
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -20,6 +24,7 @@ using testing::TargetPath;
 
 struct UnwindFigures {
   double samples = 0, complete = 0, truncated = 0, spliced = 0;
+  size_t deepest = 0;  // the most DeepRecurse frames in one stack
 };
 
 UnwindFigures Record(const std::string& call_graph, const std::vector<std::string>& target) {
@@ -40,6 +45,14 @@ UnwindFigures Record(const std::string& call_graph, const std::vector<std::strin
   f.complete = u["ends"].value("complete", 0.0);
   f.truncated = u["ends"].value("truncated-stack-copy", 0.0);
   f.spliced = u.value("spliced", 0.0);
+  const std::string folded = ReadFileOrEmpty(out);
+  for (absl::string_view line : absl::StrSplit(folded, '\n', absl::SkipEmpty())) {
+    size_t frames = 0;
+    for (absl::string_view frame : absl::StrSplit(line.substr(0, line.rfind(' ')), ';')) {
+      frames += frame == "DeepRecurse";
+    }
+    f.deepest = std::max(f.deepest, frames);
+  }
   std::printf("%s: %.0f samples, %.0f complete, %.0f truncated, %.0f spliced\n",
               call_graph.c_str(), f.samples, f.complete, f.truncated, f.spliced);
   return f;
@@ -59,13 +72,17 @@ TEST(DwarfTruncationTest, DeepRecursionIsCountedAndABiggerCopyFixesIt) {
 }
 
 // With frame pointers, recursion of depth 100 (~13 KiB) outgrows the copy but not the kernel's
-// 127-entry chain: the splice finishes those stacks.
+// 127-entry chain: the splice finishes those stacks, at the level the unwind reached. Every
+// level returns to the same address; joining at the chain's first one (the innermost) repeated
+// the levels the unwind already had: stacks of up to ~160 DeepRecurse frames.
 TEST(DwarfTruncationTest, KernelChainFinishesTruncatedStacks) {
   NP_SKIP_IF_NO_PERF();
   UnwindFigures f = Record("dwarf", {TargetPath("dwarf_fp_deep"), "1", "1", "40", "100"});
   ASSERT_GT(f.samples, 50);
   EXPECT_GT(f.spliced / f.samples, 0.05);
   EXPECT_GE(f.complete / f.samples, 0.99);
+  EXPECT_GE(f.deepest, 90u);
+  EXPECT_LE(f.deepest, 101u);  // DeepRecurse(100) down to DeepRecurse(0)
 }
 
 }  // namespace

@@ -237,6 +237,32 @@ TEST_F(SpliceTest, ContinuesATruncatedUnwindWithTheKernelChain) {
   EXPECT_EQ(out.frames[4].avma, 0x405000u);
 }
 
+// A recursion: every level returns to the same address. The unwind got three levels before the
+// copy ended; the chain has all five and main's. The join is after the chain's third, not its
+// first (which repeated the two levels the unwind already had).
+TEST_F(SpliceTest, JoinsARecursionAtTheLevelTheUnwindReached) {
+  UnwoundStack out;
+  out.frames = {{0x401000, FrameAddressKind::kInstructionPointer}, {0x402000}, {0x403000},
+                {0x403000}, {0x403000}};
+  out.end = StackEnd::kTruncatedStack;
+  // The chain misses 0x402000 (the leaf was sampled before it pushed rbp).
+  const std::vector<uint64_t> chain = {0x401000, 0x403000, 0x403000, 0x403000,
+                                       0x403000, 0x403000, 0x404000};
+  ASSERT_TRUE(SpliceKernelChain(chain, 0, View(), &out));
+  std::vector<uint64_t> got;
+  for (const Frame& f : out.frames) got.push_back(f.avma);
+  EXPECT_EQ(got, (std::vector<uint64_t>{0x401000, 0x402000, 0x403000, 0x403000, 0x403000,
+                                        0x403000, 0x403000, 0x404000}));
+  // A chain with fewer levels than the unwind has is not joined.
+  UnwoundStack deep;
+  deep.frames = out.frames;
+  deep.frames.resize(5);
+  deep.end = StackEnd::kTruncatedStack;
+  EXPECT_FALSE(SpliceKernelChain(std::vector<uint64_t>{0x401000, 0x403000, 0x403000, 0x404000},
+                                 0, View(), &deep));
+  EXPECT_EQ(deep.frames.size(), 5u);
+}
+
 TEST_F(SpliceTest, RefusesAnInconsistentChain) {
   UnwoundStack out;
   out.frames = {{0x401000, FrameAddressKind::kInstructionPointer}, {0x402000}};
