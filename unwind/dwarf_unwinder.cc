@@ -37,6 +37,11 @@ StepError FramePointerStep(const DwarfRegs& in, const StackCopy& stack, DwarfReg
   NoteUse(in, kDwarfRbp, stack, &out->depends);
   NoteUse(in, kDwarfRsp, stack, &out->depends);
   if (rbp < in.sp() || (rbp & 7) != 0) return StepError::kBadAddress;
+  // A register that holds no frame pointer (code built without them, and without CFI) can lie
+  // anywhere above sp: far past any stack it is no frame, and not a stack cut short by the copy
+  // (which the run's summary would blame on the copy's size).
+  constexpr uint64_t kFarPastTheCopy = uint64_t{1} << 30;
+  if (rbp - stack.end() > kFarPastTheCopy && rbp > stack.end()) return StepError::kBadAddress;
   uint64_t saved_rbp, ra;
   if (StepError e = stack.Read(rbp + 8, &ra); e != StepError::kNone) return e;
   if (StepError e = stack.Read(rbp, &saved_rbp); e != StepError::kNone) return e;

@@ -327,6 +327,21 @@ TEST_F(UnwinderNoCfiTest, FallsBackToFramePointers) {
   EXPECT_GE(unwinder.stats().fp_fallback_frames, 1u);
 }
 
+// Without CFI and frame pointers, rbp holds whatever the code put there. Far past the copy it is
+// no frame: the walk ends for want of unwind information, not as a stack the copy cut short
+// (which the summary blames on the copy's size). Just past the copy it may be the next frame.
+TEST_F(UnwinderNoCfiTest, AnRbpFarPastTheCopyIsNoFrame) {
+  stack_.words = {0, 0, 0, 0};
+  DwarfUnwinder unwinder;
+  UnwoundStack out;
+  unwinder.Unwind(Sample(0x401000, 0x7ffd0000, 0x2bdd193364bb2588), View(), &out);
+  EXPECT_EQ(out.end, StackEnd::kNoUnwindInfo);
+  unwinder.Unwind(Sample(0x401000, 0x7ffd0000, 0x7ffd0000 + (uint64_t{3} << 30)), View(), &out);
+  EXPECT_EQ(out.end, StackEnd::kNoUnwindInfo);
+  unwinder.Unwind(Sample(0x401000, 0x7ffd0000, 0x7ffd0000 + 0x10000), View(), &out);
+  EXPECT_EQ(out.end, StackEnd::kTruncatedStack);
+}
+
 TEST_F(UnwinderNoCfiTest, NoCfiAndZeroRbpIsTheOutermostFrame) {
   // The loader's entry code has no CFI and runs with rbp = 0, as the kernel started the process.
   stack_.words = {0x401200, 0, 0, 0};
