@@ -23,14 +23,16 @@ size_t Session::DefaultRingPages(size_t rings) {
   return pages;
 }
 
-size_t Session::UnlimitedDwarfRingPages(size_t rings) {
-  constexpr size_t kTotalBytes = size_t{8} << 20;
-  constexpr size_t kMaxRingBytes = size_t{2} << 20;
+size_t Session::UnlimitedDwarfRingPages(size_t rings, bool switch_samples) {
+  // Switch samples come in bursts (a build starting its compilers switches thousands of times in
+  // a few milliseconds), each with its stack copy: their rings are twice as large.
+  const size_t total_bytes = (switch_samples ? size_t{16} : size_t{8}) << 20;
+  const size_t max_ring_bytes = (switch_samples ? size_t{4} : size_t{2}) << 20;
   constexpr size_t kMinRingBytes = size_t{512} << 10;
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   rings = std::max<size_t>(rings, 1);
   size_t bytes = kMinRingBytes;
-  while (bytes < kMaxRingBytes && rings * bytes * 2 <= kTotalBytes) bytes *= 2;
+  while (bytes < max_ring_bytes && rings * bytes * 2 <= total_bytes) bytes *= 2;
   return std::max<size_t>(bytes / page, 8);
 }
 

@@ -96,8 +96,10 @@ class Session {
 
   // Data pages per ring for `--call-graph dwarf` when the mlock limit does not apply (root /
   // CAP_IPC_LOCK): 2 MiB rings up to 8 MiB in total, never less than 512 KiB per ring. Samples
-  // with 8 KiB stack copies fill a 512 KiB ring in ~60 ms at 999 Hz.
-  static size_t UnlimitedDwarfRingPages(size_t rings);
+  // with 8 KiB stack copies fill a 512 KiB ring in ~60 ms at 999 Hz. With `switch_samples`
+  // (--off-cpu), 4 MiB rings up to 16 MiB in total: a cargo build's burst of switches at its
+  // start overflowed 2 MiB rings in 2 runs of 10 (43 records lost), 4 MiB ones in none.
+  static size_t UnlimitedDwarfRingPages(size_t rings, bool switch_samples = false);
 
   // Bytes in a ring that wake Poll: half of a ring of 1 MiB or more (the kernel's own default,
   // and perf's), so each wakeup drains many samples; a quarter of a smaller ring, which keeps

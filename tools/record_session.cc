@@ -56,10 +56,12 @@ void ApplyCallGraph(const RecordOptions& o, sampler::SessionOptions* so) {
       o.switch_stack_bytes.value_or(so->sampling.stack_user_bytes);
   // Stack copies make DWARF samples ~8 KiB each: a ring that fits perf_event_mlock_kb holds only
   // a few milliseconds of them. With CAP_IPC_LOCK (root) the limit does not apply, so give each
-  // CPU up to 2 MiB (fewer wakeups, more slack before a busy drain thread loses samples).
+  // CPU up to 2 MiB, 4 MiB with switch samples (fewer wakeups, more slack before a busy drain
+  // thread loses samples).
   if (o.ring_pages == 0 && o.call_graph == unwind::CallGraphMode::kDwarf && ::geteuid() == 0) {
     so->ring_pages =
-        std::max(sampler::Session::UnlimitedDwarfRingPages(sampler::OnlineCpus().size()),
+        std::max(sampler::Session::UnlimitedDwarfRingPages(sampler::OnlineCpus().size(),
+                                                            /*switch_samples=*/o.off_cpu),
                  sampler::Session::DefaultRingPages(1));
   }
 }

@@ -24,6 +24,15 @@ TEST(SessionDefaultsTest, UnlimitedDwarfRingsAreTwoMiBUpToEightMiBInAll) {
   }
 }
 
+TEST(SessionDefaultsTest, SwitchSamplesGetFourMiBRingsUpToSixteenMiB) {
+  constexpr size_t kMiB = size_t{1} << 20;
+  EXPECT_EQ(RingBytes(Session::UnlimitedDwarfRingPages(2, true)), 4 * kMiB);
+  EXPECT_EQ(RingBytes(Session::UnlimitedDwarfRingPages(4, true)), 4 * kMiB);
+  EXPECT_EQ(RingBytes(Session::UnlimitedDwarfRingPages(8, true)), 2 * kMiB);
+  EXPECT_EQ(RingBytes(Session::UnlimitedDwarfRingPages(32, true)), kMiB / 2);
+  EXPECT_EQ(RingBytes(Session::UnlimitedDwarfRingPages(256, true)), kMiB / 2);
+}
+
 TEST(SessionDefaultsTest, LargeRingsWakeAtHalfSmallOnesAtAQuarter) {
   EXPECT_EQ(Session::WakeupBytes(2 << 20), 1u << 20);
   EXPECT_EQ(Session::WakeupBytes(1 << 20), 512u << 10);
