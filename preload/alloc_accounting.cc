@@ -309,11 +309,11 @@ __attribute__((constructor)) void InitPreload() {
   ++t.busy;  // both may allocate
   g_thread_key_ok = pthread_key_create(&g_thread_key, ThreadExit) == 0;
   (void)pthread_atfork(BeforeFork, nullptr, InChildAfterFork);
-  g_malloc_elsewhere = MallocIsElsewhere();
   --t.busy;
   Control* c = Channel();
-  // Attached already, maybe, by an allocation in the calls above.
-  if (c != nullptr && g_pid_slot >= 0) {
+  if (c == nullptr) return;
+  g_malloc_elsewhere = MallocIsElsewhere();
+  if (g_pid_slot >= 0) {
     c->pid_malloc_elsewhere[g_pid_slot].store(g_malloc_elsewhere ? 1 : 0,
                                               std::memory_order_relaxed);
   }

@@ -47,6 +47,10 @@ struct ThreadState {
   alloc_channel::ThreadSlot* slot = nullptr;
   bool claimed = false;
   bool sampling_started = false;              // until_sample holds a drawn distance
+  // MallocIsElsewhere's probe: set while it calls the process's malloc, which sets `probe_hit`
+  // if the call reached the hooks.
+  bool malloc_probe = false;
+  bool malloc_probe_hit = false;
   uint32_t busy = 0;          // >0 while inside the preload: nested allocations are not counted
   const void* last_alloc = nullptr;  // this thread's most recent allocation (for temporaries)
   int64_t pending_live = 0;   // live-heap change not yet added to the channel's live_bytes

@@ -114,6 +114,7 @@ __attribute__((noinline)) void* TrackSlow(void* base, size_t size, size_t offset
   h->offset = static_cast<uint32_t>(offset);
   uint32_t flags = 0;
   ThreadState& t = CurrentThread();
+  if (NP_UNLIKELY(t.malloc_probe)) t.malloc_probe_hit = true;
   if (t.busy != 0 || c == nullptr) {
     flags = kUncounted;
   } else if (CountAllocation(t, *c, user, size) &&

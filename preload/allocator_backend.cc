@@ -76,11 +76,26 @@ bool DecideBackend() {
 }
 
 bool MallocIsElsewhere() {
-  const void* found = dlsym(RTLD_DEFAULT, "malloc");
-  Dl_info theirs{}, ours{};
-  return found != nullptr && dladdr(found, &theirs) != 0 &&
-         dladdr(reinterpret_cast<void*>(&MallocIsElsewhere), &ours) != 0 &&
-         theirs.dli_fbase != ours.dli_fbase;
+  // Calls malloc as the program does, and sees whether the call reached the hooks: not where
+  // the symbol is defined, which a non-PIE program that takes malloc's address defines itself
+  // (a PLT entry that leads to the hooks), as does a wrapper that forwards to them.
+  using MallocFn = void* (*)(size_t);
+  using FreeFn = void (*)(void*);
+  ThreadState& t = CurrentThread();
+  ++t.busy;  // the lookups and the probe are not the program's allocations
+  const auto program_malloc = reinterpret_cast<MallocFn>(dlsym(RTLD_DEFAULT, "malloc"));
+  const auto program_free = reinterpret_cast<FreeFn>(dlsym(RTLD_DEFAULT, "free"));
+  bool elsewhere = false;
+  if (program_malloc != nullptr && program_free != nullptr) {
+    t.malloc_probe = true;
+    t.malloc_probe_hit = false;
+    void* probe = program_malloc(1);
+    t.malloc_probe = false;
+    elsewhere = probe != nullptr && !t.malloc_probe_hit;
+    program_free(probe);
+  }
+  --t.busy;
+  return elsewhere;
 }
 
 void* NextMalloc(size_t size) { return g_next.malloc(size); }

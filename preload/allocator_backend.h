@@ -43,7 +43,8 @@ NP_ALWAYS_INLINE bool BackendIsNext() { return !BackendIsGlibc() && DecideBacken
 
 // Whether the process's malloc is not the library's: the program defines it itself (a statically
 // linked jemalloc, as Rust's compiler has) or an LD_PRELOAD library ahead of this one does, and
-// its allocations never reach the hooks. Looks it up (dlsym, which may allocate): from the
+// its allocations never reach the hooks. Probes it with one malloc(1) and free, uncounted, once
+// the channel is attached (without it the hooks forward before they could tell): from the
 // library's constructor.
 bool MallocIsElsewhere();
 

@@ -546,6 +546,15 @@ int RunRecording(const RecordOptions& o) {
         run.unhooked.push_back({static_cast<uint32_t>(pid), process->name});
       }
       std::sort(run.unhooked.begin(), run.unhooked.end());
+      // What the channel says of a pid's malloc is of its last image that attached, not of an
+      // unhooked one exec'd after it.
+      for (NamedProcessHeap& heap : run.process_heaps) {
+        const std::pair<uint32_t, std::string> key{heap.heap.pid, ""};
+        auto at = std::lower_bound(run.unhooked.begin(), run.unhooked.end(), key);
+        if (at != run.unhooked.end() && at->first == heap.heap.pid) {
+          heap.heap.malloc_elsewhere = false;
+        }
+      }
     }
     run.rate_bytes = alloc_channel->rate_bytes();
     run.duration_seconds = state.duration_seconds;

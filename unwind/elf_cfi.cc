@@ -70,6 +70,22 @@ void ElfCfi::OpenDebugFrame() {
   debug_cfi_ = cfi;
 }
 
+namespace {
+
+// Where the CFI row that holds `svma` ends (libdw's end: the next row's start).
+bool RowEnd(Dwarf_CFI* cfi, uint64_t svma, uint64_t* end_out) {
+  Dwarf_Frame* frame = nullptr;
+  if (dwarf_cfi_addrframe(cfi, svma, &frame) != 0 || frame == nullptr) return false;
+  Dwarf_Addr start, end;
+  bool signal = false;
+  (void)dwarf_frame_info(frame, &start, &end, &signal);
+  free(frame);
+  *end_out = end;
+  return true;
+}
+
+}  // namespace
+
 bool ElfCfi::Compile(Dwarf_CFI* cfi, uint64_t svma, CfiRule* rule, uint64_t* start_out,
                      uint64_t* end_out) {
   Dwarf_Frame* frame = nullptr;
@@ -187,12 +203,8 @@ const CfiRule* ElfCfi::FindSlow(uint64_t file_offset) {
         // [0x96283, 0x965a0) for the row at 0x96290, over the pops at 0x96283-0x9628d). The
         // range runs from start only if the row at start reaches svma, else from svma.
         if (start < svma) {
-          CfiRule at_start;
-          uint64_t start_row_begin = 0, start_row_end = 0;
-          if (!Compile(cfi, start, &at_start, &start_row_begin, &start_row_end) ||
-              start_row_end <= svma) {
-            start = svma;
-          }
+          uint64_t start_row_end = 0;
+          if (!RowEnd(cfi, start, &start_row_end) || start_row_end <= svma) start = svma;
         }
         if (start <= svma && svma < end) by_range_[start] = {end, index};
       }

@@ -263,6 +263,17 @@ TEST_F(SpliceTest, JoinsARecursionAtTheLevelTheUnwindReached) {
   EXPECT_EQ(deep.frames.size(), 5u);
 }
 
+// A walk that got only the leaf has no return address to find in the chain: not joined.
+TEST_F(SpliceTest, ALeafAloneIsNotJoined) {
+  UnwoundStack out;
+  out.frames = {{0x401000, FrameAddressKind::kInstructionPointer}};
+  out.end = StackEnd::kTruncatedStack;
+  EXPECT_FALSE(SpliceKernelChain(std::vector<uint64_t>{0x401000, 0x402000, 0x404000}, 0, View(),
+                                 &out));
+  EXPECT_EQ(out.frames.size(), 1u);
+  EXPECT_EQ(out.end, StackEnd::kTruncatedStack);
+}
+
 TEST_F(SpliceTest, RefusesAnInconsistentChain) {
   UnwoundStack out;
   out.frames = {{0x401000, FrameAddressKind::kInstructionPointer}, {0x402000}};
