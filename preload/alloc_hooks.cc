@@ -428,13 +428,22 @@ __attribute__((noinline)) void* ReallocateSlow(void* user, size_t size, const vo
   }
   if (h->offset != kHeaderBytes || (h->tag & kSampled) != 0) {
     // An over-aligned block cannot grow in place with its header, and a sampled one is moved by
-    // hand so its free is in the ring before glibc can reuse its address. Its release is counted
-    // first: a realloc is a move, never two blocks live at once (as heaptrack counts it).
+    // hand so its free is in the ring before glibc can reuse its address. The new block is
+    // allocated first, uncounted: a realloc that fails leaves the old block allocated, so it must
+    // stay counted (it was counted as freed, and a leak of it went unseen). Then the release is
+    // counted, then the new block: a realloc is a move, never two blocks live at once (as
+    // heaptrack counts it).
+    if (size > SIZE_MAX - kHeaderBytes) {
+      errno = ENOMEM;
+      return nullptr;
+    }
+    const bool next = BackendIsNext();
+    void* base = next ? NextMalloc(size + kHeaderBytes) : __libc_malloc(size + kHeaderBytes);
+    if (base == nullptr) return nullptr;  // the old block is untouched and still counted
     const BlockHeader old = *h;
     CountRelease(user, old);
     h->tag = OwnTag(kUncounted | (old.tag & kNextBlock));
-    void* moved = Allocate(size, frame);
-    if (moved == nullptr) return nullptr;  // still allocated, no longer counted: out of memory
+    void* moved = Track(Channel(), base, size, kHeaderBytes, frame, next ? kNextBlock : 0);
     std::memcpy(moved, user, old.size < size ? old.size : size);
     Release(user);
     return moved;

@@ -548,6 +548,20 @@ __attribute__((noinline)) int calloc_zeroed(void) {
   return status;
 }
 
+static void* volatile g_leaked_by_realloc_fails;
+
+// Mode `realloc-fails`: realloc(malloc(300), SIZE_MAX / 4) fails with ENOMEM and leaves the block
+// allocated, which the program then leaks: 1 allocation, no free, 300 B leaked.
+__attribute__((noinline)) static int realloc_fails(void) {
+  void* p = malloc(300);
+  if (p == NULL) return 2;
+  errno = 0;
+  void* q = realloc(p, SIZE_MAX / 4);
+  if (q != NULL || errno != ENOMEM) return 3;
+  g_leaked_by_realloc_fails = p;
+  return 0;
+}
+
 static int RunRealloc(void) {
   int (*const checks[])(void) = {realloc_chain_zero, realloc_chain_free, aligned_blocks,
                                  overflow_checks, calloc_zeroed};
@@ -699,6 +713,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(mode, "realloc") == 0) return RunRealloc();
+  if (strcmp(mode, "realloc-fails") == 0) return realloc_fails();
   if (strcmp(mode, "mmap") == 0) return RunOwnAllocator(argc > 2 ? argv[2] : NULL);
   if (strcmp(mode, "foreignfree") == 0) return RunForeignFree();
   if (strcmp(mode, "exit-while-blocked") == 0) {
@@ -710,6 +725,6 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "serial-threads") == 0) return RunSerialThreads(argc > 2 ? atoi(argv[2]) : 1);
   Say("usage: alloc_workload [sites [N] | realloc | threads [N] | serial-threads N | forkexec | "
       "execs N | execs-holding N | forkfree | rawforkfree | forkleak | pidreuse | exit N | notsc | "
-      "mmap [MIB] | foreignfree | exit-while-blocked [kill | kill-unseen | stay FILE] | closefds PATH | interrupted-writers | nofiles]\n");
+      "realloc-fails | mmap [MIB] | foreignfree | exit-while-blocked [kill | kill-unseen | stay FILE] | closefds PATH | interrupted-writers | nofiles]\n");
   return 2;
 }
