@@ -94,15 +94,22 @@ absl::StatusOr<std::vector<pid_t>> ListThreads(pid_t pid) {
   return tids;
 }
 
-bool ThreadHasEnded(pid_t pid, pid_t tid) {
+absl::StatusOr<char> ThreadStateLetter(pid_t pid, pid_t tid) {
   absl::StatusOr<std::string> stat =
       ReadSmallFile(absl::StrCat("/proc/", pid, "/task/", tid, "/stat"));
-  if (!stat.ok()) return true;
+  if (!stat.ok()) return stat.status();
   // "PID (COMM) STATE ...": a name may hold ") ", so the state follows the last ')'.
   const size_t close = stat->rfind(')');
-  if (close == std::string::npos || close + 2 >= stat->size()) return false;
-  const char state = (*stat)[close + 2];
-  return state == 'Z' || state == 'X';
+  if (close == std::string::npos || close + 2 >= stat->size()) {
+    return absl::InvalidArgumentError(absl::StrCat("no state in /proc/", pid, "/task/", tid, "/stat"));
+  }
+  return (*stat)[close + 2];
+}
+
+bool ThreadHasEnded(pid_t pid, pid_t tid) {
+  const absl::StatusOr<char> state = ThreadStateLetter(pid, tid);
+  if (!state.ok()) return !absl::IsInvalidArgument(state.status());  // gone, or unreadable
+  return *state == 'Z' || *state == 'X';
 }
 
 bool ProcessHasEnded(pid_t pid) {

@@ -54,6 +54,11 @@ bool ProcessHasEnded(pid_t pid);
 // zombie (a main thread that called pthread_exit while others run).
 bool ThreadHasEnded(pid_t pid, pid_t tid);
 
+// The state letter of thread `tid` of process `pid` in /proc/PID/task/TID/stat: 'R' running or
+// runnable, 'S' sleeping, 'D' in uninterruptible wait, 'Z' zombie, ... Errors: those of reading
+// the file (kNotFound when the thread is gone), kInvalidArgument when it has no state.
+absl::StatusOr<char> ThreadStateLetter(pid_t pid, pid_t tid);
+
 // The process (thread group) that thread `tid` belongs to: `tid` itself for a process's main
 // thread. From the "Tgid:" line of /proc/TID/status. Errors: kNotFound when there is no such
 // thread, kInvalidArgument when the file has no such line.

@@ -265,7 +265,11 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
     for (int pid : o.pids) {
       absl::StatusOr<std::vector<pid_t>> tids = sampler::ListThreads(pid);
       if (!tids.ok()) continue;
-      for (pid_t tid : *tids) collector.mutable_off_cpu().NoteExistingThread(pid, tid);
+      for (pid_t tid : *tids) {
+        // Preempted now (runnable, on no CPU): its first interval is a wait for a CPU.
+        const absl::StatusOr<char> state = sampler::ThreadStateLetter(pid, tid);
+        collector.mutable_off_cpu().NoteExistingThread(pid, tid, state.ok() && *state == 'R');
+      }
     }
   }
   // The existing mappings come from /proc, and with --off-cpu the stacks of threads blocked

@@ -29,9 +29,9 @@ void OffCpuTracker::set_recording_start(uint64_t start_ns) {
   recording_start_ns_ = start_ns;
 }
 
-void OffCpuTracker::NoteExistingThread(int32_t pid, int32_t tid) {
+void OffCpuTracker::NoteExistingThread(int32_t pid, int32_t tid, bool runnable) {
   // Seen since the start: if its first record is a switch-in, it was off-CPU until then.
-  StateOf(pid, tid, recording_start_ns_);
+  StateOf(pid, tid, recording_start_ns_).runnable_at_start = runnable;
 }
 
 void OffCpuTracker::NoteBlockedAtStart(int32_t pid, int32_t tid, uint64_t read_ns,
@@ -44,7 +44,7 @@ void OffCpuTracker::NoteBlockedAtStart(int32_t pid, int32_t tid, uint64_t read_n
 void OffCpuTracker::OpenFirstInterval(State& s, uint64_t end_ns) {
   s.off = true;
   s.out_ns = s.times.first_ns;
-  s.waiting = false;
+  s.waiting = s.runnable_at_start;
   // The snapshot holds if the thread had not run yet when it was read.
   s.stack = s.start_stack != kNoSampledStack && end_ns > s.start_stack_ns ? s.start_stack
                                                                            : kNoSampledStack;

@@ -59,8 +59,9 @@ class OffCpuTracker {
   // record: the threads noted so far then start at the new time.
   void set_recording_start(uint64_t start_ns);
   // A thread that exists when recording starts (attach mode), so a thread that never runs is
-  // still listed.
-  void NoteExistingThread(int32_t pid, int32_t tid);
+  // still listed. `runnable`: it was running or runnable then (/proc's 'R'), so if its first
+  // record is a switch-in, it was waiting for a CPU until then, not blocked.
+  void NoteExistingThread(int32_t pid, int32_t tid, bool runnable = false);
   // The stack of an existing thread that was blocked when recording started, read from /proc
   // by `read_ns` (sampler::SnapshotBlockedThread): the interval it is in gets this stack if the
   // thread was still off-CPU then, that is if it first runs later.
@@ -92,6 +93,7 @@ class OffCpuTracker {
     bool seen = false;       // first_ns is set
     bool off = false;        // switched out, interval open
     bool waiting = false;
+    bool runnable_at_start = false;  // NoteExistingThread's
     uint64_t out_ns = 0;
     uint32_t stack = kNoSampledStack;
     // NoteBlockedAtStart's snapshot, for the interval the thread was in when recording began.
