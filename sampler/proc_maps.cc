@@ -101,14 +101,15 @@ absl::StatusOr<char> ThreadStateLetter(pid_t pid, pid_t tid) {
   // "PID (COMM) STATE ...": a name may hold ") ", so the state follows the last ')'.
   const size_t close = stat->rfind(')');
   if (close == std::string::npos || close + 2 >= stat->size()) {
-    return absl::InvalidArgumentError(absl::StrCat("no state in /proc/", pid, "/task/", tid, "/stat"));
+    // Not a code a failed read gives (ErrnoToStatus): ThreadHasEnded tells them apart.
+    return absl::DataLossError(absl::StrCat("no state in /proc/", pid, "/task/", tid, "/stat"));
   }
   return (*stat)[close + 2];
 }
 
 bool ThreadHasEnded(pid_t pid, pid_t tid) {
   const absl::StatusOr<char> state = ThreadStateLetter(pid, tid);
-  if (!state.ok()) return !absl::IsInvalidArgument(state.status());  // gone, or unreadable
+  if (!state.ok()) return !absl::IsDataLoss(state.status());  // gone, or unreadable
   return *state == 'Z' || *state == 'X';
 }
 

@@ -56,7 +56,7 @@ bool ThreadHasEnded(pid_t pid, pid_t tid);
 
 // The state letter of thread `tid` of process `pid` in /proc/PID/task/TID/stat: 'R' running or
 // runnable, 'S' sleeping, 'D' in uninterruptible wait, 'Z' zombie, ... Errors: those of reading
-// the file (kNotFound when the thread is gone), kInvalidArgument when it has no state.
+// the file (kNotFound when the thread is gone), kDataLoss when it has no state.
 absl::StatusOr<char> ThreadStateLetter(pid_t pid, pid_t tid);
 
 // The process (thread group) that thread `tid` belongs to: `tid` itself for a process's main

@@ -265,11 +265,7 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
     for (int pid : o.pids) {
       absl::StatusOr<std::vector<pid_t>> tids = sampler::ListThreads(pid);
       if (!tids.ok()) continue;
-      for (pid_t tid : *tids) {
-        // Preempted now (runnable, on no CPU): its first interval is a wait for a CPU.
-        const absl::StatusOr<char> state = sampler::ThreadStateLetter(pid, tid);
-        collector.mutable_off_cpu().NoteExistingThread(pid, tid, state.ok() && *state == 'R');
-      }
+      for (pid_t tid : *tids) collector.mutable_off_cpu().NoteExistingThread(pid, tid);
     }
   }
   // The existing mappings come from /proc, and with --off-cpu the stacks of threads blocked
@@ -296,6 +292,21 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   for (const sampler::BlockedThread& t : blocked_at_start) {
     if (sampler::ThreadRanSince(t)) {
       collector.ForgetBlockedAtStart(static_cast<int32_t>(t.pid), static_cast<int32_t>(t.tid));
+    }
+  }
+  // Threads runnable now but on no CPU (preempted) wait for a CPU until their first switch-in.
+  // Read last, right before enabling: a thread that blocks after this read and before the events
+  // are enabled would count its sleep as waiting.
+  if ((*session)->off_cpu()) {
+    for (int pid : o.pids) {
+      absl::StatusOr<std::vector<pid_t>> tids = sampler::ListThreads(pid);
+      if (!tids.ok()) continue;
+      for (pid_t tid : *tids) {
+        const absl::StatusOr<char> state = sampler::ThreadStateLetter(pid, tid);
+        if (state.ok() && *state == 'R') {
+          collector.mutable_off_cpu().NoteExistingThread(pid, tid, /*runnable=*/true);
+        }
+      }
     }
   }
   // --duration counts from here, the start of sampling.

@@ -44,10 +44,11 @@ void OffCpuTracker::NoteBlockedAtStart(int32_t pid, int32_t tid, uint64_t read_n
 void OffCpuTracker::OpenFirstInterval(State& s, uint64_t end_ns) {
   s.off = true;
   s.out_ns = s.times.first_ns;
-  s.waiting = s.runnable_at_start;
   // The snapshot holds if the thread had not run yet when it was read.
   s.stack = s.start_stack != kNoSampledStack && end_ns > s.start_stack_ns ? s.start_stack
                                                                            : kNoSampledStack;
+  // A thread found blocked in a system call was not waiting for a CPU, whatever its state read.
+  s.waiting = s.runnable_at_start && s.stack == kNoSampledStack;
 }
 
 void OffCpuTracker::Close(State& s, uint64_t end_ns) {

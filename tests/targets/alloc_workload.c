@@ -548,17 +548,20 @@ __attribute__((noinline)) int calloc_zeroed(void) {
   return status;
 }
 
-static void* volatile g_leaked_by_realloc_fails;
+// Mode `realloc-fails`: realloc(malloc(300), SIZE_MAX / 4) and realloc(aligned_alloc(64, 300),
+// SIZE_MAX / 4) fail with ENOMEM and leave their blocks allocated, which the program then leaks:
+// 2 allocations, no free, 600 B leaked.
+static void* volatile g_leaked_by_realloc_fails[2];
 
-// Mode `realloc-fails`: realloc(malloc(300), SIZE_MAX / 4) fails with ENOMEM and leaves the block
-// allocated, which the program then leaks: 1 allocation, no free, 300 B leaked.
 __attribute__((noinline)) static int realloc_fails(void) {
-  void* p = malloc(300);
-  if (p == NULL) return 2;
-  errno = 0;
-  void* q = realloc(p, SIZE_MAX / 4);
-  if (q != NULL || errno != ENOMEM) return 3;
-  g_leaked_by_realloc_fails = p;
+  void* blocks[2] = {malloc(300), aligned_alloc(64, 300)};
+  for (int i = 0; i < 2; ++i) {
+    if (blocks[i] == NULL) return 2;
+    errno = 0;
+    void* q = realloc(blocks[i], SIZE_MAX / 4);
+    if (q != NULL || errno != ENOMEM) return 3;
+    g_leaked_by_realloc_fails[i] = blocks[i];
+  }
   return 0;
 }
 

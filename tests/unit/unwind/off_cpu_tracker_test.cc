@@ -88,6 +88,15 @@ TEST(OffCpuTrackerTest, AThreadRunnableAtTheStartWaitsUntilItRuns) {
   EXPECT_EQ(threads[0].blocked_ns, 0u);
   EXPECT_EQ(threads[1].waiting_ns, 0u);
   EXPECT_EQ(threads[1].blocked_ns, 300u);
+  // Read as runnable, then found blocked in a system call (its stack snapshot): blocked.
+  OffCpuTracker u;
+  u.set_recording_start(100);
+  u.NoteExistingThread(1, 3, /*runnable=*/true);
+  u.NoteBlockedAtStart(1, 3, 120, 7);
+  u.Finish(1100);
+  ASSERT_EQ(u.Threads().size(), 1u);
+  EXPECT_EQ(u.Threads()[0].blocked_ns, 1000u);
+  EXPECT_EQ(u.Threads()[0].waiting_ns, 0u);
 }
 
 // Attach mode: the stacks read from /proc for threads already blocked describe the interval
