@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/folded_testing.h"
+#include "tests/testing/off_cpu_targets.h"
 #include "tests/testing/test_support.h"
 
 namespace nativeprof::testing {
@@ -143,55 +144,6 @@ TEST(OffCpuTest, AttachingGivesTheSameSplitAsLaunching) {
     out += line + "\n";
   }
   ExpectBlockedTimesMatch(folded, out, r.err);
-}
-
-// offcpu_workload started to sleep in main for far longer than a recording (it is killed at the
-// end), with its "ready" read; `in_main`: in nanosleep called from main itself, else in sleep_ms.
-std::unique_ptr<BackgroundProcess> StartSleepingTarget(bool in_main) {
-  ::setenv("OFFCPU_START_DELAY_MS", "60000", 1);
-  if (in_main) ::setenv("OFFCPU_START_DELAY_IN_MAIN", "1", 1);
-  auto target = std::make_unique<BackgroundProcess>(
-      std::vector<std::string>{TargetPath("offcpu_workload"), "block", "1", "10"},
-      /*capture_stdout=*/true);
-  ::unsetenv("OFFCPU_START_DELAY_MS");
-  ::unsetenv("OFFCPU_START_DELAY_IN_MAIN");
-  EXPECT_EQ(target->ReadLine(), "ready");
-  return target;
-}
-
-// Attaching reads a blocked thread's stack from /proc/PID/task/TID/syscall and its memory,
-// which need ptrace-attach rights over it.
-bool CanReadBlockedStacks(const std::string& pid) {
-  return !ReadFileOrEmpty("/proc/" + pid + "/task/" + pid + "/syscall").empty();
-}
-
-constexpr char kNoPtraceRights[] =
-    "no ptrace-attach rights over the target: /proc/PID/task/TID/syscall is unreadable, so no "
-    "stack can be read";
-
-// Attaching to a process that switches ~15,000 times a second, beside one blocked for the whole
-// recording: the blocked thread's stack and /proc/kallsyms for its kernel frames were read after
-// the events were enabled and before the first drain (70 ms), and the rings overflowed meanwhile
-// (2,045 of ~15,000 switch records lost here). They are read before enabling now.
-TEST(OffCpuTest, AttachingToABusyProcessLosesNoRecordsAtTheStart) {
-  NP_SKIP_IF_NO_PERF();
-  std::unique_ptr<BackgroundProcess> sleeper = StartSleepingTarget(/*in_main=*/false);
-  const std::string sleeper_pid = std::to_string(sleeper->pid());
-  if (!CanReadBlockedStacks(sleeper_pid)) GTEST_SKIP() << kNoPtraceRights;
-  BackgroundProcess busy({TargetPath("offcpu_workload"), "pingpong", "3", "20"},
-                         /*capture_stdout=*/true);
-  ::usleep(300'000);  // both threads handing the byte back and forth
-  const std::string folded = MakeTempDir() + "/busy.folded";
-  CommandResult r = RunCommand({NativeprofBinary(), "record", "--off-cpu", "--no-counters",
-                                "--duration", "1", "-p",
-                                absl::StrCat(busy.pid(), ",", sleeper_pid), "-o", folded});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  nlohmann::json meta = Metadata(folded);
-  ASSERT_TRUE(meta.is_object() && meta.contains("off_cpu")) << r.err;
-  const double switches = meta["off_cpu"]["switch_samples"].get<double>();
-  ASSERT_GT(switches, 3000) << r.err;
-  // A margin for a drain that a loaded machine delays; the start alone lost 13 %.
-  EXPECT_LE(meta["lost"]["records"].get<double>(), 0.02 * switches) << r.err;
 }
 
 // A thread that is already blocked when recording attaches has no switch-out to sample while
