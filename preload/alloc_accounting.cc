@@ -59,8 +59,7 @@ void CloseLeftBatches(Control& c, uint32_t pid, Pred left) {
   if (c.rate_bytes > 1) return;  // batches are --alloc=1's
   ThreadState& t = CurrentThread();
   ++t.busy;  // inside the library: a signal handler's free meanwhile is written by itself
-  const uint32_t claimed = std::min<uint32_t>(c.slots_claimed.load(std::memory_order_acquire),
-                                              alloc_channel::kThreadSlots);
+  const uint32_t claimed = alloc_channel::ClaimedSlots(c);
   for (uint32_t i = 0; i < claimed; ++i) {
     alloc_channel::FreeBatch& b = c.free_batches[i];
     if (b.pid.load(std::memory_order_relaxed) != pid) continue;
@@ -82,20 +81,22 @@ void RegisterProcess(Control& c, ProcessPage& page) {
   page.pid = pid;
   page.image = image;
   g_pid_slot = -1;
+  // The slot is this image's: when it attached, and whose malloc it calls.
+  const auto take_slot = [&c, now_ns](size_t index) {
+    g_pid_slot = static_cast<int>(index);
+    c.pid_attach_ns[index].store(now_ns, std::memory_order_relaxed);
+    c.pid_malloc_elsewhere[index].store(g_malloc_elsewhere ? 1 : 0, std::memory_order_relaxed);
+  };
   for (size_t i = 0; i < alloc_channel::kPidSlots; ++i) {
     const size_t index = (pid + i) % alloc_channel::kPidSlots;
     std::atomic<uint32_t>& slot = c.pids[index];
     uint32_t seen = slot.load(std::memory_order_relaxed);
     if (seen == 0 && slot.compare_exchange_strong(seen, pid, std::memory_order_relaxed)) {
-      g_pid_slot = static_cast<int>(index);
-      c.pid_attach_ns[index].store(now_ns, std::memory_order_relaxed);
-      c.pid_malloc_elsewhere[index].store(g_malloc_elsewhere ? 1 : 0, std::memory_order_relaxed);
+      take_slot(index);
       break;
     }
     if (seen == pid) {  // an exec'd image of a process already counted
-      g_pid_slot = static_cast<int>(index);
-      c.pid_attach_ns[index].store(now_ns, std::memory_order_relaxed);
-      c.pid_malloc_elsewhere[index].store(g_malloc_elsewhere ? 1 : 0, std::memory_order_relaxed);
+      take_slot(index);
       // The previous image's heap went with it: it stays in the leaked totals (never freed) but
       // leaves the live heap, so the peak from now on does not count it. Its threads' changes
       // not yet published (up to kFlushBytes each) were never added. An earlier process with

@@ -228,15 +228,24 @@ NP_ALWAYS_INLINE bool CountRelease(void* user, const BlockHeader& h, bool may_de
 }
 
 // Allocate's rare cases: no channel, the program's own allocator, or a size that cannot be.
-__attribute__((noinline)) void* AllocateSlow(Control* c, size_t size, const void* hook_frame) {
-  const bool next = BackendIsNext();
-  if (c == nullptr) return next ? NextMalloc(size) : __libc_malloc(size);
+// The start of a new plain block (the header, then `size` bytes) from the process's allocator,
+// with `*origin` its Track origin (kNextBlock for the program's own allocator, else 0); null when
+// it cannot be had (errno ENOMEM).
+void* NewPlainBase(size_t size, uint32_t* origin) {
   if (size > SIZE_MAX - kHeaderBytes) {
     errno = ENOMEM;
     return nullptr;
   }
-  void* base = next ? NextMalloc(size + kHeaderBytes) : __libc_malloc(size + kHeaderBytes);
-  return Track(c, base, size, kHeaderBytes, hook_frame, next ? kNextBlock : 0);
+  const bool next = BackendIsNext();
+  *origin = next ? kNextBlock : 0;
+  return next ? NextMalloc(size + kHeaderBytes) : __libc_malloc(size + kHeaderBytes);
+}
+
+__attribute__((noinline)) void* AllocateSlow(Control* c, size_t size, const void* hook_frame) {
+  if (c == nullptr) return BackendIsNext() ? NextMalloc(size) : __libc_malloc(size);
+  uint32_t origin = 0;
+  void* base = NewPlainBase(size, &origin);
+  return Track(c, base, size, kHeaderBytes, hook_frame, origin);
 }
 
 NP_ALWAYS_INLINE void* Allocate(size_t size, const void* frame) {
@@ -433,17 +442,13 @@ __attribute__((noinline)) void* ReallocateSlow(void* user, size_t size, const vo
     // stay counted (it was counted as freed, and a leak of it went unseen). Then the release is
     // counted, then the new block: a realloc is a move, never two blocks live at once (as
     // heaptrack counts it).
-    if (size > SIZE_MAX - kHeaderBytes) {
-      errno = ENOMEM;
-      return nullptr;
-    }
-    const bool next = BackendIsNext();
-    void* base = next ? NextMalloc(size + kHeaderBytes) : __libc_malloc(size + kHeaderBytes);
+    uint32_t origin = 0;
+    void* base = NewPlainBase(size, &origin);
     if (base == nullptr) return nullptr;  // the old block is untouched and still counted
     const BlockHeader old = *h;
     CountRelease(user, old);
     h->tag = OwnTag(kUncounted | (old.tag & kNextBlock));
-    void* moved = Track(Channel(), base, size, kHeaderBytes, frame, next ? kNextBlock : 0);
+    void* moved = Track(Channel(), base, size, kHeaderBytes, frame, origin);
     std::memcpy(moved, user, old.size < size ? old.size : size);
     Release(user);
     return moved;

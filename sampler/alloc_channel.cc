@@ -234,8 +234,7 @@ std::vector<BatchedFree> AllocChannel::CloseBatches(Pred pred) {
   Control* c = control();
   std::vector<BatchedFree> out;
   if (c->rate_bytes > 1) return out;  // batches are --alloc=1's
-  const uint32_t claimed = std::min<uint32_t>(c->slots_claimed.load(std::memory_order_acquire),
-                                              alloc_channel::kThreadSlots);
+  const uint32_t claimed = alloc_channel::ClaimedSlots(*c);
   uint64_t entries[alloc_channel::kFreeBatchEntries];
   for (uint32_t i = 0; i < claimed; ++i) {
     alloc_channel::FreeBatch& b = c->free_batches[i];
@@ -316,8 +315,8 @@ AllocTotals AllocChannel::Totals() const {
     t.inherited_frees += s.inherited_frees.load(std::memory_order_relaxed);
     t.inherited_freed_bytes += s.inherited_freed_bytes.load(std::memory_order_relaxed);
   };
-  const uint32_t claimed = c->slots_claimed.load(std::memory_order_relaxed);
-  for (uint32_t i = 0; i < claimed && i < alloc_channel::kThreadSlots; ++i) add(c->slots[i]);
+  const uint32_t claimed = alloc_channel::ClaimedSlots(*c);
+  for (uint32_t i = 0; i < claimed; ++i) add(c->slots[i]);
   add(c->overflow);
   t.lost_samples = c->lost_samples.load(std::memory_order_relaxed);
   t.processes = c->processes.load(std::memory_order_relaxed);

@@ -249,6 +249,12 @@ struct alignas(64) Control {
   FreeBatch free_batches[kThreadSlots];  // free_batches[i] is slots[i]'s thread's (--alloc=1)
 };
 
+// How many of `slots` (and of `free_batches`) threads have claimed so far.
+inline uint32_t ClaimedSlots(const Control& c) {
+  const uint32_t claimed = c.slots_claimed.load(std::memory_order_acquire);
+  return claimed < kThreadSlots ? claimed : static_cast<uint32_t>(kThreadSlots);
+}
+
 // The pid slot of process `pid` (the index of `pids` it registered in), or -1 when it has none.
 // Registration takes the first empty slot probing from pid % kPidSlots, and no slot is ever
 // emptied, so an empty slot ends the search.
