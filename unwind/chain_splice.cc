@@ -16,16 +16,24 @@ bool SpliceKernelChain(std::span<const uint64_t> user_chain, size_t first_user_f
   // joining there repeated every level the unwind had already given (109 frames of a recursion
   // 75 deep). The unwind's last frame is its n-th with that address, so the join is the chain's
   // n-th; a chain with fewer (frame pointers that skipped a level) is not joined.
-  // (The kernel's walk starts from rbp: a recursive function sampled outside its own frame,
-  // before its push of rbp or after its leave, has its return address missing from the chain,
-  // and the join then comes one level too far out: such a stack lacks one level.)
   size_t occurrences = 0;
   for (size_t i = first_user_frame + 1; i < out->frames.size(); ++i) {
     occurrences += out->frames[i].avma == last;
   }
   // Only the leaf: no return address to find in the chain.
   if (occurrences == 0) return false;
-  // user_chain[0] is the sampled ip; the match must be a return address further up.
+  // The kernel's walk starts at the sampled rbp: user_chain[1] is [rbp + 8]. Inside the leaf's
+  // frame rbp is the leaf's frame record, 16 bytes below its CFA. Sampled outside it (a
+  // recursive function before its push of rbp, after its leave, or on a shrink-wrapped path that
+  // sets up no frame), rbp is a caller's record, further up, and the chain lacks the leaf's own
+  // return address: it holds one occurrence fewer when that address is the last one (an 81-deep
+  // recursion sampled in its innermost level's frameless path showed 80 levels).
+  if (out->leaf_cfa != 0 && out->sampled_rbp > out->leaf_cfa - 16 &&
+      out->frames[first_user_frame + 1].avma == last) {
+    --occurrences;
+  }
+  // user_chain[0] is the sampled ip; the match must be a return address further up (or, when
+  // the chain lacks the leaf's, the ip itself: the chain goes on with the leaf's caller's).
   size_t k = 0;
   for (size_t seen = 0; seen < occurrences;) {
     if (++k >= user_chain.size()) return false;

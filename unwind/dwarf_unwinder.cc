@@ -87,6 +87,7 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
     out->end = StackEnd::kNoUnwindInfo;
     return;
   }
+  if (key.regs.Has(kDwarfRbp)) out->sampled_rbp = key.regs.value[kDwarfRbp];
   StackCopy stack{key.regs.sp(), sample.stack_user};
   uint32_t regs_read = 0;
   // DwarfRegs::loaded_from holds offsets below 64 KiB (the kernel copies at most 65,528 bytes).
@@ -97,6 +98,7 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
   if (const UnwindMemo::Outcome* memo = memo_.Replay(key, stack, out); memo != nullptr) {
     out->end = memo->end;
     out->stack_high = memo->stack_high;
+    out->leaf_cfa = memo->leaf_cfa;
     stats_.fp_fallback_frames += memo->stats.fp_fallback_frames;
     stats_.expr_frames += memo->stats.expr_frames;
     out->replayed_from = memo->entry_id;
@@ -110,6 +112,7 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
   memo_.Store(key, regs_read, stack, *out, first_user,
               {.end = out->end,
                .stack_high = out->stack_high,
+               .leaf_cfa = out->leaf_cfa,
                .stats = {.fp_fallback_frames = stats_.fp_fallback_frames - before.fp_fallback_frames,
                          .expr_frames = stats_.expr_frames - before.expr_frames}});
 }
@@ -125,6 +128,7 @@ void DwarfUnwinder::Walk(const DwarfRegs& sampled, const StackCopy& stack,
   DwarfRegs* next_regs = &sets[1];
   out->frames.push_back({cur->pc(), FrameAddressKind::kInstructionPointer, false});
   bool exact_pc = true;  // the leaf, and a frame interrupted by a signal, hold an exact PC
+  bool leaf = true;
   while (true) {
     if (out->frames.size() >= kMaxFrames) {
       out->end = StackEnd::kMaxDepth;
@@ -209,6 +213,8 @@ void DwarfUnwinder::Walk(const DwarfRegs& sampled, const StackCopy& stack,
       return;
     }
     exact_pc = signal_frame;
+    if (leaf) out->leaf_cfa = next.sp();
+    leaf = false;
     out->frames.push_back(
         {next.pc(),
          exact_pc ? FrameAddressKind::kInstructionPointer : FrameAddressKind::kReturnAddress,

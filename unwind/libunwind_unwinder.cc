@@ -184,6 +184,7 @@ void LibunwindUnwinder::Unwind(const sampler::SampleView& sample, const ProcessV
     out->end = StackEnd::kNoUnwindInfo;
     return;
   }
+  if (st.regs.Has(kDwarfRbp)) out->sampled_rbp = st.regs.value[kDwarfRbp];
   st.stack = StackCopy{st.regs.sp(), sample.stack_user};
   unw_cursor_t cursor;
   if (unw_init_remote(&cursor, static_cast<unw_addr_space_t>(address_space_), &st) != 0) {
@@ -218,6 +219,10 @@ void LibunwindUnwinder::Unwind(const sampler::SampleView& sample, const ProcessV
     if (r == 0) {
       out->end = StackEnd::kComplete;
       break;
+    }
+    if (out->frames.size() == first_user + 1 && r > 0) {
+      unw_word_t cfa = 0;
+      if (unw_get_reg(&cursor, UNW_REG_SP, &cfa) == 0) out->leaf_cfa = cfa;
     }
     if (r < 0) {
       out->end = st.read_beyond_stack ? StackEnd::kTruncatedStack

@@ -56,6 +56,11 @@ struct UnwoundStack {
   // entry alone for the whole run, so two stacks with the same id hold the same frames in the
   // same address-space generation, and whoever resolved the first may reuse what it found.
   uint64_t replayed_from = 0;
+  // For the hybrid splice (SpliceKernelChain), which must know whether the kernel's frame-pointer
+  // walk, which starts at the sampled rbp, holds the leaf's own return address: the leaf's CFA
+  // (its caller's sp) once the unwind got past the leaf, and the sampled rbp. 0 when not known.
+  uint64_t leaf_cfa = 0;
+  uint64_t sampled_rbp = 0;
 
   void Clear() {
     frames.clear();
@@ -63,6 +68,8 @@ struct UnwoundStack {
     spliced = false;
     stack_high = 0;
     replayed_from = 0;
+    leaf_cfa = 0;
+    sampled_rbp = 0;
   }
 };
 

@@ -2,6 +2,8 @@
 // counted as truncated in the metadata, a bigger SIZE removes them, and with frame pointers the
 // kernel's chain finishes them (the hybrid splice).
 #include <algorithm>
+#include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,10 +26,13 @@ using testing::TargetPath;
 
 struct UnwindFigures {
   double samples = 0, complete = 0, truncated = 0, spliced = 0;
-  size_t deepest = 0;  // the most DeepRecurse frames in one stack
+  size_t deepest = 0;  // the most `recursion` frames in one stack
+  // Samples whose leaf is `recursion`, by how many `recursion` frames their stack has.
+  std::map<size_t, double> leaf_samples_by_depth;
 };
 
-UnwindFigures Record(const std::string& call_graph, const std::vector<std::string>& target) {
+UnwindFigures Record(const std::string& call_graph, const std::vector<std::string>& target,
+                     absl::string_view recursion = "DeepRecurse") {
   const std::string out = MakeTempDir() + "/out.folded";
   std::vector<std::string> argv = {NativeprofBinary(), "record", "--call-graph", call_graph,
                                    "-F", "999", "-o", out, "--"};
@@ -47,11 +52,14 @@ UnwindFigures Record(const std::string& call_graph, const std::vector<std::strin
   f.spliced = u.value("spliced", 0.0);
   const std::string folded = ReadFileOrEmpty(out);
   for (absl::string_view line : absl::StrSplit(folded, '\n', absl::SkipEmpty())) {
+    const size_t space = line.rfind(' ');
+    const absl::string_view stack = line.substr(0, space);
     size_t frames = 0;
-    for (absl::string_view frame : absl::StrSplit(line.substr(0, line.rfind(' ')), ';')) {
-      frames += frame == "DeepRecurse";
-    }
+    for (absl::string_view frame : absl::StrSplit(stack, ';')) frames += frame == recursion;
     f.deepest = std::max(f.deepest, frames);
+    if (stack.substr(stack.rfind(';') + 1) == recursion) {
+      f.leaf_samples_by_depth[frames] += std::atof(std::string(line.substr(space + 1)).c_str());
+    }
   }
   std::printf("%s: %.0f samples, %.0f complete, %.0f truncated, %.0f spliced\n",
               call_graph.c_str(), f.samples, f.complete, f.truncated, f.spliced);
@@ -83,6 +91,22 @@ TEST(DwarfTruncationTest, KernelChainFinishesTruncatedStacks) {
   EXPECT_GE(f.complete / f.samples, 0.99);
   EXPECT_GE(f.deepest, 90u);
   EXPECT_LE(f.deepest, 101u);  // DeepRecurse(100) down to DeepRecurse(0)
+}
+
+// The innermost level of a recursion 100 deep (101 levels) spends its time on a path with no
+// frame of its own, where rbp is still its caller's: the kernel's chain lacks the leaf's return
+// address. Joined without knowing that, every such stack lost one level (100, not 101).
+TEST(DwarfTruncationTest, ARecursionSampledOutsideItsFrameKeepsEveryLevel) {
+  NP_SKIP_IF_NO_PERF();
+  UnwindFigures f = Record("dwarf", {TargetPath("fp_edge_recurse"), "1", "100"}, "EdgeRecurse");
+  ASSERT_GT(f.samples, 50);
+  EXPECT_GT(f.spliced / f.samples, 0.5);
+  EXPECT_LE(f.deepest, 101u);
+  double leaf = 0;
+  for (const auto& [depth, n] : f.leaf_samples_by_depth) leaf += n;
+  // The descent and return through 100 frames take ~1 % of the time; the innermost level's loop
+  // the rest.
+  EXPECT_GT(f.leaf_samples_by_depth[101] / leaf, 0.9) << "of " << leaf << " samples in EdgeRecurse";
 }
 
 }  // namespace

@@ -43,6 +43,9 @@ np_test_target(fp_split_nopie SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_split.c
 # kernel's frame-pointer chain can finish the unwind (the hybrid splice).
 np_test_target(dwarf_fp_deep SOURCES ${CMAKE_CURRENT_LIST_DIR}/nofp_workload.c
                FLAGS -O2 -fno-omit-frame-pointer LINK nofp_shared pthread)
+# Recursion whose innermost level works on a shrink-wrapped path, outside its own frame.
+np_test_target(fp_edge_recurse SOURCES ${CMAKE_CURRENT_LIST_DIR}/fp_edge_recurse.c
+               FLAGS -O2 -fno-omit-frame-pointer)
 np_test_target(attach_server SOURCES ${CMAKE_CURRENT_LIST_DIR}/attach_server.c FLAGS ${NP_FP_FLAGS}
                LINK pthread)
 # Overload (issue 15): more always-runnable threads than the CPUs can serve.

@@ -263,6 +263,40 @@ TEST_F(SpliceTest, JoinsARecursionAtTheLevelTheUnwindReached) {
   EXPECT_EQ(deep.frames.size(), 5u);
 }
 
+// The leaf is the recursive function itself, sampled outside its own frame (a shrink-wrapped
+// path with no push of rbp): the kernel's chain starts at its caller's frame record and lacks
+// the leaf's return address, one of the occurrences the join counts. True stack: the leaf,
+// five levels returning to 0x403000, then main's caller at 0x404000.
+TEST_F(SpliceTest, AChainThatLacksTheLeafsReturnAddressJoinsOneOccurrenceEarlier) {
+  const auto splice = [&](uint64_t sampled_rbp, size_t unwound_levels,
+                          std::vector<uint64_t> chain) {
+    UnwoundStack out;
+    out.frames = {{0x401000, FrameAddressKind::kInstructionPointer}};
+    for (size_t i = 0; i < unwound_levels; ++i) out.frames.push_back({0x403000});
+    out.end = StackEnd::kTruncatedStack;
+    out.leaf_cfa = 0x7ff000;  // the leaf's return address is at 0x7feff8
+    out.sampled_rbp = sampled_rbp;
+    std::vector<uint64_t> got;
+    if (SpliceKernelChain(chain, 0, View(), &out)) {
+      for (const Frame& f : out.frames) got.push_back(f.avma);
+    }
+    return got;
+  };
+  const std::vector<uint64_t> whole = {0x401000, 0x403000, 0x403000, 0x403000,
+                                       0x403000, 0x403000, 0x404000};
+  // rbp is the caller's record (above the leaf's CFA): the chain has four levels, not five.
+  const std::vector<uint64_t> lacking = {0x401000, 0x403000, 0x403000, 0x403000, 0x403000,
+                                         0x404000};
+  EXPECT_EQ(splice(0x7ff080, 3, lacking), whole);
+  // The unwind got only the leaf's return address, which the chain lacks: the chain goes on
+  // from its first return address.
+  EXPECT_EQ(splice(0x7ff080, 1, lacking), whole);
+  // rbp is the leaf's own record (16 bytes below its CFA): the chain has all five levels.
+  EXPECT_EQ(splice(0x7feff0, 3, {0x401000, 0x403000, 0x403000, 0x403000, 0x403000, 0x403000,
+                                 0x404000}),
+            whole);
+}
+
 // A walk that got only the leaf has no return address to find in the chain: not joined.
 TEST_F(SpliceTest, ALeafAloneIsNotJoined) {
   UnwoundStack out;
