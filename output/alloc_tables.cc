@@ -190,9 +190,11 @@ std::string RenderAllocCallSites(const std::string& title, const std::vector<All
                                  uint64_t total, const std::string& unit, TableFormat format) {
   if (sites.empty()) return "";
   const bool md = format == TableFormat::kMarkdown;
-  std::string out = md ? absl::StrCat("**Top ", sites.size(), " call sites by ", title,
-                                      "**\n\n| share | ", unit, " | call site |\n|---:|---:|:---|\n")
-                       : absl::StrCat("Top ", sites.size(), " call sites by ", title, "\n");
+  const std::string heading =
+      absl::StrCat(TopHeading(sites.size(), "call site", "call sites"), " by ", title);
+  std::string out = md ? absl::StrCat("**", heading, "**\n\n| share | ", unit,
+                                      " | call site |\n|---:|---:|:---|\n")
+                       : absl::StrCat(heading, "\n");
   for (const AllocCallSite& s : sites) {
     const double share =
         total == 0 ? 0.0 : 100.0 * static_cast<double>(s.value) / static_cast<double>(total);

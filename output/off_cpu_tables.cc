@@ -135,9 +135,11 @@ std::string RenderBlockingCallSites(const std::vector<BlockingCallSite>& sites, 
   const bool md = format == TableFormat::kMarkdown;
   const int n = static_cast<int>(sites.size());
   std::string out =
-      md ? absl::StrFormat("**Top %d blocking call sites** (of %s us off-CPU)\n\n", n,
+      md ? absl::StrFormat("**%s** (of %s us off-CPU)\n\n",
+                           TopHeading(n, "blocking call site", "blocking call sites"),
                            WithThousands(total))
-         : absl::StrFormat("Top %d blocking call sites (of %s us off-CPU)\n", n,
+         : absl::StrFormat("%s (of %s us off-CPU)\n",
+                           TopHeading(n, "blocking call site", "blocking call sites"),
                            WithThousands(total));
   if (md) {
     out.append("| share | us | caller > call that blocked |\n|---:|---:|:---|\n");

@@ -13,8 +13,9 @@ void AppendTable(std::string* out, const RankedTable& table, const std::string& 
                  bool* any_noise) {
   const bool sampled = unit == "samples";  // time profiles are measured: no interval
   const std::vector<FunctionCounts>& rows = by_self ? table.by_self : table.by_total;
-  absl::StrAppendFormat(out, "**Top %d %ss by %s share**\n\n", static_cast<int>(rows.size()),
-                        table.noun, by_self ? "self" : "total");
+  absl::StrAppendFormat(out, "**%s by %s share**\n\n",
+                        TopHeading(rows.size(), table.noun, absl::StrCat(table.noun, "s")),
+                        by_self ? "self" : "total");
   absl::StrAppendFormat(out, "| %s | 95%% interval | %s | %s | %s |\n",
                         by_self ? "self" : "total", unit, by_self ? "total" : "self", table.noun);
   out->append("|---:|---:|---:|---:|:---|\n");

@@ -1,5 +1,6 @@
 #include "output/stack_filter.h"
 
+#include <algorithm>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -39,6 +40,10 @@ FilteredProfile FilterStacks(const symbolize::Profile& profile, const StackFilte
   p.count_unit = profile.count_unit;
   p.sample_frequency_hz = profile.sample_frequency_hz;
   p.duration_ns = profile.duration_ns;
+  p.sample_types = profile.sample_types;
+  p.default_sample_type = profile.default_sample_type;
+  p.period_type = profile.period_type;
+  p.period = profile.period;
 
   const std::vector<bool> focus = MatchFrames(profile, filter.focus);
   const std::vector<bool> hide = MatchFrames(profile, filter.hide);
@@ -67,8 +72,11 @@ FilteredProfile FilterStacks(const symbolize::Profile& profile, const StackFilte
     if (inserted) {
       p.stacks.push_back(std::move(kept));
     } else {
-      p.stacks[it->second].samples += kept.samples;
-      p.stacks[it->second].weight += kept.weight;
+      symbolize::ProfileStack& into = p.stacks[it->second];
+      into.samples += kept.samples;
+      into.weight += kept.weight;
+      into.values.resize(std::max(into.values.size(), kept.values.size()));
+      for (size_t k = 0; k < kept.values.size(); ++k) into.values[k] += kept.values[k];
     }
     new_index[i] = it->second;
   }

@@ -16,6 +16,10 @@ std::string Plural(uint64_t n, const char* one, const char* many) {
   return absl::StrCat(WithThousands(n), " ", n == 1 ? one : many);
 }
 
+std::string TopHeading(uint64_t n, absl::string_view one, absl::string_view many) {
+  return n == 1 ? absl::StrCat("Top ", one) : absl::StrCat("Top ", WithThousands(n), " ", many);
+}
+
 std::string WithThousands(uint64_t value) {
   std::string digits = absl::StrCat(value);
   std::string out;
@@ -39,8 +43,9 @@ std::string SampleScope(const ReportModel& model, uint64_t samples) {
 void AppendTable(std::string* out, const ReportModel& model, const RankedTable& table,
                  bool by_self, bool* any_noise) {
   const std::vector<FunctionCounts>& rows = by_self ? table.by_self : table.by_total;
-  absl::StrAppendFormat(out, "Top %d %ss by %s share (of %s)\n", static_cast<int>(rows.size()),
-                        table.noun, by_self ? "self" : "total", SampleScope(model, table.samples));
+  absl::StrAppendFormat(out, "%s by %s share (of %s)\n",
+                        TopHeading(rows.size(), table.noun, absl::StrCat(table.noun, "s")),
+                        by_self ? "self" : "total", SampleScope(model, table.samples));
   absl::StrAppendFormat(out, "%8s  %-17s %10s  %8s  %s\n", by_self ? "self" : "total",
                         "95% interval", model.count_unit, by_self ? "total" : "self", table.noun);
   // Time is measured, not sampled: an interval only applies to sample counts.

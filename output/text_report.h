@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <string>
 
+#include "absl/strings/string_view.h"
+
 #include "nlohmann/json.hpp"
 #include "output/report_model.h"
 #include "symbolize/profile.h"
@@ -40,6 +42,8 @@ std::string WithThousands(uint64_t value);
 
 // "1 thread", "3 threads": `n` with the noun that agrees with it.
 std::string Plural(uint64_t n, const char* one, const char* many);
+// "Top 3 call sites", "Top call site": the heading of a table of the `n` largest.
+std::string TopHeading(uint64_t n, absl::string_view one, absl::string_view many);
 
 }  // namespace nativeprof::output
 

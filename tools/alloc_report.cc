@@ -11,12 +11,16 @@
 namespace nativeprof::tools {
 namespace {
 
-constexpr AllocView kViews[] = {
-    {kAllocBytesView, symbolize::ProfileView::kAllocBytes, "bytes allocated"},
-    {kAllocCountView, symbolize::ProfileView::kAllocCount, "allocations"},
-    {kTemporaryView, symbolize::ProfileView::kTemporary, "temporary allocations"},
-    {kPeakView, symbolize::ProfileView::kPeakBytes, "bytes live at the peak"},
-    {kLeakedView, symbolize::ProfileView::kLeakedBytes, "bytes leaked"},
+const AllocView kViews[] = {
+    {kAllocBytesView, symbolize::ProfileView::kAllocBytes, "bytes allocated",
+     {"alloc_space", "bytes"}},
+    {kAllocCountView, symbolize::ProfileView::kAllocCount, "allocations",
+     {"alloc_objects", "count"}},
+    {kTemporaryView, symbolize::ProfileView::kTemporary, "temporary allocations",
+     {"temporary_objects", "count"}},
+    {kPeakView, symbolize::ProfileView::kPeakBytes, "bytes live at the peak",
+     {"inuse_space", "bytes"}},
+    {kLeakedView, symbolize::ProfileView::kLeakedBytes, "bytes leaked", {"leaked_space", "bytes"}},
 };
 
 double Share(uint64_t part, uint64_t whole) {
@@ -221,7 +225,7 @@ std::vector<std::string> AllocSummaryLines(const AllocRun& run) {
   const std::string inherited =
       t.inherited_frees == 0
           ? std::string()
-          : absl::StrCat(" (and ", output::WithThousands(t.inherited_frees),
+          : absl::StrCat(" (and ", output::Plural(t.inherited_frees, "free", "frees"),
                          " of blocks inherited across fork, ",
                          FormatBytes(static_cast<double>(t.inherited_freed_bytes)), ")");
   lines.push_back(absl::StrFormat(

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 #include "base/file_util.h"
@@ -43,17 +45,73 @@ nlohmann::json ReadMetadata(const std::string& path) {
   return ParseMetadata(*text, path);
 }
 
+absl::string_view FileName(absl::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == absl::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// Whether `meta` lists a file named as `path` among its run's outputs (by name: the run may have
+// been given paths relative to another directory).
+bool ListsFile(const nlohmann::json& meta, const std::string& path) {
+  auto lists = [&](const nlohmann::json& owner) {
+    if (!owner.is_object() || !owner.contains("outputs") || !owner["outputs"].is_array()) {
+      return false;
+    }
+    for (const nlohmann::json& file : owner["outputs"]) {
+      if (file.is_object() && file.contains("path") && file["path"].is_string() &&
+          FileName(file["path"].get_ref<const std::string&>()) == FileName(path)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  return lists(meta) || (meta.contains("off_cpu") && lists(meta["off_cpu"])) ||
+         (meta.contains("allocations") && lists(meta["allocations"]));
+}
+
+// The metadata of the run that wrote `output`: beside it, or beside another output of that run
+// that lists `listed` (record writes it beside the first -o only, which need not be the folded
+// one: `-o p.svg -o p.folded` puts it in p.svg.json).
+nlohmann::json ReadRunMetadata(const std::string& output, const std::string& listed) {
+  nlohmann::json own = ReadMetadata(output);
+  if (!own.is_null()) return own;
+  std::string stem = output;
+  for (absl::string_view ext : kOutputExtensions) {
+    if (absl::EndsWith(stem, ext)) {
+      stem.resize(stem.size() - ext.size());
+      break;
+    }
+  }
+  std::vector<std::string> siblings = {stem};
+  for (absl::string_view ext : kOutputExtensions) siblings.push_back(absl::StrCat(stem, ext));
+  for (const std::string& sibling : siblings) {
+    if (sibling == output) continue;
+    nlohmann::json meta = ReadMetadata(sibling);
+    if (meta.is_object() && ListsFile(meta, listed)) return meta;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view) {
-  nlohmann::json own = ReadMetadata(path);
-  if (!own.is_null()) return own;
   std::string main;
   const std::string v = RecordOptions::ViewOfPath(path, &main);
-  if (v.empty()) return nullptr;
-  nlohmann::json meta = ReadMetadata(main);
+  if (v.empty()) return ReadRunMetadata(path, path);
+  nlohmann::json own = ReadMetadata(path);
+  if (!own.is_null()) return own;
+  nlohmann::json meta = ReadRunMetadata(main, path);
   const bool alloc = v == kHeapView || FindAllocView(v) != nullptr;
-  if (!meta.is_object() || !meta.contains(alloc ? "allocations" : "off_cpu")) return nullptr;
+  if (!meta.is_object() || !meta.contains(alloc ? "allocations" : "off_cpu")) {
+    // The name alone does not make it a view (a CPU profile may be called server.peak.folded),
+    // but a view read as samples is read in the wrong unit: say why.
+    std::fprintf(stderr,
+                 "nativeprof: %s is named like the .%s. view of a recording, but no metadata of "
+                 "that recording with %s was found (%s.json): its counts are read as samples; "
+                 "keep the metadata JSON beside it\n",
+                 path.c_str(), v.c_str(), alloc ? "allocations" : "off-CPU time", main.c_str());
+    return nullptr;
+  }
   *view = v;
   return meta;
 }
@@ -106,7 +164,12 @@ void MarkRecordedView(const std::string& path, const std::string& view,
     profile->count_unit = symbolize::AllocViewUnit(a->view);
     profile->weight_unit = profile->count_unit;
     profile->event = a->metric;
-    for (symbolize::ProfileStack& s : profile->stacks) s.weight = s.samples;
+    profile->sample_types = {a->pprof};
+    profile->default_sample_type = a->pprof.type;
+    for (symbolize::ProfileStack& s : profile->stacks) {
+      s.weight = s.samples;
+      s.values = {s.samples};
+    }
     return;
   }
   profile->count_unit = "us";

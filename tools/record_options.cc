@@ -69,8 +69,7 @@ absl::Status ParseCallGraph(absl::string_view value, RecordOptions* o) {
 
 std::string RecordOptions::ViewPath(const std::string& path, const std::string& view) {
   // The extension is what FormatFromPath reads: keep the whole of a known one.
-  for (absl::string_view ext : {".speedscope.json", ".pb.gz", ".svg", ".folded", ".pprof", ".pb",
-                                ".txt"}) {
+  for (absl::string_view ext : kOutputExtensions) {
     if (absl::EndsWith(path, ext)) {
       return absl::StrCat(path.substr(0, path.size() - ext.size()), ".", view, ext);
     }

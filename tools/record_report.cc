@@ -150,27 +150,31 @@ nlohmann::json RecordMetadata(const RecordOptions& o, const sampler::Session& se
   return j;
 }
 
-absl::Status CheckOutputsApart(const RecordOptions& o) {
-  // (file, the -o it comes from), in the order FinishRecording writes them.
-  std::vector<std::pair<std::string, std::string>> files;
+std::vector<RecordFile> RecordFiles(const RecordOptions& o) {
+  std::vector<RecordFile> files;
   for (const RecordOutput& out : o.outputs) {
     RecordOptions one = o;
     one.outputs = {out};
-    if (o.cpu_samples() && !o.off_cpu) files.emplace_back(out.path, out.path);
+    if (o.cpu_samples() && !o.off_cpu) files.push_back({out.path, out.path});
     if (o.cpu_samples() && o.off_cpu) {
-      for (const ViewOutput& v : OffCpuOutputs(one)) files.emplace_back(v.path, out.path);
+      for (const ViewOutput& v : OffCpuOutputs(one)) files.push_back({v.path, out.path});
     }
     if (o.alloc_rate_bytes.has_value()) {
-      for (const ViewOutput& v : AllocOutputs(one)) files.emplace_back(v.path, out.path);
+      for (const ViewOutput& v : AllocOutputs(one)) files.push_back({v.path, out.path});
     }
   }
-  files.emplace_back(o.MetadataPath(), o.outputs.front().path);
+  files.push_back({o.MetadataPath(), o.outputs.front().path});
+  return files;
+}
+
+absl::Status CheckOutputsApart(const RecordOptions& o) {
+  const std::vector<RecordFile> files = RecordFiles(o);
   for (size_t i = 0; i < files.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
-      if (files[i].first != files[j].first) continue;
+      if (files[i].path != files[j].path) continue;
       return absl::InvalidArgumentError(absl::StrCat(
-          "-o ", files[j].second, " and -o ", files[i].second, " would both write ",
-          files[i].first, "; give the outputs names apart"));
+          "-o ", files[j].output, " and -o ", files[i].output, " would both write ",
+          files[i].path, "; give the outputs names apart"));
     }
   }
   return absl::OkStatus();
@@ -271,6 +275,17 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   metadata["frame_modules"] = output::FrameModulesJson(frame_module_sources);
   if (session.off_cpu()) metadata["off_cpu"] = OffCpuJson(o, collector, threads);
   if (state.alloc.has_value()) metadata["allocations"] = AllocJson(o, *state.alloc, collector);
+  // An output that went to the fallback directory is listed where it is.
+  auto relocate = [&](nlohmann::json& files) {
+    for (nlohmann::json& file : files) {
+      if (!file.contains("path")) continue;
+      file["path"] = fallback.WrittenPath(file["path"].get<std::string>());
+    }
+  };
+  relocate(metadata["outputs"]);
+  for (const char* section : {"off_cpu", "allocations"}) {
+    if (metadata.contains(section)) relocate(metadata[section]["outputs"]);
+  }
   const std::string metadata_text = output::RenderJsonDocument(metadata) + "\n";
   if (!beside_a_stream(o.MetadataPath())) {
     fallback.Write(

@@ -70,6 +70,13 @@ std::optional<std::string> SampleCoverageLine(uint64_t sampled_ns,
                                               const std::vector<sampler::CounterValue>& counters,
                                               uint64_t frequency_hz);
 
+// Every file a run writes (each -o, the views beside them, the metadata), with the -o it comes
+// from, in the order FinishRecording writes them.
+struct RecordFile {
+  std::string path;
+  std::string output;  // the -o
+};
+std::vector<RecordFile> RecordFiles(const RecordOptions& options);
 
 // Fails (kInvalidArgument, naming the file and the two -o it comes from) when two of the files
 // a run writes (each -o, the views beside them, the metadata) would be the same file: the later

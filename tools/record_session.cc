@@ -394,6 +394,18 @@ int RunRecording(const RecordOptions& o) {
   if (absl::Status st = CheckOutputsApart(o); !st.ok()) {
     return PrintCliError(CliStep::kParseOptions, st);
   }
+  // The files written beside an -o (its views, the metadata): one that cannot be (a directory of
+  // that name) would otherwise go to the fallback directory only once the run is over. Beside an
+  // -o that is a stream none is written.
+  for (const RecordFile& f : RecordFiles(o)) {
+    if (f.path == f.output || IsStreamPath(f.output)) continue;
+    if (absl::Status st = CheckOutputWritable(f.path); !st.ok()) {
+      return PrintCliError(CliStep::kWriteOutput, st,
+                           absl::StrCat("cannot write '", f.path, "', written beside -o ",
+                                        f.output),
+                           "choose another -o, or move that file away");
+    }
+  }
   if (o.duration_seconds > 0 && o.pids.empty()) {
     PrintError("--duration applies to -p PID; with a command, stop it with Ctrl-C");
     return kExitUsage;

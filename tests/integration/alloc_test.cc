@@ -144,7 +144,7 @@ TEST(AllocTest, EveryAllocationSampledGivesExactSiteCounts) {
   CommandResult text = RunCommand({NativeprofBinary(), "report", "-n", "3", alloc_view});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_THAT(text.out, HasSubstr("call sites by bytes allocated"));
-  EXPECT_THAT(text.out, HasSubstr("call sites by temporary allocations"));
+  EXPECT_THAT(text.out, HasSubstr("Top call site by temporary allocations"));
   CommandResult json =
       RunCommand({NativeprofBinary(), "report", "--format", "json", "-n", "3", alloc_view});
   ASSERT_EQ(json.exit_code, 0) << json.err;
@@ -186,6 +186,47 @@ TEST(AllocTest, AllocationsWithoutCpuSamples) {
   // Frames are tied to their modules from the allocation sites, for `report --by module`.
   EXPECT_TRUE(meta["frame_modules"]["frames"].contains("big_pairs"));
   EXPECT_THAT(rec.result.err, HasSubstr("no CPU samples (--no-cpu)"));
+}
+
+// The metadata goes beside the first -o, which need not be the folded one: the views are read
+// back in their units all the same (they were read as samples), `convert` writes a view alone as
+// its pprof sample type (it wrote `samples/count` holding bytes), and a file written beside an -o
+// that cannot be is refused before the command runs.
+TEST(AllocTest, ViewsReadBackWhicheverOutputCameFirst) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string dir = MakeTempDir();
+  CommandResult run = RunCommand({NativeprofBinary(), "record", "--no-counters", "--alloc=1",
+                                  "--no-cpu", "-o", dir + "/p.svg", "-o", dir + "/p.folded", "--",
+                                  TargetPath("alloc_workload"), "sites"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_TRUE(std::filesystem::exists(dir + "/p.svg.json"));
+  CommandResult report = RunCommand({NativeprofBinary(), "report", dir + "/p.allocs.folded"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_THAT(report.out, HasSubstr("(of 1,326,210 allocations)"));
+  EXPECT_THAT(report.out, HasSubstr("calls to allocation functions  1,326,210"));
+  EXPECT_THAT(report.err, ::testing::Not(HasSubstr("read as samples")));
+
+  CommandResult convert = RunCommand(
+      {NativeprofBinary(), "convert", dir + "/p.allocs.folded", dir + "/allocs.pb.gz"});
+  ASSERT_EQ(convert.exit_code, 0) << convert.err;
+  CommandResult strings = RunCommand({"sh", "-c", "gzip -dc " + dir + "/allocs.pb.gz | strings"});
+  EXPECT_THAT(strings.out, HasSubstr("alloc_objects"));
+  EXPECT_THAT(strings.out, ::testing::Not(HasSubstr("samples")));
+
+  // Without its metadata a view is read as samples, and says so.
+  std::filesystem::remove(dir + "/p.svg.json");
+  CommandResult bare = RunCommand({NativeprofBinary(), "report", dir + "/p.allocs.folded"});
+  EXPECT_EQ(bare.exit_code, 0) << bare.err;
+  EXPECT_THAT(bare.err, HasSubstr("its counts are read as samples"));
+
+  const std::string blocked = MakeTempDir();
+  ASSERT_TRUE(std::filesystem::create_directory(blocked + "/q.leaked.folded"));
+  CommandResult refused = RunCommand(
+      {NativeprofBinary(), "record", "--no-counters", "--alloc", "-o", blocked + "/q.folded",
+       "--", "/bin/sh", "-c", "touch " + blocked + "/ran"});
+  EXPECT_EQ(refused.exit_code, 4) << refused.err;
+  EXPECT_THAT(refused.err, HasSubstr("q.leaked.folded is a directory"));
+  EXPECT_FALSE(std::filesystem::exists(blocked + "/ran")) << "the command ran";
 }
 
 TEST(AllocTest, ReallocAlignedAndOverflowBehaveAsGlibc) {
@@ -365,7 +406,8 @@ TEST(AllocTest, AForkedChildsFreesOfInheritedBlocksAreKeptApart) {
       EXPECT_TRUE(rec.allocations["exact"]["leak_known"].get<bool>());
       EXPECT_EQ(Exact(rec, "leaked_bytes"), 20'000u);
       EXPECT_EQ(Exact(rec, "leaked_blocks"), 20u);
-      EXPECT_THAT(rec.result.err, HasSubstr("(and 100 of blocks inherited across fork, 100.0 kB)"));
+      EXPECT_THAT(rec.result.err,
+                  HasSubstr("(and 100 frees of blocks inherited across fork, 100.0 kB)"));
       EXPECT_THAT(rec.result.err, HasSubstr("leaked 20.0 kB in 20 blocks"));
       // Neither process's live heap went below zero: the child never held what it freed.
       for (const nlohmann::json& p : rec.allocations["per_process"]) {

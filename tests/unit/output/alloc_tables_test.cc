@@ -67,6 +67,8 @@ TEST(AllocTablesTest, SitesSkipAllocatorPlumbing) {
   const std::string md =
       RenderAllocCallSites("bytes allocated", sites, 400, "bytes", TableFormat::kMarkdown);
   EXPECT_THAT(md, HasSubstr("**Top 2 call sites by bytes allocated**\n\n| share | bytes |"));
+  EXPECT_THAT(RenderAllocCallSites("bytes leaked", {sites[0]}, 400, "bytes"),
+              HasSubstr("Top call site by bytes leaked\n"));
   EXPECT_THAT(md, HasSubstr("| 75.00% | 300 B | `build_index (via "
                             "std::vector<int>::_M_realloc_insert)` |"));
 }
