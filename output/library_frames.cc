@@ -13,9 +13,15 @@ bool IsStandardLibraryFunction(absl::string_view function) {
   // The crate of the path, of a qualified path's self type, or, for a generic or primitive self
   // type, of its trait; a v0 crate disambiguator dropped (ModuleKey's CrateOf).
   const std::string crate = CrateOf(function);
-  if (crate == "std" || crate == "core" || crate == "alloc" || crate == "__gnu_cxx" ||
-      crate == "__cxxabiv1") {
-    return true;
+  // Rust's runtime crates besides std, core and alloc: `__rustc` holds the standard library's
+  // internal symbols since Rust 1.9x (`__rustc::__rust_alloc`, `__rustc::rust_begin_unwind`),
+  // and a panic allocates its payload in panic_unwind.
+  static const absl::string_view kCrates[] = {"std",           "core",        "alloc",
+                                              "__gnu_cxx",     "__cxxabiv1",  "__rustc",
+                                              "panic_unwind",  "panic_abort", "std_detect",
+                                              "compiler_builtins"};
+  for (absl::string_view k : kCrates) {
+    if (crate == k) return true;
   }
   // No crate at all in a qualified path: an inherent method of a primitive, slice or tuple
   // (`<str>::to_lowercase`, `<[u8]>::to_vec`), which only the standard library defines.

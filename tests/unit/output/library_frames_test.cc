@@ -19,7 +19,9 @@ TEST(LibraryFramesTest, StandardLibraryPathsTypesAndImpls) {
                         "<u64 as core::fmt::Display>::fmt", "<&T as core::fmt::Display>::fmt",
                         "<alloc::vec::Vec<T,A> as core::ops::drop::Drop>::drop",
                         "std[e28293b1aa0f68bd]::thread::sleep", "__gthread_mutex_lock",
-                        "__gnu_cxx::new_allocator<int>::allocate",
+                        "__gnu_cxx::new_allocator<int>::allocate", "__rustc::__rdl_alloc",
+                        "__rustc::rust_begin_unwind", "panic_unwind::imp::panic",
+                        "<alloc::boxed::Box<panic_unwind::imp::Exception>>::new",
                         "<<alloc::boxed::Box<str> as core::convert::From<&str>>::from as "
                         "core::ops::function::FnOnce<(&str,)>>::call_once"}) {
     EXPECT_TRUE(IsStandardLibraryFunction(f)) << f;
@@ -30,7 +32,8 @@ TEST(LibraryFramesTest, StandardLibraryPathsTypesAndImpls) {
                         "<myapp::Wrap<std::string::String> as core::clone::Clone>::clone",
                         "<T as myapp::Render>::render", "<str as myapp::StrExt>::words",
                         "<&myapp::Matrix as core::ops::arith::Mul>::mul", "stdx::run",
-                        "corelib::init", "allocator_api2::alloc",
+                        "corelib::init", "allocator_api2::alloc", "rustc_hash::hash",
+                        "panic_handler::report",
                         "<<myapp::Config as core::default::Default>::default as "
                         "core::ops::function::FnOnce<()>>::call_once",
                         "pthread_cond_wait", "stdio_read", "<lambda()>", "core_dump"}) {
