@@ -89,8 +89,8 @@ std::string RenderDiffTable(const DiffResult& diff, size_t top_n) {
                           c.name);
   }
   if (!sampled) {
-    absl::StrAppend(&out, "\nChanges are in percentage points of all ", diff.count_unit,
-                    diff.count_unit == "us" ? " of time.\n" : ".\n");
+    absl::StrAppend(&out, "\nChanges are in percentage points of the ",
+                    diff.count_unit == "us" ? "time (us)" : diff.count_unit, " of each side.\n");
     return out;
   }
   absl::StrAppendFormat(
@@ -111,6 +111,7 @@ std::string RenderDiffSvg(const symbolize::Profile& before, const symbolize::Pro
   FlameSvgOptions options;
   options.title = title.empty() ? "Differential Flame Graph" : title;
   options.differential = true;
+  options.count_name = after.count_unit;  // diff refuses profiles of two units
   return RenderFlameSvg(tree, options, nullptr);
 }
 

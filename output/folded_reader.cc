@@ -40,6 +40,17 @@ std::pair<absl::string_view, ProfileFrameKind> SplitSuffix(absl::string_view nam
   return {name, ProfileFrameKind::kUser};
 }
 
+// Text has no NUL and few control bytes; a pprof, gzip or SVG-in-a-zip file has many.
+bool LooksBinary(absl::string_view line) {
+  size_t control = 0;
+  for (char c : line.substr(0, 512)) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u == 0) return true;
+    control += u < 0x20 && u != '\t';
+  }
+  return control > 4;
+}
+
 }  // namespace
 
 absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
@@ -65,16 +76,26 @@ absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
                        "' has no sample count (expected 'comm;frame;... COUNT')"));
     }
     absl::string_view count_text = line.substr(sep + 1);
+    if (line_no == 1 && LooksBinary(line)) {
+      return absl::InvalidArgumentError("line 1: binary data, not a folded profile");
+    }
+    if (count_text.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", line_no, " ends in a space: the sample count must follow the last one"));
+    }
+    const bool digits = count_text.find_first_not_of("0123456789") == absl::string_view::npos;
     uint64_t count = 0;
-    if (count_text.empty() || !absl::SimpleAtoi(count_text, &count) || count_text[0] == '-' ||
-        count_text[0] == '+') {
+    if (!digits) {
       return absl::InvalidArgumentError(absl::StrCat("line ", line_no, ": sample count '",
                                                      EscapeForMessage(count_text),
                                                      "' is not a non-negative integer"));
     }
-    if (count > UINT64_MAX - total) {
+    // 2^53 keeps every figure derived from the counts exact and in range: microseconds of a time
+    // view in nanoseconds (x1000), and pprof's signed 64-bit values.
+    if (!absl::SimpleAtoi(count_text, &count) || count > kMaxFoldedTotal - total) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "line ", line_no, ": sample count ", count, " takes the total beyond 2^64 - 1"));
+          "line ", line_no, ": sample count ", EscapeForMessage(count_text),
+          " takes the total beyond 2^53 (", kMaxFoldedTotal, "), more than any profile holds"));
     }
     total += count;
     absl::string_view stack_text = line.substr(0, sep);

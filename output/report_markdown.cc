@@ -53,8 +53,13 @@ std::string Summary(const ReportModel& model, const std::string& input,
   out.append(".");
   if (metadata.is_object() && metadata.contains("samples") &&
       metadata["samples"].is_number_unsigned()) {
-    absl::StrAppend(&out, " Recorded ", WithThousands(metadata["samples"].get<uint64_t>()),
-                    " samples");
+    // --no-cpu: the recording took no CPU samples by design (event "none").
+    if (metadata.contains("event") && metadata["event"] == "none") {
+      out.append(" Recorded with --no-cpu (allocations only)");
+    } else {
+      absl::StrAppend(&out, " Recorded ", WithThousands(metadata["samples"].get<uint64_t>()),
+                      " samples");
+    }
     const nlohmann::json& lost = metadata.contains("lost") ? metadata["lost"] : nlohmann::json();
     if (lost.is_object() && lost.value("records", nlohmann::json()).is_number_unsigned() &&
         lost.value("samples", nlohmann::json()).is_number_unsigned()) {

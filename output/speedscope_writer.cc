@@ -117,7 +117,10 @@ std::string RenderSpeedscope(const Profile& profile, const std::string& name) {
   out.reserve(frames_json.size() + 64 * profile.stacks.size() + 1024);
   out.append("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"name\":");
   AppendJsonString(&out, name);
-  out.append(",\"exporter\":\"nativeprof\",\"activeProfileIndex\":0,\"shared\":{\"frames\":[");
+  out.append(",\"exporter\":\"nativeprof\",");
+  // An index into an empty list of profiles would name none.
+  if (!order.empty()) out.append("\"activeProfileIndex\":0,");
+  out.append("\"shared\":{\"frames\":[");
   out.append(frames_json);
   out.append("]},\"profiles\":[");
   bool first_thread = true;

@@ -193,8 +193,8 @@ std::string EmitSvg(const std::vector<std::string>& names, const std::vector<Pal
     if (options.differential) {
       const double before =
           total_before > 0 ? 100.0 * static_cast<double>(r.value[0]) / total_before : 0;
-      absl::StrAppendFormat(&out, "; before %s samples, %.2f%%; change %+.2f%%",
-                            WithCommas(r.value[0]), before, 100.0 * delta[i]);
+      absl::StrAppendFormat(&out, "; before %s %s, %.2f%%; change %+.2f%%",
+                            WithCommas(r.value[0]), options.count_name, before, 100.0 * delta[i]);
     }
     const std::string fill =
         options.differential      ? DiffColor(delta[i], max_abs)

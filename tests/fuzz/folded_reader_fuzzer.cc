@@ -2,7 +2,7 @@
 // `report` and `diff` are given (any file a user names, binary ones included):
 //   1. an error is one short line, "line N: ...", with the quoted bytes escaped (no control
 //      byte, at most kMaxQuotedBytes of input quoted);
-//   2. a parsed profile has in-range frame indexes and a sample total that fits in 64 bits, and
+//   2. a parsed profile has in-range frame indexes and a sample total within kMaxFoldedTotal, and
 //      renders back (RenderFolded) to text that parses to the same total;
 //   3. the text reports and the diff table over it (sums, shares, intervals) do not crash;
 //   4. `report --by module --hide ... --focus ...` over it (module keys of hostile names, the
@@ -34,7 +34,7 @@ using nativeprof::fuzz::Check;
 uint64_t Total(const nativeprof::symbolize::Profile& profile) {
   uint64_t total = 0;
   for (const auto& s : profile.stacks) {
-    Check(!__builtin_add_overflow(total, s.samples, &total));
+    Check(!__builtin_add_overflow(total, s.samples, &total) && total <= nativeprof::output::kMaxFoldedTotal);
     for (uint32_t f : s.frames) Check(f < profile.frames.size());
   }
   return total;

@@ -103,8 +103,7 @@ TEST(OutputCliTest, BinaryInputGivesOneEscapedLine) {
     }
   }
   testing::CommandResult r = RunCommand({NativeprofBinary(), "report", dir + "/a.out"});
-  EXPECT_THAT(r.err, HasSubstr("'\\x1b[2J\\x07\\xc2\\x9b31m\\xe2\\x80\\xae\\xff\\x1b"));
-  EXPECT_THAT(r.err, HasSubstr(" more bytes)' is not a non-negative integer"));
+  EXPECT_THAT(r.err, HasSubstr("a.out:1: binary data, not a folded profile; give a folded file"));
   EXPECT_FALSE(std::ifstream(dir + "/out.svg").good());
 }
 

@@ -163,21 +163,29 @@ TEST(FoldedReaderTest, ErrorsNameTheLine) {
   EXPECT_THAT(negative.status().message(), HasSubstr("line 1"));
 }
 
-TEST(FoldedReaderTest, CountsThatOverflowTheTotalAreRejected) {
-  // Each count fits in 64 bits; their sum does not, whether on one stack or across stacks.
-  for (const char* text : {"a;b 18446744073709551615\na;b 1\n",
-                           "a;b 9223372036854775808\na;c 9223372036854775808\n"}) {
+TEST(FoldedReaderTest, CountsPastTwoToThe53AreRejected) {
+  // The total stays within 2^53, so that a time view's microseconds in nanoseconds and pprof's
+  // signed values cannot wrap (a count of 2^64 - 1 became -1 in pprof), whether on one stack or
+  // across stacks.
+  for (const char* text : {"a;b 9007199254740992\na;b 1\n",
+                           "a;b 4503599627370497\na;c 4503599627370496\n",
+                           "a;b 1\na;b 18446744073709551615\n",
+                           "a;b 1\na;b 18446744073709551616\n"}) {
     absl::StatusOr<Profile> p = ParseFolded(text);
     ASSERT_FALSE(p.ok()) << text;
     EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(p.status().message(), HasSubstr("line 2: sample count "));
-    EXPECT_THAT(p.status().message(), HasSubstr("beyond 2^64 - 1"));
+    EXPECT_THAT(p.status().message(), HasSubstr("beyond 2^53"));
   }
-  // A count past 64 bits is not a count at all.
-  EXPECT_THAT(ParseFolded("a;b 18446744073709551616\n").status().message(),
-              HasSubstr("is not a non-negative integer"));
-  NP_ASSERT_OK_AND_ASSIGN(Profile full, ParseFolded("a;b 18446744073709551614\na;c 1\n"));
-  EXPECT_EQ(full.stacks[0].samples + full.stacks[1].samples, UINT64_MAX);
+  NP_ASSERT_OK_AND_ASSIGN(Profile full, ParseFolded("a;b 9007199254740991\na;c 1\n"));
+  EXPECT_EQ(full.stacks[0].samples + full.stacks[1].samples, kMaxFoldedTotal);
+  // What is not a count, and what is not text at all, say so.
+  EXPECT_THAT(ParseFolded("a;b 12x\n").status().message(),
+              HasSubstr("'12x' is not a non-negative integer"));
+  EXPECT_THAT(ParseFolded("a;b 1 \n").status().message(),
+              HasSubstr("line 1 ends in a space"));
+  EXPECT_THAT(ParseFolded(std::string("\x1f\x8b\x08\0\0\0 1\n", 10)).status().message(),
+              HasSubstr("line 1: binary data, not a folded profile"));
 }
 
 TEST(FoldedReaderTest, ErrorsQuoteTheLineEscapedAndShort) {

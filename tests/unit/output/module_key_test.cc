@@ -99,6 +99,13 @@ TEST(ModuleKeyTest, KernelAndJitFramesIgnoreTheModule) {
   EXPECT_EQ(ModuleKey("jit_hot_loop_[j]", "jitted-123.so"), "[jit]");
 }
 
+// The off-CPU views' synthetic leaves are no module (they were "waiting for CPU", a module).
+TEST(ModuleKeyTest, OffCpuLeavesStayAsTheyAre) {
+  EXPECT_EQ(ModuleKey("[waiting for CPU]", ""), "[waiting for CPU]");
+  EXPECT_EQ(ModuleKey("[off-CPU, stack not sampled]", ""), "[off-CPU, stack not sampled]");
+  EXPECT_EQ(ModuleKey("[libfoo.so]", ""), "libfoo.so");
+}
+
 TEST(ModuleKeyTest, SharedObjectsWinOverTheName) {
   EXPECT_EQ(ModuleKey("malloc", "libc.so.6"), "libc.so.6");
   EXPECT_EQ(ModuleKey("hotlib::fnv_checksum", "libhotlib.so"), "libhotlib.so");

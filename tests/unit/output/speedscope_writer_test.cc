@@ -45,6 +45,11 @@ TEST(SpeedscopeWriterTest, OneSampledProfilePerThreadHeaviestFirst) {
   EXPECT_EQ(profiles[1]["name"], "app (1/1)");
   EXPECT_EQ(profiles[1]["samples"], nlohmann::json::parse("[[0,1],[0,2]]"));
   EXPECT_EQ(profiles[1]["weights"], nlohmann::json::parse("[2000,1000]"));
+  EXPECT_EQ(j["activeProfileIndex"], 0);
+  // No samples: no profile for an index to name.
+  const nlohmann::json empty = nlohmann::json::parse(RenderSpeedscope(Profile(), "e"));
+  EXPECT_TRUE(empty["profiles"].empty());
+  EXPECT_FALSE(empty.contains("activeProfileIndex"));
 }
 
 // A new thread runs under its creator's name until it names itself: still one profile, named
