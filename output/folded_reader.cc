@@ -71,21 +71,27 @@ absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
     if (line.find_first_not_of(" \t") == absl::string_view::npos) continue;
     const size_t sep = line.find_last_of(" \t");
     if (sep == absl::string_view::npos) {
+      if (line_no == 1 && LooksBinary(line)) {
+        return absl::InvalidArgumentError("line 1: binary data, not a folded profile");
+      }
       return absl::InvalidArgumentError(
           absl::StrCat("line ", line_no, ": '", EscapeForMessage(line),
                        "' has no sample count (expected 'comm;frame;... COUNT')"));
     }
     absl::string_view count_text = line.substr(sep + 1);
-    if (line_no == 1 && LooksBinary(line)) {
+    // A line that is not a folded one: said as such when it is binary data (a pprof or gzip file
+    // given by mistake), not as a count that is not one. A frame name may hold any byte.
+    const bool bad_count = count_text.empty() ||
+                           count_text.find_first_not_of("0123456789") != absl::string_view::npos;
+    if (line_no == 1 && bad_count && LooksBinary(line)) {
       return absl::InvalidArgumentError("line 1: binary data, not a folded profile");
     }
     if (count_text.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "line ", line_no, " ends in a space: the sample count must follow the last one"));
     }
-    const bool digits = count_text.find_first_not_of("0123456789") == absl::string_view::npos;
     uint64_t count = 0;
-    if (!digits) {
+    if (bad_count) {
       return absl::InvalidArgumentError(absl::StrCat("line ", line_no, ": sample count '",
                                                      EscapeForMessage(count_text),
                                                      "' is not a non-negative integer"));

@@ -1,5 +1,6 @@
 #include "tools/alloc_report.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/algorithm/container.h"
@@ -193,8 +194,17 @@ nlohmann::json AllocJson(const RecordOptions& o, const AllocRun& run,
                                         "rate_bytes)) bytes and 1 / (1 - exp(-s / rate_bytes)) "
                                         "allocations (unbiased estimates)"},
   };
+  // The series is read as the profiler drains (every 100 ms at most, 10 ms apart at least): a
+  // short run's showed only its end, and any run's could miss its peak between two reads. The
+  // peak goes in at the time the records date it.
+  std::vector<std::pair<uint64_t, uint64_t>> points = run.live_over_time;
+  if (const uint64_t at = tracker.exact_peak_time_ns(); at != 0 && t.peak_bytes > 0) {
+    const std::pair<uint64_t, uint64_t> peak{at, t.peak_bytes};
+    auto after = std::upper_bound(points.begin(), points.end(), peak);
+    points.insert(after, peak);
+  }
   nlohmann::json series = nlohmann::json::array();
-  for (const auto& [time, live] : run.live_over_time) series.push_back({time, live});
+  for (const auto& [time, live] : points) series.push_back({time, live});
   j["live_heap_over_time"] = {{"unit", "[CLOCK_MONOTONIC ns, live bytes]"},
                               {"points", std::move(series)}};
   nlohmann::json files = nlohmann::json::array();

@@ -68,8 +68,9 @@ void AllocTracker::OnFree(uint32_t pid, uint64_t block_avma, bool temporary, uin
   live_.erase(it);
 }
 
-void AllocTracker::OnPeakMark() {
+void AllocTracker::OnPeakMark(uint64_t time_ns) {
   peak_marked_ = true;
+  mark_time_ns_ = time_ns;
   TakePeakSnapshot();
 }
 

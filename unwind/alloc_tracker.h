@@ -49,7 +49,7 @@ class AllocTracker {
   // The run's exact live heap reached a new peak (the preload's mark, written while sampling by
   // bytes): the sampled live set per site is copied now, at the exact peak's moment, and no
   // longer at the highest point of the sampled estimate, which noise pushes up.
-  void OnPeakMark();
+  void OnPeakMark(uint64_t time_ns);
   // Process `child` was forked: its frees of blocks it inherited (sampled in its parent before
   // the fork) are frees of copies, not unmatched ones, and leave the parent's blocks live.
   void OnProcessForked(uint32_t child);
@@ -73,6 +73,10 @@ class AllocTracker {
   // The estimated live heap at its peak, and when that was.
   double peak_bytes() const { return peak_bytes_; }
   uint64_t peak_time_ns() const { return peak_time_ns_; }
+  // When the exact live heap reached its peak, as near as the records tell: the last peak mark,
+  // or without marks (--alloc=1, where the sampled live heap is the exact one) the sampled
+  // peak's time. 0 when nothing was sampled.
+  uint64_t exact_peak_time_ns() const { return peak_marked_ ? mark_time_ns_ : peak_time_ns_; }
 
 
   // The weight of one sampled allocation of `size` bytes (how many bytes / allocations it
@@ -128,6 +132,7 @@ class AllocTracker {
   double live_bytes_ = 0;
   double peak_bytes_ = 0;
   uint64_t peak_time_ns_ = 0;
+  uint64_t mark_time_ns_ = 0;  // of the last peak mark
   double snapshot_bytes_ = 0;  // live_bytes_ when the per-site peak figures were copied
   bool peak_pending_ = false;  // a new peak was reached after the last snapshot
   bool peak_marked_ = false;   // snapshots follow the preload's peak marks

@@ -123,7 +123,7 @@ void StackCollector::OnSample(const sampler::SampleView& sample) {
     return;
   }
   if (sample.event == sampler::SampleEvent::kPeakMark) {
-    alloc_.OnPeakMark();
+    alloc_.OnPeakMark(sample.time_ns);
     return;
   }
   if (sample.event == sampler::SampleEvent::kFree) {

@@ -76,6 +76,22 @@ void ExpectSitesTotals(const AllocRecording& rec, uint64_t times) {
   EXPECT_EQ(Exact(rec, "leaked_blocks"), times * 10);
 }
 
+// The live heap over time holds the exact peak, within the run, however short: it is read as
+// the profiler drains, and a run shorter than a drain showed only its end.
+void ExpectSeriesHoldsThePeak(const AllocRecording& rec) {
+  const nlohmann::json& points = rec.allocations["live_heap_over_time"]["points"];
+  ASSERT_GE(points.size(), 2u) << points.dump();
+  uint64_t most = 0, previous = 0;
+  for (const nlohmann::json& p : points) {
+    EXPECT_GE(p[0].get<uint64_t>(), previous) << points.dump();  // in time order
+    previous = p[0].get<uint64_t>();
+    most = std::max(most, p[1].get<uint64_t>());
+  }
+  EXPECT_EQ(most, Exact(rec, "peak_heap_bytes")) << points.dump();
+  EXPECT_NE(points.front()[1].get<uint64_t>() + points.back()[1].get<uint64_t>(), 2 * most)
+      << "the peak is an end of the series: " << points.dump();
+}
+
 TEST(AllocTest, TotalsEqualTheConstructionAndSitesTheirShares) {
   NP_SKIP_IF_NO_PERF();
   AllocRecording rec = RecordAlloc("--alloc", {TargetPath("alloc_workload"), "sites", "8"});
@@ -90,6 +106,7 @@ TEST(AllocTest, TotalsEqualTheConstructionAndSitesTheirShares) {
   EXPECT_EQ(rec.allocations["per_process"][0]["command"], "alloc_workload");
   EXPECT_THAT(rec.result.err, HasSubstr("allocations: 10,609,680 calls"));
   EXPECT_THAT(rec.result.err, HasSubstr("peak heap 63.0 MB"));
+  ExpectSeriesHoldsThePeak(rec);
 
   // Sampled at the default rate: byte shares of 60 / 30 / 10 % within 3 points.
   FoldedProfile bytes = rec.View("alloc");
@@ -175,6 +192,7 @@ TEST(AllocTest, AllocationsWithoutCpuSamples) {
       RecordAlloc("--alloc=1", {TargetPath("alloc_workload"), "sites"}, {"--no-cpu"});
   ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
   ExpectSitesTotals(rec, 1);
+  ExpectSeriesHoldsThePeak(rec);
   FoldedProfile count = rec.View("allocs");
   EXPECT_EQ(count.Self("small_temporaries"), 1'310'720u);
   EXPECT_EQ(count.Self("big_pairs"), 120u);

@@ -184,8 +184,10 @@ TEST(FoldedReaderTest, CountsPastTwoToThe53AreRejected) {
               HasSubstr("'12x' is not a non-negative integer"));
   EXPECT_THAT(ParseFolded("a;b 1 \n").status().message(),
               HasSubstr("line 1 ends in a space"));
-  EXPECT_THAT(ParseFolded(std::string("\x1f\x8b\x08\0\0\0 1\n", 10)).status().message(),
+  EXPECT_THAT(ParseFolded(std::string("\x1f\x8b\x08\0\0\0\x03" "junk\n", 12)).status().message(),
               HasSubstr("line 1: binary data, not a folded profile"));
+  // A frame name may hold any byte: a line that parses is a line.
+  EXPECT_TRUE(ParseFolded(std::string("a;b\0\x01\x02\x03\x04\x05 1\n", 12)).ok());
 }
 
 TEST(FoldedReaderTest, ErrorsQuoteTheLineEscapedAndShort) {

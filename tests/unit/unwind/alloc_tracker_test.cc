@@ -39,7 +39,7 @@ TEST(AllocTrackerTest, EverySampledAllocationWeighsOneWhenTheRateIsOne) {
 TEST(AllocTrackerTest, PeakMarksDecideWhenTheSampledPeakSetIsTaken) {
   AllocTracker t(512 * 1024);
   t.OnAlloc(0, kPid, 0x1000, 1 << 20, 1);
-  t.OnPeakMark();  // the exact peak: site 0's block live
+  t.OnPeakMark(25);  // the exact peak: site 0's block live
   t.OnFree(kPid, 0x1000, /*temporary=*/false, 2);
   t.OnAlloc(1, kPid, 0x2000, 4 << 20, 3);  // a larger estimate, but no new exact peak
   t.OnFree(kPid, 0x2000, /*temporary=*/false, 4);
