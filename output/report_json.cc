@@ -135,6 +135,20 @@ std::string RenderReportJson(const ReportModel& model, const std::string& input,
     j["blocking_call_sites"] = BlockingSites(*sections.blocking_sites, sections.blocking_total);
   }
   if (sections.allocations) j["allocations"] = Allocations(metadata, sections.alloc_rankings);
+  // The per-thread split the text report's "Threads" table shows (recorded with --off-cpu).
+  if (metadata.is_object() && metadata.contains("off_cpu") && metadata["off_cpu"].is_object() &&
+      metadata["off_cpu"].contains("threads") && metadata["off_cpu"]["threads"].is_array()) {
+    Json threads = Json::array();
+    for (const nlohmann::json& t : metadata["off_cpu"]["threads"]) {
+      Json row = Json::object();
+      for (const char* key : {"name", "pid", "tid", "lifetime_ns", "on_cpu_ns", "blocked_ns",
+                              "waiting_ns", "ran"}) {
+        CopyMember(t, key, &row, key);
+      }
+      threads.push_back(std::move(row));
+    }
+    j["threads"] = std::move(threads);
+  }
   return RenderJsonDocument(j) + "\n";
 }
 

@@ -35,6 +35,28 @@ TEST(ReportJsonTest, BlockingCallSitesWithTheirShareOfTheTime) {
   EXPECT_EQ(doc.back(), b);  // the last member
 }
 
+// The text and markdown reports show each thread's on-CPU / blocked / waiting split; so does the
+// JSON (it had none).
+TEST(ReportJsonTest, ThreadsCarryTheirSplitFromTheMetadata) {
+  const nlohmann::json meta = nlohmann::json::parse(R"({"off_cpu": {"threads": [
+      {"name": "worker", "pid": 7, "tid": 8, "lifetime_ns": 1000, "on_cpu_ns": 600,
+       "blocked_ns": 300, "waiting_ns": 100, "ran": true, "switches": 4}]}})");
+  const nlohmann::json doc =
+      nlohmann::json::parse(RenderReportJson(EmptyModel(), "p.offcpu.folded", meta));
+  ASSERT_TRUE(doc.contains("threads"));
+  ASSERT_EQ(doc["threads"].size(), 1u);
+  const nlohmann::json& t = doc["threads"][0];
+  EXPECT_EQ(t["name"], "worker");
+  EXPECT_EQ(t["tid"], 8);
+  EXPECT_EQ(t["lifetime_ns"], 1000);
+  EXPECT_EQ(t["on_cpu_ns"].get<uint64_t>() + t["blocked_ns"].get<uint64_t>() +
+                t["waiting_ns"].get<uint64_t>(),
+            1000u);
+  EXPECT_FALSE(t.contains("switches"));
+  EXPECT_FALSE(nlohmann::json::parse(RenderReportJson(EmptyModel(), "p.folded", {}))
+                   .contains("threads"));
+}
+
 TEST(ReportJsonTest, AllocationsCarryTheExactTotalsAndEveryRanking) {
   const nlohmann::json meta = nlohmann::json::parse(
       R"({"allocations": {"exact": {"allocation_calls": 7, "leaked_bytes": 30}}})");
