@@ -261,12 +261,6 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
     if ((*session)->attr().use_clockid != 0) {
       collector.mutable_off_cpu().set_recording_start(sampler::MonotonicNowNs());
     }
-    // Threads already there are listed even if they never run while recording.
-    for (int pid : o.pids) {
-      absl::StatusOr<std::vector<pid_t>> tids = sampler::ListThreads(pid);
-      if (!tids.ok()) continue;
-      for (pid_t tid : *tids) collector.mutable_off_cpu().NoteExistingThread(pid, tid);
-    }
   }
   // The existing mappings come from /proc, and with --off-cpu the stacks of threads blocked
   // now. Read before enabling: what takes time (the blocked threads' stacks, /proc/kallsyms for
@@ -294,7 +288,8 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
       collector.ForgetBlockedAtStart(static_cast<int32_t>(t.pid), static_cast<int32_t>(t.tid));
     }
   }
-  // Threads runnable now but on no CPU (preempted) wait for a CPU until their first switch-in.
+  // The threads there as recording starts are listed even if they never run while recording.
+  // Those runnable now but on no CPU (preempted) wait for a CPU until their first switch-in.
   // Read last, right before enabling: a thread that blocks after this read and before the events
   // are enabled would count its sleep as waiting.
   if ((*session)->off_cpu()) {
@@ -303,9 +298,7 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
       if (!tids.ok()) continue;
       for (pid_t tid : *tids) {
         const absl::StatusOr<char> state = sampler::ThreadStateLetter(pid, tid);
-        if (state.ok() && *state == 'R') {
-          collector.mutable_off_cpu().NoteExistingThread(pid, tid, /*runnable=*/true);
-        }
+        collector.mutable_off_cpu().NoteExistingThread(pid, tid, state.ok() && *state == 'R');
       }
     }
   }
