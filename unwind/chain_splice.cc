@@ -25,15 +25,16 @@ bool SpliceKernelChain(std::span<const uint64_t> user_chain, size_t first_user_f
   // The kernel's walk starts at the sampled rbp: user_chain[1] is [rbp + 8]. Inside the leaf's
   // frame rbp is the leaf's frame record, 16 bytes below its CFA. Sampled outside it (a
   // recursive function before its push of rbp, after its leave, or on a shrink-wrapped path that
-  // sets up no frame), rbp is a caller's record, further up, and the chain lacks the leaf's own
-  // return address: it holds one occurrence fewer when that address is the last one (an 81-deep
-  // recursion sampled in its innermost level's frameless path showed 80 levels).
-  if (out->leaf_cfa != 0 && out->sampled_rbp > out->leaf_cfa - 16 &&
-      out->frames[first_user_frame + 1].avma == last) {
+  // sets up no frame), rbp is its caller's record, 16 bytes below the caller's CFA, and the chain
+  // lacks the leaf's own return address: it holds one occurrence fewer when that address is the
+  // last one (a recursion 101 deep sampled in its innermost level's frameless path showed 100
+  // levels). Only that exact record says so: an rbp further up (a frameless caller too, or a
+  // register that holds no frame pointer) leaves the join as it was.
+  if (out->caller_cfa != 0 && out->sampled_rbp + 16 == out->caller_cfa &&
+      out->frames[first_user_frame + 1].avma == last && occurrences > 1) {
     --occurrences;
   }
-  // user_chain[0] is the sampled ip; the match must be a return address further up (or, when
-  // the chain lacks the leaf's, the ip itself: the chain goes on with the leaf's caller's).
+  // user_chain[0] is the sampled ip; the match must be a return address further up.
   size_t k = 0;
   for (size_t seen = 0; seen < occurrences;) {
     if (++k >= user_chain.size()) return false;

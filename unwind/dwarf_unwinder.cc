@@ -98,7 +98,7 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
   if (const UnwindMemo::Outcome* memo = memo_.Replay(key, stack, out); memo != nullptr) {
     out->end = memo->end;
     out->stack_high = memo->stack_high;
-    out->leaf_cfa = memo->leaf_cfa;
+    out->caller_cfa = memo->caller_cfa;
     stats_.fp_fallback_frames += memo->stats.fp_fallback_frames;
     stats_.expr_frames += memo->stats.expr_frames;
     out->replayed_from = memo->entry_id;
@@ -112,7 +112,7 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
   memo_.Store(key, regs_read, stack, *out, first_user,
               {.end = out->end,
                .stack_high = out->stack_high,
-               .leaf_cfa = out->leaf_cfa,
+               .caller_cfa = out->caller_cfa,
                .stats = {.fp_fallback_frames = stats_.fp_fallback_frames - before.fp_fallback_frames,
                          .expr_frames = stats_.expr_frames - before.expr_frames}});
 }
@@ -126,9 +126,9 @@ void DwarfUnwinder::Walk(const DwarfRegs& sampled, const StackCopy& stack,
   sets[0] = sampled;
   DwarfRegs* cur = &sets[0];
   DwarfRegs* next_regs = &sets[1];
+  const size_t first_frame = out->frames.size();
   out->frames.push_back({cur->pc(), FrameAddressKind::kInstructionPointer, false});
   bool exact_pc = true;  // the leaf, and a frame interrupted by a signal, hold an exact PC
-  bool leaf = true;
   while (true) {
     if (out->frames.size() >= kMaxFrames) {
       out->end = StackEnd::kMaxDepth;
@@ -213,8 +213,8 @@ void DwarfUnwinder::Walk(const DwarfRegs& sampled, const StackCopy& stack,
       return;
     }
     exact_pc = signal_frame;
-    if (leaf) out->leaf_cfa = next.sp();
-    leaf = false;
+    // The second step: from the leaf's caller to the frame above it.
+    if (out->frames.size() == first_frame + 2) out->caller_cfa = next.sp();
     out->frames.push_back(
         {next.pc(),
          exact_pc ? FrameAddressKind::kInstructionPointer : FrameAddressKind::kReturnAddress,

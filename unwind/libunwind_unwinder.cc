@@ -220,9 +220,10 @@ void LibunwindUnwinder::Unwind(const sampler::SampleView& sample, const ProcessV
       out->end = StackEnd::kComplete;
       break;
     }
-    if (out->frames.size() == first_user + 1 && r > 0) {
+    // The second step: from the leaf's caller to the frame above it (as in DwarfUnwinder).
+    if (out->frames.size() == first_user + 2 && r > 0) {
       unw_word_t cfa = 0;
-      if (unw_get_reg(&cursor, UNW_REG_SP, &cfa) == 0) out->leaf_cfa = cfa;
+      if (unw_get_reg(&cursor, UNW_REG_SP, &cfa) == 0) out->caller_cfa = cfa;
     }
     if (r < 0) {
       out->end = st.read_beyond_stack ? StackEnd::kTruncatedStack

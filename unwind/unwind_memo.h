@@ -50,7 +50,7 @@ class UnwindMemo {
   struct Outcome {
     StackEnd end = StackEnd::kComplete;
     uint64_t stack_high = 0;
-    uint64_t leaf_cfa = 0;
+    uint64_t caller_cfa = 0;
     UnwinderStats stats;  // the frame counts it added to the unwinder's statistics
     // Set by Store: unique over the memo's life (resets included), never 0.
     uint64_t entry_id = 0;

@@ -57,9 +57,10 @@ struct UnwoundStack {
   // same address-space generation, and whoever resolved the first may reuse what it found.
   uint64_t replayed_from = 0;
   // For the hybrid splice (SpliceKernelChain), which must know whether the kernel's frame-pointer
-  // walk, which starts at the sampled rbp, holds the leaf's own return address: the leaf's CFA
-  // (its caller's sp) once the unwind got past the leaf, and the sampled rbp. 0 when not known.
-  uint64_t leaf_cfa = 0;
+  // walk, which starts at the sampled rbp, holds the leaf's own return address: the CFA of the
+  // leaf's caller (the sp of the frame above it) once the unwind got that far, and the sampled
+  // rbp. 0 when not known.
+  uint64_t caller_cfa = 0;
   uint64_t sampled_rbp = 0;
 
   void Clear() {
@@ -68,7 +69,7 @@ struct UnwoundStack {
     spliced = false;
     stack_high = 0;
     replayed_from = 0;
-    leaf_cfa = 0;
+    caller_cfa = 0;
     sampled_rbp = 0;
   }
 };

@@ -32,10 +32,11 @@ struct UnwindFigures {
 };
 
 UnwindFigures Record(const std::string& call_graph, const std::vector<std::string>& target,
-                     absl::string_view recursion = "DeepRecurse") {
+                     absl::string_view recursion = "DeepRecurse",
+                     const std::string& unwinder = "native") {
   const std::string out = MakeTempDir() + "/out.folded";
   std::vector<std::string> argv = {NativeprofBinary(), "record", "--call-graph", call_graph,
-                                   "-F", "999", "-o", out, "--"};
+                                   "--unwinder", unwinder, "-F", "999", "-o", out, "--"};
   argv.insert(argv.end(), target.begin(), target.end());
   testing::CommandResult r = RunCommand(argv);
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -98,15 +99,19 @@ TEST(DwarfTruncationTest, KernelChainFinishesTruncatedStacks) {
 // address. Joined without knowing that, every such stack lost one level (100, not 101).
 TEST(DwarfTruncationTest, ARecursionSampledOutsideItsFrameKeepsEveryLevel) {
   NP_SKIP_IF_NO_PERF();
-  UnwindFigures f = Record("dwarf", {TargetPath("fp_edge_recurse"), "1", "100"}, "EdgeRecurse");
-  ASSERT_GT(f.samples, 50);
-  EXPECT_GT(f.spliced / f.samples, 0.5);
-  EXPECT_LE(f.deepest, 101u);
-  double leaf = 0;
-  for (const auto& [depth, n] : f.leaf_samples_by_depth) leaf += n;
-  // The descent and return through 100 frames take ~1 % of the time; the innermost level's loop
-  // the rest.
-  EXPECT_GT(f.leaf_samples_by_depth[101] / leaf, 0.9) << "of " << leaf << " samples in EdgeRecurse";
+  for (const char* unwinder : {"native", "libunwind"}) {
+    SCOPED_TRACE(unwinder);
+    UnwindFigures f = Record("dwarf", {TargetPath("fp_edge_recurse"), "0.6", "100"},
+                             "EdgeRecurse", unwinder);
+    ASSERT_GT(f.samples, 50);
+    EXPECT_GT(f.spliced / f.samples, 0.5);
+    EXPECT_LE(f.deepest, 101u);
+    double leaf = 0;
+    for (const auto& [depth, n] : f.leaf_samples_by_depth) leaf += n;
+    // The descent and return through 100 frames take ~1 % of the time; the innermost level's
+    // loop the rest.
+    EXPECT_GT(f.leaf_samples_by_depth[101] / leaf, 0.9) << "of " << leaf << " in EdgeRecurse";
+  }
 }
 
 }  // namespace

@@ -266,7 +266,8 @@ TEST_F(SpliceTest, JoinsARecursionAtTheLevelTheUnwindReached) {
 // The leaf is the recursive function itself, sampled outside its own frame (a shrink-wrapped
 // path with no push of rbp): the kernel's chain starts at its caller's frame record and lacks
 // the leaf's return address, one of the occurrences the join counts. True stack: the leaf,
-// five levels returning to 0x403000, then main's caller at 0x404000.
+// five levels returning to 0x403000, then main's caller at 0x404000. The leaf's caller's CFA is
+// 0x7ff000 (its frame record at 0x7feff0).
 TEST_F(SpliceTest, AChainThatLacksTheLeafsReturnAddressJoinsOneOccurrenceEarlier) {
   const auto splice = [&](uint64_t sampled_rbp, size_t unwound_levels,
                           std::vector<uint64_t> chain) {
@@ -274,7 +275,7 @@ TEST_F(SpliceTest, AChainThatLacksTheLeafsReturnAddressJoinsOneOccurrenceEarlier
     out.frames = {{0x401000, FrameAddressKind::kInstructionPointer}};
     for (size_t i = 0; i < unwound_levels; ++i) out.frames.push_back({0x403000});
     out.end = StackEnd::kTruncatedStack;
-    out.leaf_cfa = 0x7ff000;  // the leaf's return address is at 0x7feff8
+    if (unwound_levels >= 2) out.caller_cfa = 0x7ff000;
     out.sampled_rbp = sampled_rbp;
     std::vector<uint64_t> got;
     if (SpliceKernelChain(chain, 0, View(), &out)) {
@@ -284,17 +285,20 @@ TEST_F(SpliceTest, AChainThatLacksTheLeafsReturnAddressJoinsOneOccurrenceEarlier
   };
   const std::vector<uint64_t> whole = {0x401000, 0x403000, 0x403000, 0x403000,
                                        0x403000, 0x403000, 0x404000};
-  // rbp is the caller's record (above the leaf's CFA): the chain has four levels, not five.
+  // rbp is the caller's record: the chain has four levels, not five.
   const std::vector<uint64_t> lacking = {0x401000, 0x403000, 0x403000, 0x403000, 0x403000,
                                          0x404000};
-  EXPECT_EQ(splice(0x7ff080, 3, lacking), whole);
-  // The unwind got only the leaf's return address, which the chain lacks: the chain goes on
-  // from its first return address.
-  EXPECT_EQ(splice(0x7ff080, 1, lacking), whole);
-  // rbp is the leaf's own record (16 bytes below its CFA): the chain has all five levels.
-  EXPECT_EQ(splice(0x7feff0, 3, {0x401000, 0x403000, 0x403000, 0x403000, 0x403000, 0x403000,
+  EXPECT_EQ(splice(0x7feff0, 3, lacking), whole);
+  // rbp is the leaf's own record (below the caller's CFA by more): the chain has all five.
+  EXPECT_EQ(splice(0x7fef00, 3, {0x401000, 0x403000, 0x403000, 0x403000, 0x403000, 0x403000,
                                  0x404000}),
             whole);
+  // rbp further up than the caller's record (the caller is frameless too, or rbp holds no frame
+  // pointer): how much the chain lacks is not known, and the join stays as it was.
+  EXPECT_EQ(splice(0x7ff100, 3, lacking).size(), whole.size() - 1);
+  // Only the leaf's return address unwound: no caller's CFA to tell by, so the join stays as it
+  // was (a level short here).
+  EXPECT_EQ(splice(0x7feff0, 1, lacking).size(), whole.size() - 1);
 }
 
 // A walk that got only the leaf has no return address to find in the chain: not joined.
@@ -370,6 +374,24 @@ TEST_F(UnwinderNoCfiTest, FallsBackToFramePointers) {
   EXPECT_EQ(out.frames[1].kind, FrameAddressKind::kReturnAddress);
   EXPECT_EQ(out.end, StackEnd::kComplete);  // the second step found return address 0: the end
   EXPECT_GE(unwinder.stats().fp_fallback_frames, 1u);
+}
+
+// The splice needs the CFA of the leaf's caller (the sp of the frame above it); a memoized
+// unwind gives the same.
+TEST_F(UnwinderNoCfiTest, TheCallersCfaIsKeptAndReplayed) {
+  // Frame records at base+16 (-> base+48, ra 0x401200), base+48 (-> base+80, ra 0x401300) and
+  // base+80 (0, ra 0: the end).
+  stack_.words = {0, 0, 0x7ffd0030, 0x401200, 0, 0, 0x7ffd0050, 0x401300, 0, 0, 0, 0};
+  DwarfUnwinder unwinder;
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    UnwoundStack out;
+    unwinder.Unwind(Sample(0x401000, 0x7ffd0000, 0x7ffd0010), View(), &out);
+    ASSERT_EQ(out.frames.size(), 3u);
+    EXPECT_EQ(out.caller_cfa, 0x7ffd0040u);  // the second record + 16
+    EXPECT_EQ(out.sampled_rbp, 0x7ffd0010u);
+    EXPECT_EQ(out.replayed_from != 0, round == 1);
+  }
 }
 
 // Without CFI and frame pointers, rbp holds whatever the code put there. Far past the copy it is
