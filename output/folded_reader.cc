@@ -65,14 +65,16 @@ absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
   std::vector<uint32_t> frames;
   uint64_t total = 0;
   size_t line_no = 0;
+  bool first_line = true;  // the first that is not blank (an uncompressed pprof file starts \n)
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == absl::string_view::npos) continue;
     const size_t sep = line.find_last_of(" \t");
     if (sep == absl::string_view::npos) {
-      if (line_no == 1 && LooksBinary(line)) {
-        return absl::InvalidArgumentError("line 1: binary data, not a folded profile");
+      if (first_line && LooksBinary(line)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("line ", line_no, ": binary data, not a folded profile"));
       }
       return absl::InvalidArgumentError(
           absl::StrCat("line ", line_no, ": '", EscapeForMessage(line),
@@ -83,12 +85,14 @@ absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
     // given by mistake), not as a count that is not one. A frame name may hold any byte.
     const bool bad_count = count_text.empty() ||
                            count_text.find_first_not_of("0123456789") != absl::string_view::npos;
-    if (line_no == 1 && bad_count && LooksBinary(line)) {
-      return absl::InvalidArgumentError("line 1: binary data, not a folded profile");
+    if (first_line && bad_count && LooksBinary(line)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", line_no, ": binary data, not a folded profile"));
     }
+    first_line = false;
     if (count_text.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "line ", line_no, " ends in a space: the sample count must follow the last one"));
+          "line ", line_no, " ends in a space or tab: the sample count must follow the last one"));
     }
     uint64_t count = 0;
     if (bad_count) {
@@ -96,12 +100,10 @@ absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
                                                      EscapeForMessage(count_text),
                                                      "' is not a non-negative integer"));
     }
-    // 2^53 keeps every figure derived from the counts exact and in range: microseconds of a time
-    // view in nanoseconds (x1000), and pprof's signed 64-bit values.
     if (!absl::SimpleAtoi(count_text, &count) || count > kMaxFoldedTotal - total) {
       return absl::InvalidArgumentError(absl::StrCat(
           "line ", line_no, ": sample count ", EscapeForMessage(count_text),
-          " takes the total beyond 2^53 (", kMaxFoldedTotal, "), more than any profile holds"));
+          " takes the total beyond 2^63 - 1, which pprof and the reports cannot hold"));
     }
     total += count;
     absl::string_view stack_text = line.substr(0, sep);

@@ -16,8 +16,8 @@ namespace nativeprof::output {
 // The largest folded file ReadFoldedFile reads. Each frame takes at least one byte (its ';'), so
 // this also keeps frame and stack counts within the writers' 32-bit indexes.
 inline constexpr size_t kMaxFoldedFileBytes = size_t{1} << 30;
-// The most all counts of a folded file may add up to (2^53).
-inline constexpr uint64_t kMaxFoldedTotal = uint64_t{1} << 53;
+// The most all counts of a folded file may add up to: pprof's values are signed 64-bit.
+inline constexpr uint64_t kMaxFoldedTotal = uint64_t{INT64_MAX};
 
 // Parses folded text. Blank lines are skipped; the count is split off at the last space or tab
 // and must be a non-negative integer; identical stacks on several lines are summed. The result has

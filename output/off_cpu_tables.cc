@@ -18,10 +18,6 @@ namespace {
 
 double Ms(const nlohmann::json& v) { return v.is_number() ? v.get<double>() * 1e-6 : 0.0; }
 
-bool IsPseudoFrame(const std::string& name) {
-  return name == symbolize::kWaitingForCpuFrame || name == symbolize::kNoSwitchStackFrame;
-}
-
 }  // namespace
 
 std::string RenderThreadSplit(const nlohmann::json& metadata, TableFormat format) {
@@ -82,8 +78,8 @@ std::vector<BlockingCallSite> TopBlockingCallSites(const symbolize::Profile& pro
     for (int i = static_cast<int>(s.frames.size()) - 1; i >= 0; --i) {
       const symbolize::ProfileFrame& f = profile.frames[s.frames[i]];
       if (f.function == symbolize::kWaitingForCpuFrame) waiting = true;
-      if (IsPseudoFrame(f.function) && pseudo == nullptr) pseudo = &f.function;
-      if (f.kind == symbolize::ProfileFrameKind::kKernel || IsPseudoFrame(f.function)) continue;
+      if (symbolize::IsOffCpuPseudoFrame(f.function) && pseudo == nullptr) pseudo = &f.function;
+      if (f.kind == symbolize::ProfileFrameKind::kKernel || symbolize::IsOffCpuPseudoFrame(f.function)) continue;
       inner = i;
       break;
     }

@@ -24,13 +24,18 @@ absl::StatusOr<OutputFormat> ParseOutputFormat(absl::string_view name) {
       "unknown output format '", name, "'; use folded, svg, pprof or speedscope"));
 }
 
-OutputFormat FormatFromPath(absl::string_view path) {
-  if (absl::EndsWithIgnoreCase(path, ".svg")) return OutputFormat::kSvg;
-  if (absl::EndsWithIgnoreCase(path, ".pb.gz") || absl::EndsWithIgnoreCase(path, ".pprof") ||
-      absl::EndsWithIgnoreCase(path, ".pb")) {
-    return OutputFormat::kPprof;
+absl::string_view OutputExtensionOf(absl::string_view path) {
+  for (const OutputExtension& e : kOutputExtensions) {
+    if (absl::EndsWithIgnoreCase(path, e.ext)) return path.substr(path.size() - strlen(e.ext));
   }
-  if (absl::EndsWithIgnoreCase(path, ".speedscope.json")) return OutputFormat::kSpeedscope;
+  return {};
+}
+
+OutputFormat FormatFromPath(absl::string_view path) {
+  const absl::string_view ext = OutputExtensionOf(path);
+  for (const OutputExtension& e : kOutputExtensions) {
+    if (absl::EqualsIgnoreCase(ext, e.ext)) return e.format;
+  }
   return OutputFormat::kFolded;
 }
 

@@ -21,6 +21,20 @@ enum class OutputFormat { kFolded, kSvg, kPprof, kSpeedscope };
 // Errors: kInvalidArgument naming the accepted names.
 absl::StatusOr<OutputFormat> ParseOutputFormat(absl::string_view name);
 
+// The extensions an output's name may end in, whole (".pb.gz", not ".gz"), and their formats.
+struct OutputExtension {
+  const char* ext;
+  OutputFormat format;
+};
+inline constexpr OutputExtension kOutputExtensions[] = {
+    {".speedscope.json", OutputFormat::kSpeedscope}, {".pb.gz", OutputFormat::kPprof},
+    {".svg", OutputFormat::kSvg},                    {".folded", OutputFormat::kFolded},
+    {".pprof", OutputFormat::kPprof},                {".pb", OutputFormat::kPprof},
+    {".txt", OutputFormat::kFolded}};
+// The one of kOutputExtensions `path` ends in (ignoring case), as it is spelled in `path`; ""
+// for none.
+absl::string_view OutputExtensionOf(absl::string_view path);
+
 // Format inferred from the file name: ".svg" -> kSvg; ".pb.gz", ".pprof", ".pb" -> kPprof;
 // ".speedscope.json" -> kSpeedscope; anything else -> kFolded.
 OutputFormat FormatFromPath(absl::string_view path);

@@ -246,27 +246,34 @@ uint32_t PseudoFrame(Profile* profile, absl::flat_hash_map<std::string, uint32_t
   return it->second;
 }
 
-// The figure an allocation view shows for a site, and its units.
-struct AllocMetric {
-  const char* event;
-  double (*value)(const unwind::AllocSite&);
-};
+// The figure an allocation view shows for a site.
+using AllocMetric = double (*)(const unwind::AllocSite&);
 AllocMetric AllocMetricOf(ProfileView view) {
   switch (view) {
     case ProfileView::kAllocCount:
-      return {"alloc_objects", [](const unwind::AllocSite& s) { return s.count; }};
+      return [](const unwind::AllocSite& s) { return s.count; };
     case ProfileView::kTemporary:
-      return {"temporary_objects", [](const unwind::AllocSite& s) { return s.temporary; }};
+      return [](const unwind::AllocSite& s) { return s.temporary; };
     case ProfileView::kPeakBytes:
-      return {"peak_space", [](const unwind::AllocSite& s) { return s.peak_bytes; }};
+      return [](const unwind::AllocSite& s) { return s.peak_bytes; };
     case ProfileView::kLeakedBytes:
-      return {"leaked_space", [](const unwind::AllocSite& s) { return s.live_bytes; }};
+      return [](const unwind::AllocSite& s) { return s.live_bytes; };
     default:
-      return {"alloc_space", [](const unwind::AllocSite& s) { return s.bytes; }};
+      return [](const unwind::AllocSite& s) { return s.bytes; };
   }
 }
 
 }  // namespace
+
+SampleType AllocSampleTypeOf(ProfileView view) {
+  switch (view) {
+    case ProfileView::kAllocCount: return {"alloc_objects", "count"};
+    case ProfileView::kTemporary: return {"temporary_objects", "count"};
+    case ProfileView::kPeakBytes: return {"inuse_space", "bytes"};
+    case ProfileView::kLeakedBytes: return {"leaked_space", "bytes"};
+    default: return {"alloc_space", "bytes"};
+  }
+}
 
 const char* AllocViewUnit(ProfileView view) {
   return view == ProfileView::kAllocCount || view == ProfileView::kTemporary ? "allocations"
@@ -347,17 +354,20 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
 
   if (alloc) {
     const AllocMetric metric = AllocMetricOf(options.view);
-    profile.event = metric.event;
+    profile.event = AllocSampleTypeOf(options.view).type;
     profile.weight_unit = AllocViewUnit(options.view);
     profile.count_unit = AllocViewUnit(options.view);
     profile.sample_frequency_hz = 0;
     const bool heap = options.view == ProfileView::kHeap;
     if (heap) {
       profile.event = "heap";
-      profile.sample_types = {{"alloc_objects", "count"}, {"alloc_space", "bytes"},
-                              {"inuse_objects", "count"}, {"inuse_space", "bytes"},
-                              {"leaked_objects", "count"}, {"leaked_space", "bytes"}};
-      profile.default_sample_type = "alloc_space";
+      profile.sample_types = {{"alloc_objects", "count"},
+                              AllocSampleTypeOf(ProfileView::kAllocBytes),
+                              {"inuse_objects", "count"},
+                              AllocSampleTypeOf(ProfileView::kPeakBytes),
+                              {"leaked_objects", "count"},
+                              AllocSampleTypeOf(ProfileView::kLeakedBytes)};
+      profile.default_sample_type = AllocSampleTypeOf(ProfileView::kAllocBytes).type;
       profile.period_type = {"space", "bytes"};
       profile.period = collector.allocations().rate();
     }
@@ -368,7 +378,7 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
       if (cs.kind != unwind::StackKind::kAlloc) continue;
       const unwind::AllocSite& site = sites[i];
       // Rounds to nothing (or is a tiny negative left by subtracting estimates).
-      const uint64_t n = round(heap ? site.bytes : metric.value(site));
+      const uint64_t n = round(heap ? site.bytes : metric(site));
       if (n == 0) continue;
       const uint32_t index =
           merger.Add(cs, collector.thread_names()[cs.thread_name], frames_of(cs), false);

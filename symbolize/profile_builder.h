@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "symbolize/profile.h"
 #include "symbolize/symbolizer.h"
 #include "unwind/stack_collector.h"
@@ -39,6 +40,10 @@ bool IsAllocView(ProfileView view);
 // The unit an allocation view counts in: "bytes" or "allocations" (kHeap: "bytes", its default
 // sample type's).
 const char* AllocViewUnit(ProfileView view);
+// An allocation view alone as a pprof sample type: Go's name where it has one ({"alloc_space",
+// "bytes"}, {"inuse_space", "bytes"} for the peak), else one in Go's manner
+// ({"temporary_objects", "count"}, {"leaked_space", "bytes"}).
+SampleType AllocSampleTypeOf(ProfileView view);
 
 struct ProfileBuildOptions {
   ProfileView view = ProfileView::kCpu;
@@ -56,6 +61,10 @@ struct ProfileBuildOptions {
 // The leaf frame of off-CPU time spent runnable, and of off-CPU time with no sampled stack.
 inline constexpr char kWaitingForCpuFrame[] = "[waiting for CPU]";
 inline constexpr char kNoSwitchStackFrame[] = "[off-CPU, stack not sampled]";
+// One of those two: a frame of no function and no module.
+inline bool IsOffCpuPseudoFrame(absl::string_view name) {
+  return name == kWaitingForCpuFrame || name == kNoSwitchStackFrame;
+}
 
 class FrameNames;
 

@@ -12,16 +12,12 @@
 namespace nativeprof::tools {
 namespace {
 
-const AllocView kViews[] = {
-    {kAllocBytesView, symbolize::ProfileView::kAllocBytes, "bytes allocated",
-     {"alloc_space", "bytes"}},
-    {kAllocCountView, symbolize::ProfileView::kAllocCount, "allocations",
-     {"alloc_objects", "count"}},
-    {kTemporaryView, symbolize::ProfileView::kTemporary, "temporary allocations",
-     {"temporary_objects", "count"}},
-    {kPeakView, symbolize::ProfileView::kPeakBytes, "bytes live at the peak",
-     {"inuse_space", "bytes"}},
-    {kLeakedView, symbolize::ProfileView::kLeakedBytes, "bytes leaked", {"leaked_space", "bytes"}},
+constexpr AllocView kViews[] = {
+    {kAllocBytesView, symbolize::ProfileView::kAllocBytes, "bytes allocated"},
+    {kAllocCountView, symbolize::ProfileView::kAllocCount, "allocations"},
+    {kTemporaryView, symbolize::ProfileView::kTemporary, "temporary allocations"},
+    {kPeakView, symbolize::ProfileView::kPeakBytes, "bytes live at the peak"},
+    {kLeakedView, symbolize::ProfileView::kLeakedBytes, "bytes leaked"},
 };
 
 double Share(uint64_t part, uint64_t whole) {

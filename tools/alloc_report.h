@@ -42,9 +42,6 @@ struct AllocView {
   const char* name;
   symbolize::ProfileView view;
   const char* metric;  // "bytes allocated"
-  // The view alone as a pprof sample type (X.heap.pb.gz has them all): Go's names where it has
-  // one ("alloc_space", "bytes").
-  symbolize::SampleType pprof;
 };
 std::span<const AllocView> AllocViews();
 // The view named `name`, or null.

@@ -141,7 +141,9 @@ int RunConvertCommand(int argc, char** argv) {
   if (!profile.has_value()) return kExitBadInput;
   std::string view;  // an off-CPU or wall view converts as the time profile it is
   (void)ReadRecordMetadata(in, &view);
-  MarkRecordedView(in, view, &*profile);
+  if (absl::Status st = MarkRecordedView(in, view, &*profile); !st.ok()) {
+    return PrintCliError(CliStep::kReadInput, st);
+  }
   for (size_t i = 0; i < paths.size(); ++i) {
     absl::Status st = output::WriteProfile(*profile, paths[i], resolved[i], write);
     if (!st.ok()) {

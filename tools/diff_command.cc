@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -123,8 +124,12 @@ int RunDiffCommand(int argc, char** argv) {
                                                 " with ", describe(after_view))),
         {}, "diff two files of the same view (X.folded with Y.folded, X.offcpu.folded with Y.offcpu.folded)");
   }
-  MarkRecordedView(argv[optind], before_view, &*before);
-  MarkRecordedView(argv[optind + 1], after_view, &*after);
+  for (auto [path, view, profile] : {std::tuple(argv[optind], &before_view, &*before),
+                                     std::tuple(argv[optind + 1], &after_view, &*after)}) {
+    if (absl::Status st = MarkRecordedView(path, *view, profile); !st.ok()) {
+      return PrintCliError(CliStep::kReadInput, st);
+    }
+  }
   const output::DiffResult diff = output::DiffProfiles(*before, *after, level);
   std::string table = output::RenderAllocTotalsDiff(before_meta, after_meta);
   if (!table.empty()) table.push_back('\n');

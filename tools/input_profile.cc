@@ -1,5 +1,7 @@
 #include "tools/input_profile.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "base/file_util.h"
 #include "output/folded_reader.h"
 #include "output/folded_writer.h"
+#include "output/profile_writer.h"
 #include "symbolize/profile_builder.h"
 #include "tools/alloc_report.h"
 #include "tools/cli_error.h"
@@ -45,11 +48,6 @@ nlohmann::json ReadMetadata(const std::string& path) {
   return ParseMetadata(*text, path);
 }
 
-absl::string_view FileName(absl::string_view path) {
-  const size_t slash = path.rfind('/');
-  return slash == absl::string_view::npos ? path : path.substr(slash + 1);
-}
-
 // Whether `meta` lists a file named as `path` among its run's outputs (by name: the run may have
 // been given paths relative to another directory).
 bool ListsFile(const nlohmann::json& meta, const std::string& path) {
@@ -59,7 +57,7 @@ bool ListsFile(const nlohmann::json& meta, const std::string& path) {
     }
     for (const nlohmann::json& file : owner["outputs"]) {
       if (file.is_object() && file.contains("path") && file["path"].is_string() &&
-          FileName(file["path"].get_ref<const std::string&>()) == FileName(path)) {
+          BaseNameOf(file["path"].get_ref<const std::string&>()) == BaseNameOf(path)) {
         return true;
       }
     }
@@ -69,27 +67,46 @@ bool ListsFile(const nlohmann::json& meta, const std::string& path) {
          (meta.contains("allocations") && lists(meta["allocations"]));
 }
 
+// The file's modification time in nanoseconds; 0 when it cannot be read.
+int64_t ModifiedNs(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
 // The metadata of the run that wrote `output`: beside it, or beside another output of that run
 // that lists `listed` (record writes it beside the first -o only, which need not be the folded
-// one: `-o p.svg -o p.folded` puts it in p.svg.json).
+// one: `-o p.svg -o p.folded` puts it in p.svg.json). Of those, the newest that is not older
+// than `listed` (record writes the metadata last; one older is of an earlier run whose file was
+// replaced since), give or take the seconds a copy of the directory (`cp -r`) puts between
+// them. Another output's metadata that is not JSON is passed over in silence.
 nlohmann::json ReadRunMetadata(const std::string& output, const std::string& listed) {
   nlohmann::json own = ReadMetadata(output);
   if (!own.is_null()) return own;
-  std::string stem = output;
-  for (absl::string_view ext : kOutputExtensions) {
-    if (absl::EndsWith(stem, ext)) {
-      stem.resize(stem.size() - ext.size());
-      break;
-    }
-  }
+  const absl::string_view ext = output::OutputExtensionOf(output);
+  const std::string stem = output.substr(0, output.size() - ext.size());
   std::vector<std::string> siblings = {stem};
-  for (absl::string_view ext : kOutputExtensions) siblings.push_back(absl::StrCat(stem, ext));
+  for (const output::OutputExtension& e : output::kOutputExtensions) {
+    siblings.push_back(absl::StrCat(stem, e.ext));
+  }
+  const int64_t listed_ns = ModifiedNs(listed);
+  nlohmann::json newest;
+  int64_t newest_ns = -1;
   for (const std::string& sibling : siblings) {
     if (sibling == output) continue;
-    nlohmann::json meta = ReadMetadata(sibling);
-    if (meta.is_object() && ListsFile(meta, listed)) return meta;
+    const int64_t written_ns = ModifiedNs(sibling + ".json");
+    constexpr int64_t kCopySlackNs = 2'000'000'000;
+    if (written_ns == 0 || written_ns < listed_ns - kCopySlackNs || written_ns <= newest_ns) {
+      continue;
+    }
+    absl::StatusOr<std::string> text = ReadSmallFile(sibling + ".json");
+    if (!text.ok()) continue;
+    nlohmann::json meta = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (!meta.is_object() || !ListsFile(meta, listed)) continue;
+    newest = std::move(meta);
+    newest_ns = written_ns;
   }
-  return nullptr;
+  return newest;
 }
 
 }  // namespace
@@ -157,20 +174,26 @@ void SplitWallView(const std::string& wall_path, symbolize::Profile* profile) {
 
 }  // namespace
 
-void MarkRecordedView(const std::string& path, const std::string& view,
-                      symbolize::Profile* profile) {
-  if (view.empty()) return;
+absl::Status MarkRecordedView(const std::string& path, const std::string& view,
+                              symbolize::Profile* profile) {
+  if (view.empty()) return absl::OkStatus();
   if (const AllocView* a = FindAllocView(view); a != nullptr) {
     profile->count_unit = symbolize::AllocViewUnit(a->view);
     profile->weight_unit = profile->count_unit;
     profile->event = a->metric;
-    profile->sample_types = {a->pprof};
-    profile->default_sample_type = a->pprof.type;
+    profile->sample_types = {symbolize::AllocSampleTypeOf(a->view)};
+    profile->default_sample_type = profile->sample_types.front().type;
     for (symbolize::ProfileStack& s : profile->stacks) {
       s.weight = s.samples;
       s.values = {s.samples};
     }
-    return;
+    return absl::OkStatus();
+  }
+  uint64_t total_us = 0;
+  for (const symbolize::ProfileStack& s : profile->stacks) total_us += s.samples;
+  if (total_us > output::kMaxFoldedTotal / 1000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " holds ", total_us, " us, more time than 64 bits of nanoseconds hold (292 years)"));
   }
   profile->count_unit = "us";
   profile->weight_unit = "nanoseconds";
@@ -180,6 +203,7 @@ void MarkRecordedView(const std::string& path, const std::string& view,
     s.weight = s.samples * 1000;
     if (view == kOffCpuView) s.off_cpu = true;
   }
+  return absl::OkStatus();
 }
 
 }  // namespace nativeprof::tools

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 #include "symbolize/profile.h"
@@ -18,11 +19,14 @@ namespace nativeprof::tools {
 // not a folded profile. The caller then exits with kExitBadInput.
 std::optional<symbolize::Profile> ReadInputProfile(const std::string& path, absl::string_view fix);
 
-// The metadata `record` wrote beside `path` (PATH.json); null when there is none or it is not
-// JSON (with a note on stderr: only what it adds is lost). An off-CPU or wall view
-// ("X.offcpu.folded", "X.wall.folded") has none of its own: it shares that of the recording's
-// first output ("X.folded.json"), and *view is set to "offcpu" or "wall" (else left empty); so do
-// the allocation views of --alloc ("X.alloc.folded", ... : *view "alloc", ...).
+// The metadata `record` wrote beside `path` (PATH.json), or beside the recording's first output
+// when that was another (X.svg.json for X.folded: the newest such JSON that lists `path` and is
+// not older than it); null when there is none or it is not JSON (with a note on stderr: only
+// what it adds is lost). An off-CPU or wall view ("X.offcpu.folded", "X.wall.folded") has none
+// of its own: it shares the recording's (X.folded.json, or as above), and *view is set to
+// "offcpu" or "wall" (else left empty); so do the allocation views of --alloc
+// ("X.alloc.folded", ... : *view "alloc", ...). A file named like a view whose recording's
+// metadata is not found gets one line on stderr: its counts are read as samples.
 nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view);
 
 // A folded file keeps counts only: for an off-CPU or wall view (`view` from ReadRecordMetadata)
@@ -31,8 +35,9 @@ nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view);
 // add up CPU and off-CPU time: where the off-CPU view of the same recording is beside `path`
 // (X.offcpu.folded for X.wall.folded), each stack is split into its off-CPU part, as that file
 // gives it, and the CPU rest, as record made them; without it every stack counts as CPU time.
-void MarkRecordedView(const std::string& path, const std::string& view,
-                      symbolize::Profile* profile);
+// Fails (kInvalidArgument) on a time view of more microseconds than nanoseconds fit in 64 bits.
+absl::Status MarkRecordedView(const std::string& path, const std::string& view,
+                              symbolize::Profile* profile);
 
 }  // namespace nativeprof::tools
 

@@ -69,25 +69,23 @@ absl::Status ParseCallGraph(absl::string_view value, RecordOptions* o) {
 
 std::string RecordOptions::ViewPath(const std::string& path, const std::string& view) {
   // The extension is what FormatFromPath reads: keep the whole of a known one.
-  for (absl::string_view ext : kOutputExtensions) {
-    if (absl::EndsWith(path, ext)) {
-      return absl::StrCat(path.substr(0, path.size() - ext.size()), ".", view, ext);
-    }
-  }
-  return absl::StrCat(path, ".", view);
+  const absl::string_view ext = output::OutputExtensionOf(path);
+  return absl::StrCat(absl::string_view(path).substr(0, path.size() - ext.size()), ".", view,
+                      ext);
 }
 
 std::string RecordOptions::ViewOfPath(const std::string& path, std::string* main) {
+  // ViewPath's inverse: the view right before the extension (or at the very end), in the file's
+  // name, not in a directory's.
+  const absl::string_view ext = output::OutputExtensionOf(path);
+  const absl::string_view stem = absl::string_view(path).substr(0, path.size() - ext.size());
   for (const char* view : {kOffCpuView, kWallView, kAllocBytesView, kAllocCountView,
                            kTemporaryView, kPeakView, kLeakedView, kHeapView}) {
-    const std::string infix = absl::StrCat(".", view, ".");
-    const size_t at = path.rfind(infix);
-    // ViewPath puts the view before an extension, or at the very end.
-    const bool at_end = absl::EndsWith(path, absl::StrCat(".", view));
-    if (at == std::string::npos && !at_end) continue;
-    *main = at != std::string::npos
-                ? absl::StrCat(path.substr(0, at), ".", path.substr(at + infix.size()))
-                : path.substr(0, path.size() - strlen(view) - 1);
+    const std::string suffix = absl::StrCat(".", view);
+    if (!absl::EndsWith(stem, suffix)) continue;
+    const absl::string_view base = stem.substr(0, stem.size() - suffix.size());
+    if (base.empty() || base.back() == '/') continue;
+    *main = absl::StrCat(base, ext);
     return view;
   }
   return "";

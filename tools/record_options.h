@@ -33,10 +33,6 @@ inline constexpr char kHeapView[] = "heap";
 // --alloc without a rate: one sample per 512 KiB allocated on average.
 inline constexpr uint64_t kDefaultAllocRate = 512 * 1024;
 
-// The extensions FormatFromPath reads, whole ("out.pb.gz" is "out" and ".pb.gz").
-inline constexpr const char* kOutputExtensions[] = {".speedscope.json", ".pb.gz", ".svg",
-                                                     ".folded", ".pprof", ".pb", ".txt"};
-
 struct RecordOutput {
   std::string path;
   output::OutputFormat format = output::OutputFormat::kFolded;

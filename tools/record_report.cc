@@ -200,14 +200,8 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   // An -o that names a stream (/dev/stdout, /dev/null, a FIFO) gets its own view only: the
   // files named after it (the other views, the metadata) have no directory to go beside it.
   std::vector<std::string> beside_streams;
-  for (const RecordOutput& out : o.outputs) {
-    if (!IsStreamPath(out.path)) continue;
-    RecordOptions one = o;
-    one.outputs = {out};
-    for (const std::vector<ViewOutput>& views : {OffCpuOutputs(one), AllocOutputs(one)}) {
-      for (const ViewOutput& v : views) beside_streams.push_back(v.path);
-    }
-    if (&out == &o.outputs.front()) beside_streams.push_back(o.MetadataPath());
+  for (const RecordFile& f : RecordFiles(o)) {
+    if (f.path != f.output && IsStreamPath(f.output)) beside_streams.push_back(f.path);
   }
   std::vector<std::string> not_written;
   auto beside_a_stream = [&](const std::string& path) {

@@ -394,9 +394,8 @@ int RunRecording(const RecordOptions& o) {
     if (f.path == f.output || IsStreamPath(f.output)) continue;
     if (absl::Status st = CheckOutputWritable(f.path); !st.ok()) {
       return PrintCliError(CliStep::kWriteOutput, st,
-                           absl::StrCat("cannot write '", f.path, "', written beside -o ",
-                                        f.output),
-                           "choose another -o, or move that file away");
+                           absl::StrCat("a file written beside -o ", f.output),
+                           "choose another -o, or move what is in the way");
     }
   }
   if (o.duration_seconds > 0 && o.pids.empty()) {

@@ -95,7 +95,9 @@ int RunReportCommand(int argc, char** argv) {
   if (!profile.has_value()) return kExitBadInput;
   std::string view;  // "" for a CPU profile
   const nlohmann::json meta = ReadRecordMetadata(o->path, &view);
-  MarkRecordedView(o->path, view, &*profile);
+  if (absl::Status st = MarkRecordedView(o->path, view, &*profile); !st.ok()) {
+    return PrintCliError(CliStep::kReadInput, st);
+  }
   const output::FrameModuleMap frame_modules = output::ParseFrameModules(meta);
   output::ReportSpec spec;
   spec.top_n = o->top_n;

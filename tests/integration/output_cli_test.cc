@@ -66,6 +66,22 @@ TEST(OutputCliTest, MalformedInputNamesTheLineAndExitsBadInput) {
   EXPECT_FALSE(std::ifstream(dir + "/out.svg").good());
 }
 
+// A time view's microseconds become nanoseconds: more than 64 bits hold is refused, not wrapped
+// (a view of 18,446,744,073,709,551 us converted to -616 ns).
+TEST(OutputCliTest, ATimeViewTooLongForNanosecondsIsRefused) {
+  const std::string dir = MakeTempDir();
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/p.offcpu.folded", "app;main;read 18446744073709551\n"));
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/p.folded.json", R"({"off_cpu": {"unit": "ns"}})"));
+  for (const char* cmd : {"convert", "report"}) {
+    std::vector<std::string> argv = {NativeprofBinary(), cmd, dir + "/p.offcpu.folded"};
+    if (std::string(cmd) == "convert") argv.push_back(dir + "/out.pb.gz");
+    testing::CommandResult r = RunCommand(argv);
+    EXPECT_EQ(r.exit_code, tools::kExitBadInput) << cmd << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("more time than 64 bits of nanoseconds hold")) << cmd;
+  }
+  EXPECT_FALSE(std::ifstream(dir + "/out.pb.gz").good());
+}
+
 // Control bytes that reach a terminal can move the cursor, recolour or retitle it; only the
 // final newline may be one.
 bool HasRawControlBytes(const std::string& text) {

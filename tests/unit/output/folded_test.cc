@@ -163,21 +163,20 @@ TEST(FoldedReaderTest, ErrorsNameTheLine) {
   EXPECT_THAT(negative.status().message(), HasSubstr("line 1"));
 }
 
-TEST(FoldedReaderTest, CountsPastTwoToThe53AreRejected) {
-  // The total stays within 2^53, so that a time view's microseconds in nanoseconds and pprof's
-  // signed values cannot wrap (a count of 2^64 - 1 became -1 in pprof), whether on one stack or
-  // across stacks.
-  for (const char* text : {"a;b 9007199254740992\na;b 1\n",
-                           "a;b 4503599627370497\na;c 4503599627370496\n",
+TEST(FoldedReaderTest, CountsPastTheLargestSignedValueAreRejected) {
+  // The total stays within 2^63 - 1, pprof's largest value (a count of 2^64 - 1 became -1 in
+  // pprof), whether on one stack or across stacks.
+  for (const char* text : {"a;b 9223372036854775807\na;b 1\n",
+                           "a;b 4611686018427387904\na;c 4611686018427387904\n",
                            "a;b 1\na;b 18446744073709551615\n",
                            "a;b 1\na;b 18446744073709551616\n"}) {
     absl::StatusOr<Profile> p = ParseFolded(text);
     ASSERT_FALSE(p.ok()) << text;
     EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(p.status().message(), HasSubstr("line 2: sample count "));
-    EXPECT_THAT(p.status().message(), HasSubstr("beyond 2^53"));
+    EXPECT_THAT(p.status().message(), HasSubstr("beyond 2^63 - 1"));
   }
-  NP_ASSERT_OK_AND_ASSIGN(Profile full, ParseFolded("a;b 9007199254740991\na;c 1\n"));
+  NP_ASSERT_OK_AND_ASSIGN(Profile full, ParseFolded("a;b 9223372036854775806\na;c 1\n"));
   EXPECT_EQ(full.stacks[0].samples + full.stacks[1].samples, kMaxFoldedTotal);
   // What is not a count, and what is not text at all, say so.
   EXPECT_THAT(ParseFolded("a;b 12x\n").status().message(),
@@ -186,6 +185,10 @@ TEST(FoldedReaderTest, CountsPastTwoToThe53AreRejected) {
               HasSubstr("line 1 ends in a space"));
   EXPECT_THAT(ParseFolded(std::string("\x1f\x8b\x08\0\0\0\x03" "junk\n", 12)).status().message(),
               HasSubstr("line 1: binary data, not a folded profile"));
+  // An uncompressed pprof file starts with a newline byte: its first non-blank line says so.
+  const std::string pprof("\n\n\x04\x08\x01\x10\x02\x1a\x03junk\n", 13);
+  EXPECT_THAT(ParseFolded(pprof).status().message(),
+              HasSubstr("line 3: binary data, not a folded profile"));
   // A frame name may hold any byte: a line that parses is a line.
   EXPECT_TRUE(ParseFolded(std::string("a;b\0\x01\x02\x03\x04\x05 1\n", 12)).ok());
 }
