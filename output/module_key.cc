@@ -101,7 +101,7 @@ std::string ModuleKey(absl::string_view folded_name, absl::string_view module) {
   absl::string_view name = folded_name;
   absl::ConsumeSuffix(&name, "_[i]");
   // The off-CPU views' own leaves are no module's: they stay as they are.
-  if (symbolize::IsOffCpuPseudoFrame(name)) return std::string(name);
+  if (symbolize::IsTimePseudoFrame(name)) return std::string(name);
   // "[libfoo.so]" / "[hotbin]": a module the symbolizer found no name in.
   if (name.size() > 2 && name.front() == '[' && name.back() == ']' && name != "[unknown]") {
     return std::string(name.substr(1, name.size() - 2));

@@ -78,8 +78,8 @@ std::vector<BlockingCallSite> TopBlockingCallSites(const symbolize::Profile& pro
     for (int i = static_cast<int>(s.frames.size()) - 1; i >= 0; --i) {
       const symbolize::ProfileFrame& f = profile.frames[s.frames[i]];
       if (f.function == symbolize::kWaitingForCpuFrame) waiting = true;
-      if (symbolize::IsOffCpuPseudoFrame(f.function) && pseudo == nullptr) pseudo = &f.function;
-      if (f.kind == symbolize::ProfileFrameKind::kKernel || symbolize::IsOffCpuPseudoFrame(f.function)) continue;
+      if (symbolize::IsTimePseudoFrame(f.function) && pseudo == nullptr) pseudo = &f.function;
+      if (f.kind == symbolize::ProfileFrameKind::kKernel || symbolize::IsTimePseudoFrame(f.function)) continue;
       inner = i;
       break;
     }

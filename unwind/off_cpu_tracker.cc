@@ -137,6 +137,22 @@ void OffCpuTracker::OnThreadExited(int32_t tid, uint64_t time_ns) {
   s.times.last_ns = std::max(s.times.first_ns, time_ns);
 }
 
+void OffCpuTracker::OnExec(int32_t pid, uint64_t time_ns) {
+  for (auto& [tid, s] : threads_) {
+    if (s.times.pid != pid || tid == pid || s.times.exited) continue;
+    Close(s, time_ns);
+    s.times.exited = true;
+    s.times.last_ns = std::max(s.times.first_ns, time_ns);
+  }
+  State& main = StateOf(pid, pid, time_ns);
+  if (main.times.exited) {
+    // The old main thread's state: the thread that exec'd carries on under its tid, on a CPU.
+    main.times.exited = false;
+    main.off = false;
+  }
+  main.times.ran = true;
+}
+
 void OffCpuTracker::Finish(uint64_t stop_ns) {
   for (auto& [tid, s] : threads_) {
     if (s.times.exited) continue;

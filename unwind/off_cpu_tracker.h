@@ -75,6 +75,11 @@ class OffCpuTracker {
   // A new thread or process, runnable from `time_ns` until it first runs.
   void OnThreadCreated(int32_t pid, int32_t tid, uint64_t time_ns);
   void OnThreadExited(int32_t tid, uint64_t time_ns);
+  // Process `pid` exec'd a new image. The kernel ended its other threads first; one that was
+  // not the main thread and made the call goes on as tid `pid` (its old tid gets no exit
+  // record, and the old main thread's exit came before): every other tid of the process ends
+  // here, and tid `pid` runs on.
+  void OnExec(int32_t pid, uint64_t time_ns);
 
   // Closes every interval still open at `stop_ns` (threads blocked when recording stopped) and
   // ends every live thread's lifetime there. Call once, after the last record.

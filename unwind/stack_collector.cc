@@ -329,6 +329,9 @@ void StackCollector::OnComm(const sampler::CommView& comm) {
   // A new image has a new stack: where the old one's copies could end says nothing about it.
   if (comm.exec && alloc_stack_observer_) alloc_stack_observer_(comm.tid, 0);
   if (comm.exec) alloc_.OnImageEnded(comm.pid, comm.time_ns);
+  if (comm.exec && track_off_cpu_) {
+    off_cpu_.OnExec(static_cast<int32_t>(comm.pid), comm.time_ns);
+  }
 }
 void StackCollector::OnTask(const sampler::TaskView& task) {
   processes_.ApplyTask(task);

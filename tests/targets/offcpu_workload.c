@@ -14,6 +14,11 @@
 //     two threads hand a byte back and forth over two pipes, each computing WORK_US us (default
 //     0: as fast as they can, the worst case of switches per second) before handing it back.
 //     Each hand-off is a voluntary switch. Prints "switches N" (hand-offs).
+//   offcpu_workload churn THREADS US
+//     THREADS threads, one after another, each spinning US us in churn_spin and exiting: most
+//     run for less than a sampling period and get no CPU sample.
+//   offcpu_workload threadexec MS PROGRAM ARGS...
+//     a thread other than the main one sleeps MS ms, then execs PROGRAM while main sleeps.
 //   With OFFCPU_START_DELAY_MS set, any mode prints "ready" and sleeps that long first, so a
 //   profiler can attach before its threads start (attach tests); with OFFCPU_START_DELAY_IN_MAIN
 //   also set, main sleeps in nanosleep itself rather than in sleep_ms.
@@ -222,6 +227,42 @@ static int run_pingpong(int seconds) {
   return 0;
 }
 
+static int g_churn_us;
+
+__attribute__((noinline)) static void* churn_spin(void* arg) {
+  (void)arg;
+  const uint64_t end = now_ns() + (uint64_t)g_churn_us * 1000u;
+  while (now_ns() < end) {
+  }
+  return NULL;
+}
+
+static int run_churn(int threads) {
+  for (int i = 0; i < threads; ++i) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, churn_spin, NULL) != 0) return 1;
+    pthread_join(t, NULL);
+  }
+  return 0;
+}
+
+static char** g_exec_argv;
+
+static void* exec_from_thread(void* arg) {
+  (void)arg;
+  sleep_ms(g_ms);
+  execv(g_exec_argv[0], g_exec_argv);
+  perror("execv");
+  _exit(127);
+}
+
+static int run_threadexec(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, exec_from_thread, NULL) != 0) return 1;
+  sleep_ms(60000);  // ended by the exec
+  return 1;
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: offcpu_workload block ROUNDS MS | runqueue THREADS MS | pingpong S\n");
@@ -254,6 +295,15 @@ int main(int argc, char** argv) {
   if (strcmp(argv[1], "pingpong") == 0) {
     if (argc >= 4) g_work_ns = (uint64_t)atoi(argv[3]) * 1000u;
     return run_pingpong(atoi(argv[2]));
+  }
+  if (strcmp(argv[1], "churn") == 0 && argc >= 4) {
+    g_churn_us = atoi(argv[3]);
+    return run_churn(atoi(argv[2]));
+  }
+  if (strcmp(argv[1], "threadexec") == 0 && argc >= 4) {
+    g_ms = atoi(argv[2]);
+    g_exec_argv = argv + 3;
+    return run_threadexec();
   }
   fprintf(stderr, "unknown mode %s\n", argv[1]);
   return 2;

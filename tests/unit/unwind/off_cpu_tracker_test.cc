@@ -1,5 +1,7 @@
 #include "unwind/off_cpu_tracker.h"
 
+#include <algorithm>
+
 #include "gtest/gtest.h"
 
 namespace nativeprof::unwind {
@@ -54,6 +56,35 @@ TEST(OffCpuTrackerTest, ExitEndsTheThreadAndNothingAfterCounts) {
   ASSERT_EQ(threads.size(), 1u);
   EXPECT_TRUE(threads[0].exited);
   EXPECT_EQ(threads[0].last_ns - threads[0].first_ns, 150u);
+}
+
+// A thread other than the main one execs: the kernel ends the main thread (its exit record),
+// and the thread that made the call goes on as the main thread's tid, with no exit record of its
+// own. Before, the main tid's later sleep was dropped (it had exited) and counted as on-CPU, and
+// the old tid lived on to the end.
+TEST(OffCpuTrackerTest, AnExecFromAnotherThreadCarriesOnAsTheMainThread) {
+  OffCpuTracker t;
+  t.set_recording_start(0);
+  t.NoteExistingThread(10, 10);
+  t.NoteExistingThread(10, 11);
+  t.OnSwitch(10, 10, 5, true, false);   // main sleeps
+  t.OnSwitch(10, 11, 20, true, false);  // the other thread sleeps 280 ns
+  t.OnSwitch(10, 11, 300, false, false);
+  t.OnThreadExited(10, 310);            // the exec ends the main thread
+  t.OnExec(10, 320);                    // ... and thread 11 goes on as 10
+  t.OnSwitch(10, 10, 400, true, false);  // the new image sleeps 500 ns
+  t.OnSwitch(10, 10, 900, false, false);
+  t.Finish(1000);
+  std::vector<ThreadTimes> threads = t.Threads();
+  std::sort(threads.begin(), threads.end(),
+            [](const ThreadTimes& a, const ThreadTimes& b) { return a.tid < b.tid; });
+  ASSERT_EQ(threads.size(), 2u);
+  EXPECT_FALSE(threads[0].exited);
+  EXPECT_EQ(threads[0].blocked_ns, 305u + 500u);  // the old main thread's, then the new image's
+  EXPECT_EQ(threads[0].lifetime_ns(), 1000u);
+  EXPECT_TRUE(threads[1].exited);
+  EXPECT_EQ(threads[1].last_ns, 320u);
+  EXPECT_EQ(threads[1].blocked_ns, 280u);
 }
 
 TEST(OffCpuTrackerTest, AThreadThatNeverRanIsOffCpuThroughout) {
