@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/file_util.h"
 #include "output/folded_writer.h"
 #include "output/function_stats.h"
 #include "output/library_frames.h"
@@ -107,9 +108,14 @@ std::vector<BlockingCallSite> TopBlockingCallSites(const symbolize::Profile& pro
         if (m == nullptr || *m != *module) break;
         --call;
       }
-      while (call > 0 && IsStandardLibraryFunction(profile.frames[s.frames[call - 1]].function)) {
-        --call;
-      }
+      // Then the standard library's frames, and the C and C++ runtimes' a callback of theirs
+      // passes through (std::call_once runs its function under libc's __pthread_once_slow).
+      auto in_runtime = [&](uint32_t frame) {
+        if (IsStandardLibraryFunction(profile.frames[frame].function)) return true;
+        const std::string* m = module_of(frame);
+        return m != nullptr && IsRuntimeLibraryModule(BaseNameOf(*m));
+      };
+      while (call > 0 && in_runtime(s.frames[call - 1])) --call;
       name = profile.frames[s.frames[call]].function;
       if (call > 0) name = absl::StrCat(profile.frames[s.frames[call - 1]].function, " > ", name);
     }

@@ -88,6 +88,28 @@ TEST(OffCpuTablesTest, ACallSiteIsWhereTheProgramCalledTheLibrary) {
             "tokio::runtime::park::Inner::park > std::sync::poison::condvar::Condvar::wait");
 }
 
+// A callback of the runtime's on the way (std::call_once runs its function under libc's
+// __pthread_once_slow): the site is where the program called the standard library, not the
+// runtime frame in between.
+TEST(OffCpuTablesTest, ARuntimeCallbackOnTheWayIsSteppedOver) {
+  symbolize::Profile profile;
+  FrameModuleMap modules;
+  auto frame = [&](const std::string& name, const std::string& module) {
+    profile.frames.push_back({.function = name});
+    modules[name] = module;
+    return static_cast<uint32_t>(profile.frames.size() - 1);
+  };
+  const std::vector<uint32_t> frames = {
+      frame("main", "cppprog"), frame("std::future<int>::get", "cppprog"),
+      frame("std::call_once<std::__future_base::_State_baseV2::_M_set_result>", "cppprog"),
+      frame("__pthread_once_slow", "libc.so.6"), frame("std::thread::join", "libstdc++.so.6"),
+      frame("__pthread_clockjoin_ex", "libc.so.6")};
+  profile.stacks.push_back({.frames = frames, .samples = 520});
+  const std::vector<BlockingCallSite> sites = TopBlockingCallSites(profile, 10, &modules);
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_EQ(sites[0].name, "main > std::future<int>::get");
+}
+
 // A thread whose blocked interval had no switch sample is named by its pseudo-frame, not taken
 // for a kernel thread; a stack with no frame at all still is.
 TEST(OffCpuTablesTest, AnUnsampledIntervalIsNamedAsSuch) {
