@@ -80,7 +80,10 @@ std::vector<BlockingCallSite> TopBlockingCallSites(const symbolize::Profile& pro
       const symbolize::ProfileFrame& f = profile.frames[s.frames[i]];
       if (f.function == symbolize::kWaitingForCpuFrame) waiting = true;
       if (symbolize::IsTimePseudoFrame(f.function) && pseudo == nullptr) pseudo = &f.function;
-      if (f.kind == symbolize::ProfileFrameKind::kKernel || symbolize::IsTimePseudoFrame(f.function)) continue;
+      if (f.kind == symbolize::ProfileFrameKind::kKernel ||
+          symbolize::IsTimePseudoFrame(f.function)) {
+        continue;
+      }
       inner = i;
       break;
     }
