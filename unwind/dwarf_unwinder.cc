@@ -1,6 +1,7 @@
 #include "unwind/dwarf_unwinder.h"
 
 #include <linux/perf_event.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <utility>
@@ -117,6 +118,24 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
                          .expr_frames = stats_.expr_frames - before.expr_frames}});
 }
 
+bool DwarfUnwinder::LeafReturnStep(const DwarfRegs& regs, const StackCopy& stack,
+                                   const ProcessView& process, DwarfRegs* next) {
+  uint64_t ra = 0;
+  // Logged whatever it holds: the step taken or not depends on it.
+  if (stack.ReadUsed(regs.sp(), &ra) != StepError::kNone || ra == 0 || ra == regs.pc()) {
+    return false;
+  }
+  const sampler::Mapping* m = process.address_space->Find(ra - 1);
+  if (m == nullptr || m->module == sampler::kNoModule || (m->prot & PROT_EXEC) == 0) return false;
+  ElfCfi* elf = files_.Get(*m, process);
+  if (elf == nullptr || elf->Find(m->FileOffset(ra - 1)) == nullptr) return false;
+  *next = regs;  // nothing was pushed or saved: every other register is as it was
+  next->Set(kDwarfRsp, regs.sp() + 8);
+  next->ClearOrigin(kDwarfRsp);
+  next->Load(kDwarfRa, ra, regs.sp() - stack.base);
+  return true;
+}
+
 void DwarfUnwinder::Walk(const DwarfRegs& sampled, const StackCopy& stack,
                          const ProcessView& process, UnwoundStack* out, uint32_t* regs_read) {
   // The pc finds the first rule and the sp is where the copy starts.
@@ -173,16 +192,20 @@ void DwarfUnwinder::Walk(const DwarfRegs& sampled, const StackCopy& stack,
         out->stack_high = regs.sp();  // every read so far was below this frame's sp
         return;
       }
-      if (!options_.frame_pointer_fallback) {
+      if (out->frames.size() == first_frame + 1 && elf != nullptr &&
+          LeafReturnStep(regs, stack, process, &next)) {
+        err = StepError::kNone;
+      } else if (!options_.frame_pointer_fallback) {
         out->end = StackEnd::kNoUnwindInfo;
         return;
-      }
-      err = FramePointerStep(regs, stack, &next);
-      *regs_read |= next.depends;
-      ++stats_.fp_fallback_frames;
-      if (err != StepError::kNone && err != StepError::kBeyondStack) {
-        out->end = StackEnd::kNoUnwindInfo;
-        return;
+      } else {
+        err = FramePointerStep(regs, stack, &next);
+        *regs_read |= next.depends;
+        ++stats_.fp_fallback_frames;
+        if (err != StepError::kNone && err != StepError::kBeyondStack) {
+          out->end = StackEnd::kNoUnwindInfo;
+          return;
+        }
       }
     }
     if (err != StepError::kNone) {
@@ -204,7 +227,12 @@ void DwarfUnwinder::Walk(const DwarfRegs& sampled, const StackCopy& stack,
       return;
     }
     // The stack grows down, so a caller's frame lies above; a signal frame may switch stacks.
-    if (!signal_frame && next.sp() <= regs.sp()) {
+    // The leaf alone may leave sp where it was: glibc's __vfork pops its return address into a
+    // register before the system call (its CFI: CFA = rsp, return address in rdi), which is
+    // where a vfork parent waits. Only once, so no walk can go round in a circle.
+    const bool leaf_keeps_sp = out->frames.size() == first_frame + 1 && next.sp() == regs.sp() &&
+                               next.pc() != pc;
+    if (!signal_frame && next.sp() <= regs.sp() && !leaf_keeps_sp) {
       out->end = StackEnd::kBadFrame;
       return;
     }

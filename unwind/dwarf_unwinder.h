@@ -48,6 +48,13 @@ class DwarfUnwinder : public Unwinder {
   // registers whose values the walk depended on (DwarfRegs::depends).
   void Walk(const DwarfRegs& sampled, const StackCopy& stack, const ProcessView& process,
             UnwoundStack* out, uint32_t* regs_read);
+  // The step out of a leaf that no CFI covers, in a module that has CFI (glibc's __clone3 ends
+  // its FDE before its system call, so that the new thread does not unwind into its parent's
+  // frames; a posix_spawn parent waits right there): a leaf that set up no frame has its return
+  // address at [sp]. Taken only when that word is an address CFI covers, as a return address
+  // is; false otherwise (the frame-pointer step is next).
+  bool LeafReturnStep(const DwarfRegs& regs, const StackCopy& stack, const ProcessView& process,
+                      DwarfRegs* next);
 
   DwarfUnwinderOptions options_;
   ModuleFiles files_;

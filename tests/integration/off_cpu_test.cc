@@ -320,6 +320,33 @@ TEST(OffCpuTest, AnExecFromAnotherThreadKeepsTheNewImagesTime) {
   EXPECT_GT(off.Total("block_in_nanosleep"), 300'000u);  // us, in the new image
 }
 
+// A parent waiting for its child in vfork (glibc's __vfork keeps its return address in a
+// register: CFA = rsp) or in posix_spawn's clone3 (whose FDE ends before the system call) is
+// unwound to main. Before, the first ended there as a bad frame and the second under
+// [unknown].
+TEST(OffCpuTest, AParentWaitingInVforkOrClone3IsUnwoundToItsCaller) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string folded = MakeTempDir() + "/spawn.folded";
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "--off-cpu", "-o", folded, "--",
+                                TargetPath("offcpu_workload"), "spawn", "200"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  FoldedProfile off = FoldedProfile::Parse(ReadFileOrEmpty(RecordViewPath(folded, "offcpu")));
+  // The vfork parent waits while its child sleeps 200 ms.
+  EXPECT_GT(off.WithSequence({"main", "run_spawn", "spawn_with_vfork"}), 150'000u)
+      << ReadFileOrEmpty(RecordViewPath(folded, "offcpu"));
+  uint64_t in_clone3 = 0, under_main = 0;
+  for (const FoldedLine& line : off.lines()) {
+    const std::string stack = absl::StrJoin(line.frames, ";");
+    if (stack.find(";clone3;entry_SYSCALL") == std::string::npos) continue;
+    in_clone3 += line.count;
+    if (stack.find(";main;run_spawn;spawn_with_posix_spawn;") != std::string::npos) {
+      under_main += line.count;
+    }
+  }
+  ASSERT_GT(in_clone3, 0u);
+  EXPECT_GT(under_main, in_clone3 * 9 / 10);
+}
+
 TEST(OffCpuTest, CpuProfileIsTheSameWithAndWithoutOffCpu) {
   NP_SKIP_IF_NO_PERF();
   const std::string dir = MakeTempDir();

@@ -19,17 +19,23 @@
 //     run for less than a sampling period and get no CPU sample.
 //   offcpu_workload threadexec MS PROGRAM ARGS...
 //     a thread other than the main one sleeps MS ms, then execs PROGRAM while main sleeps.
+//   offcpu_workload spawn MS
+//     spawn_with_vfork: a vfork child sleeps MS ms before it execs /bin/true, the parent waiting
+//     in vfork all along; then spawn_with_posix_spawn starts /bin/true 50 times (the parent
+//     waits in clone3 until each child execs).
 //   With OFFCPU_START_DELAY_MS set, any mode prints "ready" and sleeps that long first, so a
 //   profiler can attach before its threads start (attach tests); with OFFCPU_START_DELAY_IN_MAIN
 //   also set, main sleeps in nanosleep itself rather than in sleep_ms.
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <spawn.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static uint64_t now_ns(void) {
@@ -263,6 +269,32 @@ static int run_threadexec(void) {
   return 1;
 }
 
+extern char** environ;
+
+__attribute__((noinline)) static void spawn_with_vfork(int ms) {
+  const pid_t pid = vfork();
+  if (pid == 0) {
+    sleep_ms(ms);
+    execl("/bin/true", "true", (char*)NULL);
+    _exit(127);
+  }
+  waitpid(pid, NULL, 0);
+}
+
+__attribute__((noinline)) static void spawn_with_posix_spawn(void) {
+  char* child_argv[] = {"true", NULL};
+  pid_t pid;
+  if (posix_spawn(&pid, "/bin/true", NULL, NULL, child_argv, environ) == 0) {
+    waitpid(pid, NULL, 0);
+  }
+}
+
+static int run_spawn(int ms) {
+  spawn_with_vfork(ms);
+  for (int i = 0; i < 50; ++i) spawn_with_posix_spawn();
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: offcpu_workload block ROUNDS MS | runqueue THREADS MS | pingpong S\n");
@@ -296,6 +328,7 @@ int main(int argc, char** argv) {
     if (argc >= 4) g_work_ns = (uint64_t)atoi(argv[3]) * 1000u;
     return run_pingpong(atoi(argv[2]));
   }
+  if (strcmp(argv[1], "spawn") == 0 && argc >= 3) return run_spawn(atoi(argv[2]));
   if (strcmp(argv[1], "churn") == 0 && argc >= 4) {
     g_churn_us = atoi(argv[3]);
     return run_churn(atoi(argv[2]));
