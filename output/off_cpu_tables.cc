@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -36,8 +37,26 @@ std::string RenderThreadSplit(const nlohmann::json& metadata, TableFormat format
     absl::StrAppendFormat(&out, "%-20s %8s %10s %16s %16s %16s\n", "thread", "tid", "lifetime",
                           "on-CPU", "blocked", "waiting for CPU");
   }
+  // A server's hundreds of threads, or a run of thousands of short ones, would bury the rest of
+  // the report: the longest-lived kThreadRows, in the order the metadata lists them (all of
+  // them are in the metadata and the JSON report).
+  std::vector<const nlohmann::json*> rows;
   for (const nlohmann::json& t : threads) {
-    if (!t.is_object()) continue;
+    if (t.is_object()) rows.push_back(&t);
+  }
+  const size_t listed = rows.size();
+  if (rows.size() > kThreadRows) {
+    std::vector<const nlohmann::json*> longest = rows;
+    std::stable_sort(longest.begin(), longest.end(), [](const nlohmann::json* a,
+                                                        const nlohmann::json* b) {
+      return Ms(a->value("lifetime_ns", nlohmann::json())) >
+             Ms(b->value("lifetime_ns", nlohmann::json()));
+    });
+    longest.resize(kThreadRows);
+    std::erase_if(rows, [&](const nlohmann::json* t) { return !absl::c_linear_search(longest, t); });
+  }
+  for (const nlohmann::json* row : rows) {
+    const nlohmann::json& t = *row;
     const double life = Ms(t.value("lifetime_ns", nlohmann::json()));
     auto cell = [&](const char* key) {
       const double ms = Ms(t.value(key, nlohmann::json()));
@@ -57,6 +76,18 @@ std::string RenderThreadSplit(const nlohmann::json& metadata, TableFormat format
       absl::StrAppendFormat(&out, "%-20s %8d %10.1f %16s %16s %16s\n", name, t.value("tid", 0),
                             life, cell("on_cpu_ns"), cell("blocked_ns"), cell("waiting_ns"));
     }
+  }
+  if (listed > rows.size()) {
+    absl::StrAppend(&out, md ? "\n" : "", "(the ", rows.size(), " longest-lived of ",
+                    WithThousands(listed), " threads; the metadata JSON lists them all)\n");
+  }
+  // As record's summary says it: a lost switch-in leaves its thread off-CPU until its next record.
+  const nlohmann::json& lost = metadata.contains("lost") ? metadata["lost"] : nlohmann::json();
+  if (lost.is_object() && lost.contains("records") && lost["records"].is_number_integer() &&
+      lost["records"].get<int64_t>() > 0) {
+    absl::StrAppend(&out, md ? "\n" : "", "Upper bounds: with ",
+                    WithThousands(lost["records"].get<uint64_t>()),
+                    " records lost, time whose switch-in was lost counts as off-CPU.\n");
   }
   return out;
 }

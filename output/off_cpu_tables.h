@@ -16,7 +16,9 @@
 namespace nativeprof::output {
 
 // "Threads (on-CPU / blocked / waiting for a CPU, of each thread's lifetime)" with one row per
-// thread of metadata["off_cpu"]["threads"]; "" when the metadata has none.
+// thread of metadata["off_cpu"]["threads"], the kThreadRows longest-lived at most; "" when the
+// metadata has none.
+inline constexpr size_t kThreadRows = 40;
 std::string RenderThreadSplit(const nlohmann::json& metadata,
                               TableFormat format = TableFormat::kText);
 

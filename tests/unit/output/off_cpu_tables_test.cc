@@ -1,5 +1,6 @@
 #include "output/off_cpu_tables.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,33 @@ TEST(OffCpuTablesTest, ThreadSplitAsTextAndMarkdown) {
 // A call site is the library function the program called and the program's frame that called
 // it: for C the outermost frame in libc (pthread_cond_wait, not the futex helper it blocked in),
 // for Rust the outermost frame of the standard library compiled into the program.
+// Thousands of short threads would bury the report (2,005 lines): the longest-lived 40, and a
+// line saying how many there are.
+TEST(OffCpuTablesTest, TheThreadTableShowsTheLongestLivedOnly) {
+  nlohmann::json meta = nlohmann::json::parse(R"({"off_cpu": {"threads": []}})");
+  for (int i = 0; i < 100; ++i) {
+    meta["off_cpu"]["threads"].push_back({{"name", "t" + std::to_string(i)},
+                                          {"tid", 1000 + i},
+                                          {"lifetime_ns", (i % 10 == 0 ? 1'000'000'000 : 1000)},
+                                          {"on_cpu_ns", 0},
+                                          {"blocked_ns", 0},
+                                          {"waiting_ns", 0},
+                                          {"ran", true}});
+  }
+  const std::string text = RenderThreadSplit(meta);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2 + 40 + 1) << text;
+  EXPECT_THAT(text, HasSubstr("(the 40 longest-lived of 100 threads; the metadata JSON lists"));
+  for (int i = 0; i < 100; i += 10) {
+    EXPECT_THAT(text, HasSubstr("t" + std::to_string(i) + " ")) << i;  // the ten long ones
+  }
+  EXPECT_THAT(text, Not(HasSubstr("Upper bounds")));
+  // Forty or fewer: all of them, and no such line. Records lost: the times are upper bounds.
+  meta["off_cpu"]["threads"] = nlohmann::json::array();
+  meta["lost"] = {{"records", 1234}, {"samples", 0}};
+  EXPECT_THAT(RenderThreadSplit(meta), Not(HasSubstr("longest-lived")));
+  EXPECT_THAT(RenderThreadSplit(meta), HasSubstr("Upper bounds: with 1,234 records lost"));
+}
+
 TEST(OffCpuTablesTest, ACallSiteIsWhereTheProgramCalledTheLibrary) {
   symbolize::Profile profile;
   FrameModuleMap modules;
