@@ -53,7 +53,8 @@ std::string RenderThreadSplit(const nlohmann::json& metadata, TableFormat format
              Ms(b->value("lifetime_ns", nlohmann::json()));
     });
     longest.resize(kThreadRows);
-    std::erase_if(rows, [&](const nlohmann::json* t) { return !absl::c_linear_search(longest, t); });
+    std::erase_if(rows,
+                  [&](const nlohmann::json* t) { return !absl::c_linear_search(longest, t); });
   }
   for (const nlohmann::json* row : rows) {
     const nlohmann::json& t = *row;
