@@ -50,7 +50,11 @@ std::vector<ViewOutput> OffCpuOutputs(const RecordOptions& o) {
 }
 
 nlohmann::json OffCpuJson(const RecordOptions& o, const unwind::StackCollector& collector,
-                          const std::vector<ThreadSplit>& threads) {
+                          const std::vector<ThreadSplit>& threads,
+                          const std::string& sampling_event) {
+  // The CPU samples' periods are nanoseconds only for a clock; another event's (-e page-faults,
+  // cycles on hardware that has them) count that event.
+  const bool sampled_ns = sampling_event == "cpu-clock" || sampling_event == "task-clock";
   nlohmann::json j;
   j["unit"] = "nanoseconds";
   j["folded_unit"] = "microseconds";
@@ -67,7 +71,8 @@ nlohmann::json OffCpuJson(const RecordOptions& o, const unwind::StackCollector& 
                     {"name", t.name},
                     {"lifetime_ns", t.lifetime_ns()},
                     {"on_cpu_ns", t.on_cpu_ns},
-                    {"on_cpu_sampled_ns", t.sampled_on_cpu_ns},
+                    {sampled_ns ? "on_cpu_sampled_ns" : "on_cpu_sampled_events",
+                     t.sampled_on_cpu_ns},
                     {"blocked_ns", t.times.blocked_ns},
                     {"waiting_ns", t.times.waiting_ns},
                     {"switches", t.times.switches},

@@ -38,8 +38,10 @@ struct ViewOutput {
 std::vector<ViewOutput> OffCpuOutputs(const RecordOptions& options);
 
 // "off_cpu" in the metadata JSON: switches, per-thread split, the files written.
+// `sampling_event`: the event CPU samples were taken of (after any fallback).
 nlohmann::json OffCpuJson(const RecordOptions& options, const unwind::StackCollector& collector,
-                          const std::vector<ThreadSplit>& threads);
+                          const std::vector<ThreadSplit>& threads,
+                          const std::string& sampling_event);
 
 // The summary lines: total off-CPU time (blocked / waiting), threads that never ran.
 std::vector<std::string> OffCpuSummaryLines(const unwind::StackCollector& collector,
