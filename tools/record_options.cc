@@ -1,6 +1,7 @@
 #include "tools/record_options.h"
 
 #include <getopt.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -464,6 +465,21 @@ absl::StatusOr<RecordOptions> ParseRecordOptions(int argc, char** argv) {
   if (st.o.alloc_rate_bytes.has_value() && st.o.call_graph != unwind::CallGraphMode::kDwarf) {
     return Bad("--alloc unwinds allocation stacks from stack copies, which needs --call-graph "
                "dwarf (the default); drop --call-graph fp");
+  }
+  // A ring must hold one sample at least: with a DWARF stack copy, the copy and some 2 KiB of
+  // header, registers and kernel call chain. A smaller one drops every sample (a -m 1 run
+  // recorded 0 samples and said only that they were lost).
+  if (st.o.ring_pages != 0 && st.o.call_graph == unwind::CallGraphMode::kDwarf) {
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const uint64_t sample = uint64_t{st.o.dwarf_stack_bytes} + 2048;
+    if (st.o.ring_pages * page < sample) {
+      uint64_t pages = 1;
+      while (pages * page < sample) pages *= 2;
+      return Bad(absl::StrCat("-m ", st.o.ring_pages, ": a ring of ", st.o.ring_pages * page / 1024,
+                              " KiB holds no sample with its ", st.o.dwarf_stack_bytes,
+                              "-byte stack copy; give -m ", pages,
+                              " or more, or a smaller --call-graph dwarf,SIZE"));
+    }
   }
   if (st.no_cpu) {
     if (!st.o.alloc_rate_bytes.has_value()) {

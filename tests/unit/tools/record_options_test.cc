@@ -1,7 +1,10 @@
 #include "tools/record_options.h"
 
+#include <unistd.h>
+
 #include <string>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace nativeprof::tools {
@@ -82,6 +85,20 @@ TEST(RecordOptionsTest, AllocOptionAndItsRefusals) {
   absl::StatusOr<RecordOptions> fp = Parse({"record", "--alloc", "--call-graph", "fp", "--", "true"});
   ASSERT_FALSE(fp.ok());
   EXPECT_NE(fp.status().message().find("--call-graph dwarf"), absl::string_view::npos);
+}
+
+// A ring that holds no sample drops every one: refused, with the -m that would do.
+TEST(RecordOptionsTest, ARingTooSmallForOneSampleIsRefused) {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  ASSERT_EQ(page, 4096) << "the figures below assume 4 KiB pages";
+  absl::StatusOr<RecordOptions> small = Parse({"record", "-m", "1", "--", "true"});
+  ASSERT_FALSE(small.ok());
+  EXPECT_THAT(small.status().message(),
+              ::testing::HasSubstr("-m 1: a ring of 4 KiB holds no sample with its 8192-byte "
+                                   "stack copy; give -m 4 or more"));
+  EXPECT_TRUE(Parse({"record", "-m", "4", "--", "true"}).ok());
+  EXPECT_TRUE(Parse({"record", "-m", "1", "--call-graph", "dwarf,1024", "--", "true"}).ok());
+  EXPECT_TRUE(Parse({"record", "-m", "1", "--call-graph", "fp", "--", "true"}).ok());
 }
 
 TEST(RecordOptionsTest, NoCpuRecordsAllocationsOnly) {
