@@ -7,6 +7,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -71,25 +73,30 @@ absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == absl::string_view::npos) continue;
     const size_t sep = line.find_last_of(" \t");
-    if (sep == absl::string_view::npos) {
-      if (first_line && LooksBinary(line)) {
+    // A first line that does not parse: said as such when it is binary data (a pprof or gzip
+    // file given by mistake) or JSON (the metadata beside a profile, a speedscope file), not as
+    // a count that is not one. A frame name may hold any byte: a line that parses is a line.
+    const bool bad_count =
+        sep == absl::string_view::npos || sep + 1 == line.size() ||
+        line.substr(sep + 1).find_first_not_of("0123456789") != absl::string_view::npos;
+    if (first_line && bad_count) {
+      if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(line), "{")) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "line ", line_no,
+            ": JSON (a recording's metadata, or a speedscope file), not a folded profile"));
+      }
+      if (LooksBinary(line)) {
         return absl::InvalidArgumentError(
             absl::StrCat("line ", line_no, ": binary data, not a folded profile"));
       }
+    }
+    first_line = false;
+    if (sep == absl::string_view::npos) {
       return absl::InvalidArgumentError(
           absl::StrCat("line ", line_no, ": '", EscapeForMessage(line),
                        "' has no sample count (expected 'comm;frame;... COUNT')"));
     }
     absl::string_view count_text = line.substr(sep + 1);
-    // A line that is not a folded one: said as such when it is binary data (a pprof or gzip file
-    // given by mistake), not as a count that is not one. A frame name may hold any byte.
-    const bool bad_count = count_text.empty() ||
-                           count_text.find_first_not_of("0123456789") != absl::string_view::npos;
-    if (first_line && bad_count && LooksBinary(line)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("line ", line_no, ": binary data, not a folded profile"));
-    }
-    first_line = false;
     if (count_text.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "line ", line_no, " ends in a space or tab: the sample count must follow the last one"));

@@ -189,6 +189,8 @@ TEST(FoldedReaderTest, CountsPastTheLargestSignedValueAreRejected) {
   const std::string pprof("\n\n\x04\x08\x01\x10\x02\x1a\x03junk\n", 13);
   EXPECT_THAT(ParseFolded(pprof).status().message(),
               HasSubstr("line 3: binary data, not a folded profile"));
+  EXPECT_THAT(ParseFolded("{\n  \"samples\": 3\n}\n").status().message(),
+              HasSubstr("line 1: JSON (a recording's metadata, or a speedscope file)"));
   // A frame name may hold any byte: a line that parses is a line.
   EXPECT_TRUE(ParseFolded(std::string("a;b\0\x01\x02\x03\x04\x05 1\n", 12)).ok());
 }
