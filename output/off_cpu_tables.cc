@@ -144,13 +144,23 @@ std::vector<BlockingCallSite> TopBlockingCallSites(const symbolize::Profile& pro
         --call;
       }
       // Then the standard library's frames, and the C and C++ runtimes' a callback of theirs
-      // passes through (std::call_once runs its function under libc's __pthread_once_slow).
+      // passes through (std::call_once runs its function under libc's __pthread_once_slow),
+      // unless that leads to the thread's root (a stack of the libraries' frames alone, or one
+      // cut short): then the standard library's alone, as before.
       auto in_runtime = [&](uint32_t frame) {
         if (IsStandardLibraryFunction(profile.frames[frame].function)) return true;
         const std::string* m = module_of(frame);
         return m != nullptr && IsRuntimeLibraryModule(BaseNameOf(*m));
       };
-      while (call > 0 && in_runtime(s.frames[call - 1])) --call;
+      int through_runtime = call;
+      while (through_runtime > 0 && in_runtime(s.frames[through_runtime - 1])) --through_runtime;
+      if (through_runtime > 0) {
+        call = through_runtime;
+      } else {
+        while (call > 0 && IsStandardLibraryFunction(profile.frames[s.frames[call - 1]].function)) {
+          --call;
+        }
+      }
       name = profile.frames[s.frames[call]].function;
       if (call > 0) name = absl::StrCat(profile.frames[s.frames[call - 1]].function, " > ", name);
     }

@@ -323,8 +323,9 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
   // give exactly (unwind::ThreadTimes::on_cpu_ns), so its on- and off-CPU time add up to its
   // lifetime. By tid: the samples' periods are scaled by this.
   absl::flat_hash_map<int32_t, double> wall_scale;
+  absl::flat_hash_map<int32_t, uint64_t> sampled;
   if (cpu && off) {
-    const absl::flat_hash_map<int32_t, uint64_t> sampled = collector.CpuWeightByTid();
+    sampled = collector.CpuWeightByTid();
     for (const unwind::ThreadTimes& t : collector.off_cpu().Threads()) {
       auto it = sampled.find(t.tid);
       if (it != sampled.end() && it->second > 0 && t.ran) {
@@ -357,7 +358,7 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
     // of their on-CPU time) would be missing from the view, whose lines add up each thread's
     // lifetime: it is a line of its own.
     for (const unwind::ThreadTimes& t : collector.off_cpu().Threads()) {
-      if (wall_scale.contains(t.tid) || t.on_cpu_ns() == 0) continue;
+      if (sampled.contains(t.tid) || t.on_cpu_ns() == 0) continue;
       unwind::CollectedStack cs;
       cs.pid = t.pid;
       cs.tid = t.tid;

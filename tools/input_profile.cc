@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -67,42 +68,46 @@ bool ListsFile(const nlohmann::json& meta, const std::string& path) {
          (meta.contains("allocations") && lists(meta["allocations"]));
 }
 
-// The file's modification time in nanoseconds; 0 when it cannot be read.
-int64_t ModifiedNs(const std::string& path) {
+// The file's modification time in nanoseconds; nullopt when it cannot be read.
+std::optional<int64_t> ModifiedNs(const std::string& path) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return 0;
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
   return int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
 }
 
 // The metadata of the run that wrote `output`: beside it, or beside another output of that run
-// that lists `listed` (record writes it beside the first -o only, which need not be the folded
-// one: `-o p.svg -o p.folded` puts it in p.svg.json). Of those, the newest that is not older
-// than `listed` (record writes the metadata last; one older is of an earlier run whose file was
-// replaced since), give or take the seconds a copy of the directory (`cp -r`) puts between
-// them. Another output's metadata that is not JSON is passed over in silence.
+// (record writes it beside the first -o only, which need not be the folded one: `-o p.svg -o
+// p.folded` puts it in p.svg.json). Of those that list `listed` (or, as a hand-made one may,
+// no outputs at all), the newest that is not older than `listed` (record writes the metadata
+// last; one older is of an earlier run whose file was replaced since), give or take the seconds
+// a copy of the directory (`cp -r`) puts between them. The output's own metadata that is not
+// JSON gets a note; another output's is passed over in silence.
 nlohmann::json ReadRunMetadata(const std::string& output, const std::string& listed) {
-  nlohmann::json own = ReadMetadata(output);
-  if (!own.is_null()) return own;
   const absl::string_view ext = output::OutputExtensionOf(output);
   const std::string stem = output.substr(0, output.size() - ext.size());
-  std::vector<std::string> siblings = {stem};
+  std::vector<std::string> candidates = {output, stem};
   for (const output::OutputExtension& e : output::kOutputExtensions) {
-    siblings.push_back(absl::StrCat(stem, e.ext));
+    candidates.push_back(absl::StrCat(stem, e.ext));
   }
-  const int64_t listed_ns = ModifiedNs(listed);
+  constexpr int64_t kCopySlackNs = 2'000'000'000;
+  const std::optional<int64_t> listed_ns = ModifiedNs(listed);
   nlohmann::json newest;
-  int64_t newest_ns = -1;
-  for (const std::string& sibling : siblings) {
-    if (sibling == output) continue;
-    const int64_t written_ns = ModifiedNs(sibling + ".json");
-    constexpr int64_t kCopySlackNs = 2'000'000'000;
-    if (written_ns == 0 || written_ns < listed_ns - kCopySlackNs || written_ns <= newest_ns) {
-      continue;
-    }
-    absl::StatusOr<std::string> text = ReadSmallFile(sibling + ".json");
+  std::optional<int64_t> newest_ns;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const std::string& candidate = candidates[i];
+    if (i > 0 && candidate == output) continue;
+    const std::optional<int64_t> written_ns = ModifiedNs(candidate + ".json");
+    if (!written_ns.has_value()) continue;
+    if (listed_ns.has_value() && *written_ns < *listed_ns - kCopySlackNs) continue;
+    if (newest_ns.has_value() && *written_ns <= *newest_ns) continue;
+    absl::StatusOr<std::string> text = ReadSmallFile(candidate + ".json");
     if (!text.ok()) continue;
-    nlohmann::json meta = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (!meta.is_object() || !ListsFile(meta, listed)) continue;
+    nlohmann::json meta = i == 0 ? ParseMetadata(*text, candidate)
+                                 : nlohmann::json::parse(*text, nullptr, false);
+    if (!meta.is_object()) continue;
+    const bool lists_outputs = meta.contains("outputs");
+    if (lists_outputs && !ListsFile(meta, listed)) continue;
+    if (!lists_outputs && i > 0) continue;  // another output's, and not saying whose
     newest = std::move(meta);
     newest_ns = written_ns;
   }
@@ -176,7 +181,8 @@ void SplitWallView(const std::string& wall_path, symbolize::Profile* profile) {
 
 absl::Status MarkRecordedView(const std::string& path, const std::string& view,
                               symbolize::Profile* profile) {
-  if (view.empty()) return absl::OkStatus();
+  // The heap profile is pprof only: a folded file named so is read as what it holds.
+  if (view.empty() || view == kHeapView) return absl::OkStatus();
   if (const AllocView* a = FindAllocView(view); a != nullptr) {
     profile->count_unit = symbolize::AllocViewUnit(a->view);
     profile->weight_unit = profile->count_unit;

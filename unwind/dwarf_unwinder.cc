@@ -64,7 +64,9 @@ void DwarfUnwinder::Unwind(const sampler::SampleView& sample, const ProcessView&
   AppendCallchainFrames(chain.kernel, /*kernel=*/true, out);
   const size_t first_user = out->frames.size();
   if (sample.regs_abi == PERF_SAMPLE_REGS_ABI_64 && !sample.regs_user.empty()) {
-    UnwindUser(sample, process, out);
+    // Kernel frames in front: the user registers are those of a system call's entry (or of a
+    // fault's).
+    UnwindUser(sample, process, /*in_syscall=*/first_user != 0, out);
     const size_t unwound = out->frames.size();
     if (options_.splice_kernel_chain) {
       SpliceKernelChain(chain.user, first_user, process, out, chain.CutAtMaxStack());
@@ -78,8 +80,9 @@ void DwarfUnwinder::Unwind(const sampler::SampleView& sample, const ProcessView&
 }
 
 void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessView& process,
-                               UnwoundStack* out) {
+                               bool in_syscall, UnwoundStack* out) {
   UnwindMemo::Key key;
+  key.in_syscall = in_syscall;
   key.pid = process.pid;
   key.stack_bytes = static_cast<uint32_t>(sample.stack_user.size());
   key.generation = process.address_space != nullptr ? process.address_space->generation() : 0;
@@ -93,7 +96,7 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
   uint32_t regs_read = 0;
   // DwarfRegs::loaded_from holds offsets below 64 KiB (the kernel copies at most 65,528 bytes).
   if (!options_.memoize || sample.stack_user.size() > UINT16_MAX) {
-    Walk(key.regs, stack, process, out, &regs_read);
+    Walk(key.regs, in_syscall, stack, process, out, &regs_read);
     return;
   }
   if (const UnwindMemo::Outcome* memo = memo_.Replay(key, stack, out); memo != nullptr) {
@@ -109,7 +112,7 @@ void DwarfUnwinder::UnwindUser(const sampler::SampleView& sample, const ProcessV
   const size_t first_user = out->frames.size();
   const UnwinderStats before = stats_;
   stack.log = memo_.StartLog();
-  Walk(key.regs, stack, process, out, &regs_read);
+  Walk(key.regs, in_syscall, stack, process, out, &regs_read);
   memo_.Store(key, regs_read, stack, *out, first_user,
               {.end = out->end,
                .stack_high = out->stack_high,
@@ -136,7 +139,7 @@ bool DwarfUnwinder::LeafReturnStep(const DwarfRegs& regs, const StackCopy& stack
   return true;
 }
 
-void DwarfUnwinder::Walk(const DwarfRegs& sampled, const StackCopy& stack,
+void DwarfUnwinder::Walk(const DwarfRegs& sampled, bool in_syscall, const StackCopy& stack,
                          const ProcessView& process, UnwoundStack* out, uint32_t* regs_read) {
   // The pc finds the first rule and the sp is where the copy starts.
   *regs_read = (1u << kDwarfRa) | (1u << kDwarfRsp);
@@ -183,18 +186,19 @@ void DwarfUnwinder::Walk(const DwarfRegs& sampled, const StackCopy& stack,
       if (signal_frame) out->frames.back().kind = FrameAddressKind::kInstructionPointer;
       stats_.expr_frames += !rule->fast;
     } else {
-      // No CFI: rbp decides, as the outermost frame's mark or through a frame-pointer step.
-      NoteUse(regs, kDwarfRbp, stack, regs_read);
-      if (regs.Has(kDwarfRbp) && regs.value[kDwarfRbp] == 0) {
+      // No CFI. A leaf stopped in a system call, in a module that has CFI elsewhere, returns to
+      // [sp] when that word is a return address (LeafReturnStep); otherwise rbp decides, as the
+      // outermost frame's mark or through a frame-pointer step.
+      if (in_syscall && out->frames.size() == first_frame + 1 && elf != nullptr &&
+          elf->has_cfi() && LeafReturnStep(regs, stack, process, &next)) {
+        err = StepError::kNone;
+      } else if (NoteUse(regs, kDwarfRbp, stack, regs_read);
+                 regs.Has(kDwarfRbp) && regs.value[kDwarfRbp] == 0) {
         // rbp = 0 is the psABI's mark of the outermost frame (the kernel starts a process with
         // rbp = 0 and the loader's entry code, which has no CFI, keeps it).
         out->end = StackEnd::kComplete;
         out->stack_high = regs.sp();  // every read so far was below this frame's sp
         return;
-      }
-      if (out->frames.size() == first_frame + 1 && elf != nullptr &&
-          LeafReturnStep(regs, stack, process, &next)) {
-        err = StepError::kNone;
       } else if (!options_.frame_pointer_fallback) {
         out->end = StackEnd::kNoUnwindInfo;
         return;

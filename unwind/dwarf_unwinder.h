@@ -42,17 +42,20 @@ class DwarfUnwinder : public Unwinder {
   ModuleFiles& files() { return files_; }
 
  private:
-  void UnwindUser(const sampler::SampleView& sample, const ProcessView& process,
+  // `in_syscall`: the sample has kernel frames in front, so the leaf stopped in a system call
+  // (or a fault).
+  void UnwindUser(const sampler::SampleView& sample, const ProcessView& process, bool in_syscall,
                   UnwoundStack* out);
   // The walk itself, from the sampled registers, with no memo. `regs_read`: the sampled
   // registers whose values the walk depended on (DwarfRegs::depends).
-  void Walk(const DwarfRegs& sampled, const StackCopy& stack, const ProcessView& process,
-            UnwoundStack* out, uint32_t* regs_read);
-  // The step out of a leaf that no CFI covers, in a module that has CFI (glibc's __clone3 ends
-  // its FDE before its system call, so that the new thread does not unwind into its parent's
-  // frames; a posix_spawn parent waits right there): a leaf that set up no frame has its return
-  // address at [sp]. Taken only when that word is an address CFI covers, as a return address
-  // is; false otherwise (the frame-pointer step is next).
+  void Walk(const DwarfRegs& sampled, bool in_syscall, const StackCopy& stack,
+            const ProcessView& process, UnwoundStack* out, uint32_t* regs_read);
+  // The step out of a leaf stopped in a system call that no CFI covers, in a module that has
+  // CFI (glibc's __clone3 ends its FDE before its system call, so that the new thread does not
+  // unwind into its parent's frames; a posix_spawn parent waits right there): a system call
+  // wrapper sets up no frame, so its return address is at [sp]. Taken only when that word is an
+  // address CFI covers, as a return address is; false otherwise (the frame-pointer step is
+  // next). Not for a leaf in user code: hand-written assembly may have pushed a code pointer.
   bool LeafReturnStep(const DwarfRegs& regs, const StackCopy& stack, const ProcessView& process,
                       DwarfRegs* next);
 

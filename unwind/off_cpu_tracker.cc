@@ -18,6 +18,7 @@ OffCpuTracker::State& OffCpuTracker::StateOf(int32_t pid, int32_t tid, uint64_t 
     s.times.pid = pid;
     s.times.tid = tid;
     s.times.first_ns = time_ns;
+    tids_of_pid_[pid].push_back(tid);
   }
   return s;
 }
@@ -118,6 +119,7 @@ void OffCpuTracker::OnThreadRan(int32_t pid, int32_t tid, uint64_t time_ns) {
 
 void OffCpuTracker::OnThreadCreated(int32_t pid, int32_t tid, uint64_t time_ns) {
   State& s = threads_[tid];
+  if (!s.seen || s.times.pid != pid) tids_of_pid_[pid].push_back(tid);
   s = State{};  // a reused tid is a new thread
   s.seen = true;
   s.times.pid = pid;
@@ -138,19 +140,34 @@ void OffCpuTracker::OnThreadExited(int32_t tid, uint64_t time_ns) {
 }
 
 void OffCpuTracker::OnExec(int32_t pid, uint64_t time_ns) {
-  for (auto& [tid, s] : threads_) {
-    if (s.times.pid != pid || tid == pid || s.times.exited) continue;
-    Close(s, time_ns);
-    s.times.exited = true;
-    s.times.last_ns = std::max(s.times.first_ns, time_ns);
+  bool another_ran_on = false;  // a thread other than the main one was still there
+  if (auto tids = tids_of_pid_.find(pid); tids != tids_of_pid_.end()) {
+    for (int32_t tid : tids->second) {
+      State& s = threads_[tid];
+      if (tid == pid || s.times.pid != pid || s.times.exited) continue;
+      another_ran_on = true;
+      Close(s, time_ns);
+      s.times.exited = true;
+      s.times.last_ns = std::max(s.times.first_ns, time_ns);
+    }
   }
   State& main = StateOf(pid, pid, time_ns);
   if (main.times.exited) {
-    // The old main thread's state: the thread that exec'd carries on under its tid, on a CPU.
-    main.times.exited = false;
-    main.off = false;
+    if (another_ran_on) {
+      // The thread that exec'd carries on under the main thread's tid, on a CPU. The time since
+      // the main thread's exit is in that thread's own lifetime.
+      main.times.gone_ns += time_ns > main.times.last_ns ? time_ns - main.times.last_ns : 0;
+      main.times.exited = false;
+      main.off = false;
+    } else {
+      // An exited main thread and no other: a process of an earlier life of this pid.
+      OnThreadCreated(pid, pid, time_ns);
+      State& fresh = threads_[pid];
+      fresh.off = false;
+      fresh.waiting = false;
+    }
   }
-  main.times.ran = true;
+  threads_[pid].times.ran = true;
 }
 
 void OffCpuTracker::Finish(uint64_t stop_ns) {

@@ -40,7 +40,12 @@ struct ThreadTimes {
   bool ran = false;          // was on a CPU at some point while recording
   bool exited = false;
 
-  uint64_t lifetime_ns() const { return last_ns - first_ns; }
+  // Between the main thread's exit and the exec that another of its process's threads then made,
+  // when that thread took over the main thread's tid (OffCpuTracker::OnExec): that thread's own
+  // lifetime holds that time.
+  uint64_t gone_ns = 0;
+
+  uint64_t lifetime_ns() const { return last_ns - first_ns - gone_ns; }
   // Time on a CPU: the lifetime outside the off-CPU intervals, exact from the switch records.
   // CPU samples (count times period) estimate the same time with sampling error, and at tens of
   // thousands of switches per second the kernel's cpu-clock also counts the switch path's own
@@ -119,6 +124,8 @@ class OffCpuTracker {
   // vector's doubling copy of megabytes stalled the drain long enough for a 20k switches/s
   // target to overrun its ring (~500 records lost at each of 2^16 and 2^17 intervals).
   std::deque<OffCpuInterval> intervals_;
+  // The tids seen of each process, so an exec looks at its own process's only.
+  absl::flat_hash_map<int32_t, std::vector<int32_t>> tids_of_pid_;
 };
 
 }  // namespace nativeprof::unwind

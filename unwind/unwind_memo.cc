@@ -8,7 +8,7 @@ namespace nativeprof::unwind {
 
 bool UnwindMemo::Key::SameSlot(const Key& o) const {
   return pid == o.pid && stack_bytes == o.stack_bytes && generation == o.generation &&
-         regs.valid == o.regs.valid && regs.pc() == o.regs.pc() && regs.sp() == o.regs.sp();
+         in_syscall == o.in_syscall && regs.valid == o.regs.valid && regs.pc() == o.regs.pc() && regs.sp() == o.regs.sp();
 }
 
 uint64_t UnwindMemo::HashOf(const Key& key) {
@@ -17,7 +17,8 @@ uint64_t UnwindMemo::HashOf(const Key& key) {
   // again, so this only needs to keep distinct keys apart, not to spread them.
   constexpr uint64_t kMul = 0x9e3779b97f4a7c15ull;
   const uint64_t small = (uint64_t{static_cast<uint32_t>(key.pid)} << 32 | key.stack_bytes) ^
-                         (key.generation << 20) ^ key.regs.valid;
+                         (key.generation << 20) ^ key.regs.valid ^
+                         (uint64_t{key.in_syscall} << 63);
   const uint64_t h = (key.regs.pc() ^ small) * kMul;
   return (h ^ (h >> 29) ^ key.regs.sp()) * kMul;
 }

@@ -42,6 +42,7 @@ class UnwindMemo {
     int32_t pid = 0;
     uint32_t stack_bytes = 0;  // the copy's size: reads past it fail, which ends the unwind
     uint64_t generation = 0;   // of the address space the unwind looked modules up in
+    bool in_syscall = false;   // kernel frames in front (DwarfUnwinder::LeafReturnStep)
     DwarfRegs regs;
 
     bool SameSlot(const Key& o) const;

@@ -215,6 +215,14 @@ TEST(AllocTest, AllocationsWithoutCpuSamples) {
 TEST(AllocTest, ViewsReadBackWhicheverOutputCameFirst) {
   NP_SKIP_IF_NO_PERF();
   const std::string dir = MakeTempDir();
+  // An earlier run's metadata beside p.folded, which the run below replaces: not taken.
+  ASSERT_TRUE(nativeprof::WriteFileAtomically(
+                  dir + "/p.folded.json",
+                  R"({"outputs": [{"path": "p.folded"}, {"path": "p.allocs.folded"}]})")
+                  .ok());
+  std::filesystem::last_write_time(dir + "/p.folded.json",
+                                   std::filesystem::file_time_type::clock::now() -
+                                       std::chrono::hours(1));
   CommandResult run = RunCommand({NativeprofBinary(), "record", "--no-counters", "--alloc=1",
                                   "--no-cpu", "-o", dir + "/p.svg", "-o", dir + "/p.folded", "--",
                                   TargetPath("alloc_workload"), "sites"});

@@ -133,9 +133,18 @@ TEST(OffCpuTablesTest, ARuntimeCallbackOnTheWayIsSteppedOver) {
       frame("__pthread_once_slow", "libc.so.6"), frame("std::thread::join", "libstdc++.so.6"),
       frame("__pthread_clockjoin_ex", "libc.so.6")};
   profile.stacks.push_back({.frames = frames, .samples = 520});
+  // A stack of the libraries' frames alone is not walked to its root (clone3).
+  const std::vector<uint32_t> library_only = {
+      frame("clone3", "libc.so.6"), frame("start_thread", "libc.so.6"),
+      frame("execute_native_thread_routine", "libstdc++.so.6"),
+      frame("std::thread::_State_impl<std::function<void ()>>::_M_run", "libstdc++.so.6"),
+      frame("__nanosleep", "libc.so.6")};
+  profile.stacks.push_back({.frames = library_only, .samples = 10});
   const std::vector<BlockingCallSite> sites = TopBlockingCallSites(profile, 10, &modules);
-  ASSERT_EQ(sites.size(), 1u);
+  ASSERT_EQ(sites.size(), 2u);
   EXPECT_EQ(sites[0].name, "main > std::future<int>::get");
+  EXPECT_EQ(sites[1].name, "execute_native_thread_routine > "
+                           "std::thread::_State_impl<std::function<void ()>>::_M_run");
 }
 
 // A thread whose blocked interval had no switch sample is named by its pseudo-frame, not taken

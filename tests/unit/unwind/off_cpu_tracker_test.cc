@@ -75,16 +75,27 @@ TEST(OffCpuTrackerTest, AnExecFromAnotherThreadCarriesOnAsTheMainThread) {
   t.OnSwitch(10, 10, 400, true, false);  // the new image sleeps 500 ns
   t.OnSwitch(10, 10, 900, false, false);
   t.Finish(1000);
-  std::vector<ThreadTimes> threads = t.Threads();
-  std::sort(threads.begin(), threads.end(),
-            [](const ThreadTimes& a, const ThreadTimes& b) { return a.tid < b.tid; });
+  const std::vector<ThreadTimes> threads = t.Threads();  // by pid and tid
   ASSERT_EQ(threads.size(), 2u);
   EXPECT_FALSE(threads[0].exited);
   EXPECT_EQ(threads[0].blocked_ns, 305u + 500u);  // the old main thread's, then the new image's
-  EXPECT_EQ(threads[0].lifetime_ns(), 1000u);
+  // From 310 to 320 there was no main thread: thread 11's lifetime holds that time.
+  EXPECT_EQ(threads[0].lifetime_ns(), 990u);
   EXPECT_TRUE(threads[1].exited);
   EXPECT_EQ(threads[1].last_ns, 320u);
   EXPECT_EQ(threads[1].blocked_ns, 280u);
+
+  // An exec of a pid whose main thread exited and which has no other thread is a new process
+  // of a reused pid (its fork record lost): it starts afresh, not from the old one's start.
+  OffCpuTracker reused;
+  reused.set_recording_start(0);
+  reused.NoteExistingThread(20, 20);
+  reused.OnThreadExited(20, 100);
+  reused.OnExec(20, 500);
+  reused.Finish(1000);
+  ASSERT_EQ(reused.Threads().size(), 1u);
+  EXPECT_EQ(reused.Threads()[0].first_ns, 500u);
+  EXPECT_EQ(reused.Threads()[0].on_cpu_ns(), 500u);
 }
 
 TEST(OffCpuTrackerTest, AThreadThatNeverRanIsOffCpuThroughout) {
