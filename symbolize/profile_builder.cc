@@ -358,7 +358,8 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
     // of their on-CPU time) would be missing from the view, whose lines add up each thread's
     // lifetime: it is a line of its own.
     for (const unwind::ThreadTimes& t : collector.off_cpu().Threads()) {
-      if (sampled.contains(t.tid) || t.on_cpu_ns() == 0) continue;
+      const auto weight = sampled.find(t.tid);
+      if ((weight != sampled.end() && weight->second > 0) || t.on_cpu_ns() == 0) continue;
       unwind::CollectedStack cs;
       cs.pid = t.pid;
       cs.tid = t.tid;

@@ -75,43 +75,41 @@ std::optional<int64_t> ModifiedNs(const std::string& path) {
   return int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
 }
 
-// The metadata of the run that wrote `output`: beside it, or beside another output of that run
-// (record writes it beside the first -o only, which need not be the folded one: `-o p.svg -o
-// p.folded` puts it in p.svg.json). Of those that list `listed` (or, as a hand-made one may,
-// no outputs at all), the newest that is not older than `listed` (record writes the metadata
-// last; one older is of an earlier run whose file was replaced since), give or take the seconds
-// a copy of the directory (`cp -r`) puts between them. The output's own metadata that is not
-// JSON gets a note; another output's is passed over in silence.
+// The metadata of the run that wrote `output`: beside it (taken as it is: a renamed recording's
+// lists its old names), unless a newer one beside another output lists `listed` (record writes
+// it beside the first -o only, which need not be the folded one: `-o p.svg -o p.folded` puts it
+// in p.svg.json, and a p.folded.json beside it is an earlier run's). Such another output's JSON
+// must also not be older than `listed` (record writes the metadata last), give or take the
+// seconds a copy of the directory (`cp -r`) puts between them; one that is not JSON is passed
+// over in silence.
 nlohmann::json ReadRunMetadata(const std::string& output, const std::string& listed) {
+  nlohmann::json own = ReadMetadata(output);
+  const std::optional<int64_t> own_ns = ModifiedNs(output + ".json");
   const absl::string_view ext = output::OutputExtensionOf(output);
   const std::string stem = output.substr(0, output.size() - ext.size());
-  std::vector<std::string> candidates = {output, stem};
+  std::vector<std::string> siblings = {stem};
   for (const output::OutputExtension& e : output::kOutputExtensions) {
-    candidates.push_back(absl::StrCat(stem, e.ext));
+    siblings.push_back(absl::StrCat(stem, e.ext));
   }
   constexpr int64_t kCopySlackNs = 2'000'000'000;
   const std::optional<int64_t> listed_ns = ModifiedNs(listed);
   nlohmann::json newest;
   std::optional<int64_t> newest_ns;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const std::string& candidate = candidates[i];
-    if (i > 0 && candidate == output) continue;
-    const std::optional<int64_t> written_ns = ModifiedNs(candidate + ".json");
+  for (const std::string& sibling : siblings) {
+    if (sibling == output) continue;
+    const std::optional<int64_t> written_ns = ModifiedNs(sibling + ".json");
     if (!written_ns.has_value()) continue;
     if (listed_ns.has_value() && *written_ns < *listed_ns - kCopySlackNs) continue;
     if (newest_ns.has_value() && *written_ns <= *newest_ns) continue;
-    absl::StatusOr<std::string> text = ReadSmallFile(candidate + ".json");
+    if (!own.is_null() && own_ns.has_value() && *written_ns <= *own_ns) continue;
+    absl::StatusOr<std::string> text = ReadSmallFile(sibling + ".json");
     if (!text.ok()) continue;
-    nlohmann::json meta = i == 0 ? ParseMetadata(*text, candidate)
-                                 : nlohmann::json::parse(*text, nullptr, false);
-    if (!meta.is_object()) continue;
-    const bool lists_outputs = meta.contains("outputs");
-    if (lists_outputs && !ListsFile(meta, listed)) continue;
-    if (!lists_outputs && i > 0) continue;  // another output's, and not saying whose
+    nlohmann::json meta = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (!meta.is_object() || !ListsFile(meta, listed)) continue;
     newest = std::move(meta);
     newest_ns = written_ns;
   }
-  return newest;
+  return newest.is_null() ? own : newest;
 }
 
 }  // namespace

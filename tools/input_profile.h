@@ -19,10 +19,10 @@ namespace nativeprof::tools {
 // not a folded profile. The caller then exits with kExitBadInput.
 std::optional<symbolize::Profile> ReadInputProfile(const std::string& path, absl::string_view fix);
 
-// The metadata `record` wrote beside `path` (PATH.json), or beside the recording's first output
-// when that was another (X.svg.json for X.folded: the newest such JSON that lists `path` and is
-// not older than it); null when there is none or it is not JSON (with a note on stderr: only
-// what it adds is lost). An off-CPU or wall view ("X.offcpu.folded", "X.wall.folded") has none
+// The metadata `record` wrote beside `path` (PATH.json), unless a newer JSON beside another of
+// the recording's outputs lists `path` and is not older than it (X.svg.json for X.folded, when
+// the first -o was X.svg); null when there is none or it is not JSON (with a note on stderr:
+// only what it adds is lost). An off-CPU or wall view ("X.offcpu.folded", "X.wall.folded") has none
 // of its own: it shares the recording's (X.folded.json, or as above), and *view is set to
 // "offcpu" or "wall" (else left empty); so do the allocation views of --alloc
 // ("X.alloc.folded", ... : *view "alloc", ...). A file named like a view whose recording's

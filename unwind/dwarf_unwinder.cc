@@ -19,6 +19,14 @@ bool IsAnonymousCode(absl::string_view path) {
   return kind == module::PathKind::kNoFile || kind == module::PathKind::kMemfd;
 }
 
+// Whether the two bytes before `pc` are `syscall` (0f 05): the leaf stopped in a system call,
+// not after a fault or a preemption in its own code (hand-written assembly may have pushed a
+// code pointer there).
+bool AfterSyscallInstruction(const ElfCfi& elf, const sampler::Mapping& mapping, uint64_t pc) {
+  const std::span<const uint8_t> code = elf.image().Bytes(mapping.FileOffset(pc - 2), 2);
+  return code.size() == 2 && code[0] == 0x0f && code[1] == 0x05;
+}
+
 StackEnd EndFor(StepError e) {
   switch (e) {
     case StepError::kBeyondStack: return StackEnd::kTruncatedStack;
@@ -64,9 +72,13 @@ void DwarfUnwinder::Unwind(const sampler::SampleView& sample, const ProcessView&
   AppendCallchainFrames(chain.kernel, /*kernel=*/true, out);
   const size_t first_user = out->frames.size();
   if (sample.regs_abi == PERF_SAMPLE_REGS_ABI_64 && !sample.regs_user.empty()) {
-    // Kernel frames in front: the user registers are those of a system call's entry (or of a
-    // fault's).
-    UnwindUser(sample, process, /*in_syscall=*/first_user != 0, out);
+    // Kernel frames in front, or a switch sample (whose kernel frames a recording without them
+    // leaves out): the user registers are those of a system call's entry, or of a fault's or a
+    // preemption's.
+    UnwindUser(sample, process,
+               /*in_syscall=*/first_user != 0 ||
+                   sample.event == sampler::SampleEvent::kContextSwitch,
+               out);
     const size_t unwound = out->frames.size();
     if (options_.splice_kernel_chain) {
       SpliceKernelChain(chain.user, first_user, process, out, chain.CutAtMaxStack());
@@ -190,7 +202,8 @@ void DwarfUnwinder::Walk(const DwarfRegs& sampled, bool in_syscall, const StackC
       // [sp] when that word is a return address (LeafReturnStep); otherwise rbp decides, as the
       // outermost frame's mark or through a frame-pointer step.
       if (in_syscall && out->frames.size() == first_frame + 1 && elf != nullptr &&
-          elf->has_cfi() && LeafReturnStep(regs, stack, process, &next)) {
+          elf->has_cfi() && AfterSyscallInstruction(*elf, *mapping, pc) &&
+          LeafReturnStep(regs, stack, process, &next)) {
         err = StepError::kNone;
       } else if (NoteUse(regs, kDwarfRbp, stack, regs_read);
                  regs.Has(kDwarfRbp) && regs.value[kDwarfRbp] == 0) {

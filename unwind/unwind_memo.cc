@@ -8,11 +8,12 @@ namespace nativeprof::unwind {
 
 bool UnwindMemo::Key::SameSlot(const Key& o) const {
   return pid == o.pid && stack_bytes == o.stack_bytes && generation == o.generation &&
-         in_syscall == o.in_syscall && regs.valid == o.regs.valid && regs.pc() == o.regs.pc() && regs.sp() == o.regs.sp();
+         in_syscall == o.in_syscall && regs.valid == o.regs.valid && regs.pc() == o.regs.pc() &&
+         regs.sp() == o.regs.sp();
 }
 
 uint64_t UnwindMemo::HashOf(const Key& key) {
-  // Looked up once per stack: fold the six fields with two multiplies rather than a hash-state
+  // Looked up once per stack: fold the seven fields with two multiplies rather than a hash-state
   // round per field (absl::HashOf took ~5 % of an --alloc=1 drain). The map hashes the result
   // again, so this only needs to keep distinct keys apart, not to spread them.
   constexpr uint64_t kMul = 0x9e3779b97f4a7c15ull;
