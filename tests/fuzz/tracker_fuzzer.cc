@@ -63,8 +63,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         ++frees;
         break;
       case 9: alloc.OnProcessForked(static_cast<uint32_t>(pid)); break;
-      case 10:
+      case 10:  // an exec, as StackCollector::OnComm passes it on
         alloc.OnImageEnded(static_cast<uint32_t>(pid), now);
+        off_cpu.OnExec(pid, now);
         images_ended = true;
         break;
     }
@@ -80,6 +81,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (const nativeprof::unwind::ThreadTimes& t : off_cpu.Threads()) {
     Check(t.first_ns <= t.last_ns && t.last_ns <= stop_ns);
+    // The time without a main thread before an exec lies within the thread's span.
+    Check(t.gone_ns <= t.last_ns - t.first_ns);
     // Off-CPU time lies within the thread's lifetime in the recording.
     Check(t.blocked_ns + t.waiting_ns <= stop_ns - start_ns);
   }
