@@ -22,13 +22,20 @@ double Ms(const nlohmann::json& v) { return v.is_number() ? v.get<double>() * 1e
 
 }  // namespace
 
-std::string RenderThreadSplit(const nlohmann::json& metadata, TableFormat format) {
+const nlohmann::json* RecordedThreads(const nlohmann::json& metadata) {
   if (!metadata.is_object() || !metadata.contains("off_cpu") ||
-      !metadata["off_cpu"].contains("threads") || !metadata["off_cpu"]["threads"].is_array()) {
-    return "";
+      !metadata["off_cpu"].is_object() || !metadata["off_cpu"].contains("threads") ||
+      !metadata["off_cpu"]["threads"].is_array()) {
+    return nullptr;
   }
+  return &metadata["off_cpu"]["threads"];
+}
+
+std::string RenderThreadSplit(const nlohmann::json& metadata, TableFormat format) {
+  const nlohmann::json* recorded = RecordedThreads(metadata);
+  if (recorded == nullptr) return "";
   const bool md = format == TableFormat::kMarkdown;
-  const nlohmann::json& threads = metadata["off_cpu"]["threads"];
+  const nlohmann::json& threads = *recorded;
   std::string out = md ? "**Threads** (time in ms; share of each thread's lifetime while "
                          "recording)\n\n| thread | tid | lifetime | on-CPU | blocked | waiting for "
                          "CPU |\n|:---|---:|---:|---:|---:|---:|\n"
@@ -181,13 +188,9 @@ std::string RenderBlockingCallSites(const std::vector<BlockingCallSite>& sites, 
   if (sites.empty()) return "";
   const bool md = format == TableFormat::kMarkdown;
   const int n = static_cast<int>(sites.size());
-  std::string out =
-      md ? absl::StrFormat("**%s** (of %s us off-CPU)\n\n",
-                           TopHeading(n, "blocking call site", "blocking call sites"),
-                           WithThousands(total))
-         : absl::StrFormat("%s (of %s us off-CPU)\n",
-                           TopHeading(n, "blocking call site", "blocking call sites"),
-                           WithThousands(total));
+  const std::string top = TopHeading(n, "blocking call site", "blocking call sites");
+  const std::string of = absl::StrCat(" (of ", WithThousands(total), " us off-CPU)");
+  std::string out = md ? absl::StrCat("**", top, "**", of, "\n\n") : absl::StrCat(top, of, "\n");
   if (md) {
     out.append("| share | us | caller > call that blocked |\n|---:|---:|:---|\n");
   } else {

@@ -15,6 +15,10 @@
 
 namespace nativeprof::output {
 
+// metadata["off_cpu"]["threads"] (record --off-cpu's per-thread split), or null when the
+// metadata has no such array.
+const nlohmann::json* RecordedThreads(const nlohmann::json& metadata);
+
 // "Threads (on-CPU / blocked / waiting for a CPU, of each thread's lifetime)" with one row per
 // thread of metadata["off_cpu"]["threads"], the kThreadRows longest-lived at most; "" when the
 // metadata has none.

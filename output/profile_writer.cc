@@ -32,9 +32,8 @@ absl::string_view OutputExtensionOf(absl::string_view path) {
 }
 
 OutputFormat FormatFromPath(absl::string_view path) {
-  const absl::string_view ext = OutputExtensionOf(path);
   for (const OutputExtension& e : kOutputExtensions) {
-    if (absl::EqualsIgnoreCase(ext, e.ext)) return e.format;
+    if (absl::EndsWithIgnoreCase(path, e.ext)) return e.format;
   }
   return OutputFormat::kFolded;
 }

@@ -136,10 +136,9 @@ std::string RenderReportJson(const ReportModel& model, const std::string& input,
   }
   if (sections.allocations) j["allocations"] = Allocations(metadata, sections.alloc_rankings);
   // The per-thread split the text report's "Threads" table shows (recorded with --off-cpu).
-  if (metadata.is_object() && metadata.contains("off_cpu") && metadata["off_cpu"].is_object() &&
-      metadata["off_cpu"].contains("threads") && metadata["off_cpu"]["threads"].is_array()) {
+  if (const nlohmann::json* recorded = RecordedThreads(metadata); recorded != nullptr) {
     Json threads = Json::array();
-    for (const nlohmann::json& t : metadata["off_cpu"]["threads"]) {
+    for (const nlohmann::json& t : *recorded) {
       Json row = Json::object();
       for (const char* key : {"name", "pid", "tid", "lifetime_ns", "on_cpu_ns", "blocked_ns",
                               "waiting_ns", "ran"}) {

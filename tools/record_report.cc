@@ -267,7 +267,9 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
   if (alloc_sites.has_value()) frame_module_sources.push_back(&*alloc_sites);
   if (frame_module_sources.empty()) frame_module_sources.push_back(&profile);
   metadata["frame_modules"] = output::FrameModulesJson(frame_module_sources);
-  if (session.off_cpu()) metadata["off_cpu"] = OffCpuJson(o, collector, threads, session.event().name);
+  if (session.off_cpu()) {
+    metadata["off_cpu"] = OffCpuJson(o, collector, threads, session.event().name);
+  }
   if (state.alloc.has_value()) metadata["allocations"] = AllocJson(o, *state.alloc, collector);
   // An output that went to the fallback directory is listed where it is.
   auto relocate = [&](nlohmann::json& files) {

@@ -68,13 +68,24 @@ TEST(OffCpuTablesTest, TheThreadTableShowsTheLongestLivedOnly) {
   EXPECT_THAT(RenderThreadSplit(meta), HasSubstr("Upper bounds: with 1,234 records lost"));
 }
 
-TEST(OffCpuTablesTest, ACallSiteIsWhereTheProgramCalledTheLibrary) {
+// A profile built frame by frame, each frame's module noted as record's metadata notes it.
+struct ProfileWithModules {
   symbolize::Profile profile;
   FrameModuleMap modules;
-  auto frame = [&](const std::string& name, const std::string& module) {
+
+  uint32_t Frame(const std::string& name, const std::string& module) {
     profile.frames.push_back({.function = name});
     modules[name] = module;
     return static_cast<uint32_t>(profile.frames.size() - 1);
+  }
+};
+
+TEST(OffCpuTablesTest, ACallSiteIsWhereTheProgramCalledTheLibrary) {
+  ProfileWithModules p;
+  symbolize::Profile& profile = p.profile;
+  FrameModuleMap& modules = p.modules;
+  auto frame = [&](const std::string& name, const std::string& module) {
+    return p.Frame(name, module);
   };
   const uint32_t main_c = frame("main", "server");
   const uint32_t wait = frame("wait_for_work", "server");
@@ -120,12 +131,11 @@ TEST(OffCpuTablesTest, ACallSiteIsWhereTheProgramCalledTheLibrary) {
 // __pthread_once_slow): the site is where the program called the standard library, not the
 // runtime frame in between.
 TEST(OffCpuTablesTest, ARuntimeCallbackOnTheWayIsSteppedOver) {
-  symbolize::Profile profile;
-  FrameModuleMap modules;
+  ProfileWithModules p;
+  symbolize::Profile& profile = p.profile;
+  FrameModuleMap& modules = p.modules;
   auto frame = [&](const std::string& name, const std::string& module) {
-    profile.frames.push_back({.function = name});
-    modules[name] = module;
-    return static_cast<uint32_t>(profile.frames.size() - 1);
+    return p.Frame(name, module);
   };
   const std::vector<uint32_t> frames = {
       frame("main", "cppprog"), frame("std::future<int>::get", "cppprog"),
