@@ -51,12 +51,34 @@ constexpr size_t kHeaderBytes = sizeof(BlockHeader);
 constexpr uint32_t kSampled = 1;    // its allocation is in the ring; its free must be too
 constexpr uint32_t kUncounted = 2;  // allocated inside the preload: not the program's
 constexpr uint32_t kNextBlock = 4;  // from the program's own allocator (allocator_backend.h)
-constexpr size_t kMaxAlignment = size_t{1} << 30;
+// Its offset is too big for the header (an alignment of 4 GiB or more): the header's is 0, and
+// the 8 bytes in front of the header hold it.
+constexpr uint32_t kFarBase = 8;
 
 BlockHeader* HeaderOf(void* user) {
   return reinterpret_cast<BlockHeader*>(static_cast<char*>(user) - kHeaderBytes);
 }
 bool Ours(const BlockHeader* h) { return (h->tag & kTagMagicMask) == kTagMagic; }
+
+// From the start of the allocator's block to `user`, whose header is `h`.
+size_t BaseOffset(const void* user, const BlockHeader& h) {
+  if ((h.tag & kFarBase) == 0) return h.offset;
+  uint64_t offset;
+  std::memcpy(&offset, static_cast<const char*>(user) - kHeaderBytes - 8, 8);
+  return offset;
+}
+
+// Sets the header's offset, and kFarBase in `*flags` when it needs the far field.
+void SetBaseOffset(void* user, BlockHeader* h, size_t offset, uint32_t* flags) {
+  if (offset <= UINT32_MAX) {
+    h->offset = static_cast<uint32_t>(offset);
+    return;
+  }
+  h->offset = 0;
+  const uint64_t far = offset;
+  std::memcpy(static_cast<char*>(user) - kHeaderBytes - 8, &far, 8);
+  *flags |= kFarBase;
+}
 
 // Where a block the preload did not allocate goes back to: the allocator the process runs on.
 void ForeignFree(void* p) {
@@ -111,15 +133,15 @@ __attribute__((noinline)) void* TrackSlow(void* base, size_t size, size_t offset
   char* user = static_cast<char*>(base) + offset;
   BlockHeader* h = HeaderOf(user);
   h->size = size;
-  h->offset = static_cast<uint32_t>(offset);
   uint32_t flags = 0;
+  SetBaseOffset(user, h, offset, &flags);
   ThreadState& t = CurrentThread();
   if (NP_UNLIKELY(t.malloc_probe)) t.malloc_probe_hit = true;
   if (t.busy != 0 || c == nullptr) {
-    flags = kUncounted;
+    flags |= kUncounted;
   } else if (CountAllocation(t, *c, user, size) &&
              SampleAllocation(t, *c, user, size, hook_frame)) {
-    flags = kSampled;
+    flags |= kSampled;
   }
   h->tag = OwnTag(flags | origin);
   return user;
@@ -135,7 +157,7 @@ NP_ALWAYS_INLINE void* Track(Control* c, void* base, size_t size, size_t offset,
                              const void* hook_frame, uint32_t origin = 0) {
   if (NP_UNLIKELY(base == nullptr)) return nullptr;
   ThreadState& t = CurrentThread();
-  if (NP_UNLIKELY(origin != 0 || c == nullptr || t.busy != 0 ||
+  if (NP_UNLIKELY(origin != 0 || c == nullptr || t.busy != 0 || offset > UINT32_MAX ||
                   !AllocationNeedsNoMore(t, size))) {
     return TrackSlow(base, size, offset,
                      hook_frame != kThisHooksFrame ? hook_frame : __builtin_frame_address(0),
@@ -260,9 +282,7 @@ void* AllocateAligned(size_t alignment, size_t size, const void* frame) {
   if (alignment <= kHeaderBytes) return Allocate(size, frame);
   Control* c = Channel();
   const bool next = BackendIsNext();
-  if (c == nullptr || alignment > kMaxAlignment) {
-    return next ? NextMemalign(alignment, size) : __libc_memalign(alignment, size);
-  }
+  if (c == nullptr) return next ? NextMemalign(alignment, size) : __libc_memalign(alignment, size);
   if (size > SIZE_MAX - alignment) {
     errno = ENOMEM;
     return nullptr;
@@ -278,7 +298,7 @@ __attribute__((noinline)) void ReleaseSlow(void* user) {
   const BlockHeader copy = *h;
   h->tag = 0;  // a second free of this pointer is glibc's to diagnose, not ours to count again
   if (CountRelease(user, copy, /*may_defer=*/true)) return;
-  FreeBase(static_cast<char*>(user) - copy.offset, copy.tag);
+  FreeBase(static_cast<char*>(user) - BaseOffset(user, copy), copy.tag);
 }
 
 NP_ALWAYS_INLINE void Release(void* user) {
@@ -413,9 +433,10 @@ size_t UsableSize(void* user) {
   if (user == nullptr) return 0;
   BlockHeader* h = HeaderOf(user);
   if (!Ours(h)) return ForeignUsableSize(user);
-  void* base = static_cast<char*>(user) - h->offset;
+  const size_t offset = BaseOffset(user, *h);
+  void* base = static_cast<char*>(user) - offset;
   const size_t usable = (h->tag & kNextBlock) != 0 ? NextUsableSize(base) : RealUsableSize(base);
-  return usable > h->offset ? usable - h->offset : 0;
+  return usable > offset ? usable - offset : 0;
 }
 
 // Everything realloc does but the common case (see Reallocate).
@@ -435,6 +456,16 @@ __attribute__((noinline)) void* ReallocateSlow(void* user, size_t size, const vo
     ForeignFree(user);
     return moved;
   }
+  if (h->offset != kHeaderBytes && size <= UsableSize(user)) {
+    // An over-aligned block that fits (a shrink) stays where it is, as glibc leaves it, so it
+    // keeps its alignment, which a program that shrinks a memalign'd buffer may rely on. Its
+    // release is counted (written, if sampled) before its new allocation at the same address.
+    const BlockHeader old = *h;
+    const size_t offset = BaseOffset(user, old);
+    CountRelease(user, old);
+    return Track(Channel(), static_cast<char*>(user) - offset, size, offset, frame,
+                 old.tag & kNextBlock);
+  }
   if (h->offset != kHeaderBytes || (h->tag & kSampled) != 0) {
     // An over-aligned block cannot grow in place with its header, and a sampled one is moved by
     // hand so its free is in the ring before glibc can reuse its address. The new block is
@@ -447,7 +478,7 @@ __attribute__((noinline)) void* ReallocateSlow(void* user, size_t size, const vo
     if (base == nullptr) return nullptr;  // the old block is untouched and still counted
     const BlockHeader old = *h;
     CountRelease(user, old);
-    h->tag = OwnTag(kUncounted | (old.tag & kNextBlock));
+    h->tag = OwnTag(kUncounted | (old.tag & (kNextBlock | kFarBase)));
     void* moved = Track(Channel(), base, size, kHeaderBytes, frame, origin);
     std::memcpy(moved, user, old.size < size ? old.size : size);
     Release(user);

@@ -9,7 +9,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define ARENA_BYTES ((size_t)8 << 30)  // reserved, not touched: pages come as they are used
+// Reserved, not touched: pages come as they are used. Room for alloc_workload's 4 GiB alignment,
+// which the preload asks of it as 4 GiB + size at that alignment.
+#define ARENA_BYTES ((size_t)64 << 30)
 
 static char* g_arena;
 static size_t g_used;  // taken with a compare-and-swap: nativeprof itself runs on it, threaded
@@ -40,7 +42,9 @@ static void* Take(size_t size, size_t align) {
   size_t used = __atomic_load_n(&g_used, __ATOMIC_RELAXED);
   size_t at;
   do {
-    at = (used + sizeof(Header) + align - 1) / align * align;
+    // Aligned as an address, not as an offset into the arena, which is only page-aligned.
+    const uintptr_t base = (uintptr_t)g_arena;
+    at = (base + used + sizeof(Header) + align - 1) / align * align - base;
     if (at + size > ARENA_BYTES) {
       errno = ENOMEM;
       return NULL;
