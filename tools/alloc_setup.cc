@@ -151,6 +151,15 @@ absl::Status CheckInterposable(const std::string& path) {
     if (gelf_getphdr((*elf)->elf(), static_cast<int>(i), &ph) == nullptr) break;
     if (ph.p_type == PT_INTERP) return CheckOwnAllocator(path, **elf);
   }
+  GElf_Shdr shdr;
+  // A Go program is static and allocates on Go's own heap: no link option brings it to malloc.
+  if ((*elf)->FindSection(".go.buildinfo", &shdr) != nullptr ||
+      (*elf)->FindSection(".gopclntab", &shdr) != nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " is a Go program: it is statically linked and allocates on Go's own heap, which "
+        "--alloc cannot see; record it without --alloc, and use Go's heap profile "
+        "(runtime/pprof) for its allocations"));
+  }
   return absl::FailedPreconditionError(absl::StrCat(
       path, " is statically linked, so its malloc cannot be interposed and --alloc would see no "
       "allocations; link it dynamically (drop -static, or use a glibc target instead of musl)"));

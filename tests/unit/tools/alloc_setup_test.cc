@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -63,6 +64,18 @@ TEST(AllocSetupTest, ProgramsWithAnAllocatorOfTheirOwnAreTold) {
   EXPECT_THAT(own.message(), ::testing::HasSubstr("defines malloc itself"));
   const absl::Status fixed = CheckInterposable(testing::TargetPath("alloc_static"));
   EXPECT_THAT(fixed.message(), ::testing::HasSubstr("statically linked"));
+  // A Go program (told by the section Go's linker writes) is named as one: dropping -static
+  // would not bring its allocations to malloc.
+  const std::string dir = testing::MakeTempDir();
+  { std::ofstream(dir + "/buildinfo") << "\xff Go buildinf:"; }
+  const testing::CommandResult added = testing::RunCommand(
+      {"objcopy", "--add-section", ".go.buildinfo=" + dir + "/buildinfo",
+       testing::TargetPath("alloc_static"), dir + "/gostatic"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  const absl::Status go = CheckInterposable(dir + "/gostatic");
+  EXPECT_EQ(go.code(), absl::StatusCode::kFailedPrecondition) << go;
+  EXPECT_THAT(go.message(), ::testing::HasSubstr("is a Go program"));
+  EXPECT_THAT(go.message(), ::testing::Not(::testing::HasSubstr("musl")));
   // The stand-in is found only through the RUNPATH the test target carries.
   const std::string standin = testing::TargetPath("liballoc_standin.so");
   EXPECT_EQ(ResolveLibrary("liballoc_standin.so", {}), "");
