@@ -13,16 +13,7 @@ bool IsStandardLibraryFunction(absl::string_view function) {
   // The crate of the path, of a qualified path's self type, or, for a generic or primitive self
   // type, of its trait; a v0 crate disambiguator dropped (ModuleKey's CrateOf).
   const std::string crate = CrateOf(function);
-  // Rust's runtime crates besides std, core and alloc: `__rustc` holds the standard library's
-  // internal symbols since Rust 1.9x (`__rustc::__rust_alloc`, `__rustc::rust_begin_unwind`),
-  // and a panic allocates its payload in panic_unwind.
-  static const absl::string_view kCrates[] = {"std",           "core",        "alloc",
-                                              "__gnu_cxx",     "__cxxabiv1",  "__rustc",
-                                              "panic_unwind",  "panic_abort", "std_detect",
-                                              "compiler_builtins"};
-  for (absl::string_view k : kCrates) {
-    if (crate == k) return true;
-  }
+  if (IsStandardCrate(crate)) return true;
   // No crate at all in a qualified path: an inherent method of a primitive, slice or tuple
   // (`<str>::to_lowercase`, `<[u8]>::to_vec`), which only the standard library defines.
   return crate.empty() && absl::StartsWith(function, "<") && absl::StrContains(function, ">::");
@@ -33,9 +24,13 @@ bool IsRuntimeLibraryModule(absl::string_view basename) {
   const size_t so = basename.find(".so");
   if (so == absl::string_view::npos) return false;
   const absl::string_view stem = basename.substr(0, so);
-  static const absl::string_view kStems[] = {"libc",   "libm",      "libpthread", "libdl",
-                                             "librt",  "libstdc++", "libc++",     "libc++abi",
-                                             "libgcc_s"};
+  // libnativeprof_alloc is record --alloc's preload, whose malloc and free stand between the
+  // program and glibc's (tools/alloc_setup.h's kAllocPreloadName): a lock glibc waits for under
+  // them is the call the program made.
+  static const absl::string_view kStems[] = {"libc",      "libm",     "libpthread",
+                                             "libdl",     "librt",    "libstdc++",
+                                             "libc++",    "libc++abi", "libgcc_s",
+                                             "libnativeprof_alloc"};
   for (absl::string_view k : kStems) {
     if (stem == k) return true;
   }

@@ -27,8 +27,9 @@ bool IsStandardLibraryFunction(absl::string_view function);
 // A module (a mapped file's basename) of the C or C++ runtime, whose functions are the library's
 // however they are named (glibc's `_IO_file_doallocate` under printf, `__fopen_internal`): glibc's
 // libc, libm, libpthread, libdl, librt and loader, musl's libc, libstdc++, libc++, libc++abi and
-// libgcc_s (and musl's libc and loader), at any version. Not any other shared object: a
-// program's own libraries are its code.
+// libgcc_s (and musl's libc and loader), at any version, and record --alloc's preload, whose
+// malloc and free wrap glibc's. Not any other shared object: a program's own libraries are its
+// code.
 bool IsRuntimeLibraryModule(absl::string_view basename);
 
 }  // namespace nativeprof::output

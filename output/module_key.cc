@@ -84,13 +84,32 @@ std::string CrateOfQualified(absl::string_view name, int depth) {
   const absl::string_view inside = name.substr(1, close - 1);
   const size_t as = TopLevelAs(inside);
   std::string crate = CrateOfType(inside.substr(0, as), depth);
-  if (crate.empty() && as != absl::string_view::npos) {
-    crate = CrateOfType(inside.substr(as + 4), depth);
+  if (as == absl::string_view::npos) return crate;
+  // The impl is in Self's crate or the trait's (Rust's orphan rule): the trait's when Self is the
+  // standard library's and the trait is not (the program's trait for a Vec, serde's Deserialize
+  // for one), since the standard library implements no other crate's trait.
+  if (crate.empty() || IsStandardCrate(crate)) {
+    std::string trait = CrateOfType(inside.substr(as + 4), depth);
+    if (crate.empty() || (!trait.empty() && !IsStandardCrate(trait))) crate = std::move(trait);
   }
   return crate;
 }
 
 }  // namespace
+
+bool IsStandardCrate(absl::string_view crate) {
+  // Rust's runtime crates besides std, core and alloc: `__rustc` holds the standard library's
+  // internal symbols since Rust 1.9x (`__rustc::__rust_alloc`, `__rustc::rust_begin_unwind`),
+  // and a panic allocates its payload in panic_unwind. C++'s std and libstdc++'s namespaces.
+  static const absl::string_view kCrates[] = {"std",           "core",        "alloc",
+                                              "__gnu_cxx",     "__cxxabiv1",  "__rustc",
+                                              "panic_unwind",  "panic_abort", "std_detect",
+                                              "compiler_builtins"};
+  for (absl::string_view k : kCrates) {
+    if (crate == k) return true;
+  }
+  return false;
+}
 
 std::string CrateOf(absl::string_view name) { return CrateOfQualified(name, 0); }
 

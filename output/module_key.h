@@ -30,9 +30,15 @@ std::string ModuleKey(absl::string_view folded_name, absl::string_view module);
 // path: the first "::" segment, with a v0 crate disambiguator ("core[846817f741e54dfd]") dropped.
 // For a qualified path "<T as Trait>::f" or "<T>::f" it is T's crate (after "&", "&mut ",
 // "*const ", "*mut " and "dyn "); when T has no path of its own (a generic "T", a slice "[T]" or
-// a tuple) it is the trait's crate. "<hotlib::Foo as core::fmt::Display>::fmt" -> "hotlib",
-// "<&T as core::fmt::Debug>::fmt" -> "core", "std::vector<int>::push_back" -> "std".
+// a tuple), or T is the standard library's and the trait is not, it is the trait's crate, where
+// the impl then is. "<hotlib::Foo as core::fmt::Display>::fmt" -> "hotlib",
+// "<&T as core::fmt::Debug>::fmt" -> "core", "<alloc::vec::Vec<u8> as hotlib::Grow>::grow" ->
+// "hotlib", "std::vector<int>::push_back" -> "std".
 std::string CrateOf(absl::string_view name);
+
+// Whether `crate` (as CrateOf gives it) is a language's standard library: Rust's std, core,
+// alloc and their runtime crates, C++'s std and libstdc++'s __gnu_cxx and __cxxabiv1.
+bool IsStandardCrate(absl::string_view crate);
 
 }  // namespace nativeprof::output
 

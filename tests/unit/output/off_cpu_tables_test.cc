@@ -157,6 +157,22 @@ TEST(OffCpuTablesTest, ARuntimeCallbackOnTheWayIsSteppedOver) {
                            "std::thread::_State_impl<std::function<void ()>>::_M_run");
 }
 
+// Under record --alloc the preload's malloc and free stand between the program and glibc's: a
+// lock glibc's free waits for is the program's call to free (it was named "free > _int_free").
+TEST(OffCpuTablesTest, TheAllocationPreloadIsARuntimeLibrary) {
+  ProfileWithModules p;
+  const std::vector<uint32_t> frames = {
+      p.Frame("main", "app"), p.Frame("app::churn", "app"),
+      p.Frame("core::ptr::drop_in_place<alloc::vec::Vec<u64>>", "app"),
+      p.Frame("alloc::alloc::dealloc", "app"), p.Frame("free", "libnativeprof_alloc.so"),
+      p.Frame("nativeprof::preload::(anonymous namespace)::Release", "libnativeprof_alloc.so"),
+      p.Frame("_int_free", "libc.so.6"), p.Frame("__lll_lock_wait_private", "libc.so.6")};
+  p.profile.stacks.push_back({.frames = frames, .samples = 700});
+  const std::vector<BlockingCallSite> sites = TopBlockingCallSites(p.profile, 10, &p.modules);
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_EQ(sites[0].name, "app::churn > core::ptr::drop_in_place<alloc::vec::Vec<u64>>");
+}
+
 // A thread whose blocked interval had no switch sample is named by its pseudo-frame, not taken
 // for a kernel thread; a stack with no frame at all still is.
 TEST(OffCpuTablesTest, AnUnsampledIntervalIsNamedAsSuch) {
