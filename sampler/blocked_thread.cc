@@ -31,12 +31,13 @@ absl::StatusOr<SchedStat> TaskSchedStat(pid_t pid, pid_t tid) {
   return ParseSchedStat(*text);
 }
 
-// 'S' (sleeping) or 'D' (uninterruptible): blocked, not waiting for a CPU.
-absl::StatusOr<bool> IsBlocked(pid_t pid, pid_t tid) {
+// The thread's state letter in /proc: 'S' (sleeping) and 'D' (uninterruptible) are blocked,
+// 'T' (stopped by a signal) and 't' (stopped by its tracer) stopped; neither waits for a CPU.
+absl::StatusOr<char> ThreadState(pid_t pid, pid_t tid) {
   absl::StatusOr<std::string> text = ReadSmallFile(TaskFile(pid, tid, "stat"));
   if (!text.ok()) return text.status();
   const std::vector<absl::string_view> fields = ProcStatFieldsAfterComm(*text);
-  return !fields.empty() && (fields[0] == "S" || fields[0] == "D");
+  return fields.empty() || fields[0].size() != 1 ? '?' : fields[0][0];
 }
 
 const ProcMapsEntry* MappingOf(const std::vector<ProcMapsEntry>& maps, uint64_t avma) {
@@ -58,12 +59,17 @@ std::optional<SyscallState> ParseProcSyscall(absl::string_view text) {
   std::vector<absl::string_view> f =
       absl::StrSplit(text, absl::ByAnyChar(" \n"), absl::SkipWhitespace());
   // "NR ARG1 .. ARG6 SP PC"; "-1 SP PC" and "running" are not in a system call.
-  if (f.size() != 9) return std::nullopt;
+  const bool outside = f.size() == 3 && f[0] == "-1";
+  if (f.size() != 9 && !outside) return std::nullopt;
   SyscallState s;
-  if (!absl::SimpleAtoi(f[0], &s.number) || s.number < 0) return std::nullopt;
+  if (outside) {
+    s.number = -1;
+  } else if (!absl::SimpleAtoi(f[0], &s.number) || s.number < 0) {
+    return std::nullopt;
+  }
   // SimpleHexAtoi takes the "0x" prefix itself.
-  if (!absl::SimpleHexAtoi(f[7], &s.sp) || !absl::SimpleHexAtoi(f[8], &s.pc) || s.sp == 0 ||
-      s.pc == 0) {
+  if (!absl::SimpleHexAtoi(f[f.size() - 2], &s.sp) || !absl::SimpleHexAtoi(f.back(), &s.pc) ||
+      s.sp == 0 || s.pc == 0) {
     return std::nullopt;
   }
   return s;
@@ -147,13 +153,15 @@ absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
   t.tid = static_cast<uint32_t>(tid);
   absl::StatusOr<SchedStat> before = TaskSchedStat(pid, tid);
   if (!before.ok()) return before.status();
-  absl::StatusOr<bool> blocked = IsBlocked(pid, tid);
-  if (!blocked.ok()) return blocked.status();
-  if (!*blocked) return std::nullopt;
+  absl::StatusOr<char> state = ThreadState(pid, tid);
+  if (!state.ok()) return state.status();
+  const bool stopped = *state == 'T' || *state == 't';
+  if (*state != 'S' && *state != 'D' && !stopped) return std::nullopt;
   absl::StatusOr<std::string> text = ReadSmallFile(TaskFile(pid, tid, "syscall"));
   if (!text.ok()) return text.status();
   const std::optional<SyscallState> call = ParseProcSyscall(*text);
-  if (!call.has_value()) return std::nullopt;
+  // Outside a system call only a stopped thread stays put: its registers are where it stopped.
+  if (!call.has_value() || (call->number < 0 && !stopped)) return std::nullopt;
   t.ip = call->pc;
   t.sp = call->sp;
   t.stack_requested = stack_bytes;

@@ -57,10 +57,11 @@ struct BlockedThread {
   std::vector<KernelFrameName> kernel_frames;
 };
 
-// Parses /proc/PID/task/TID/syscall: "NR ARG1..ARG6 SP PC" for a thread blocked in a system call.
-// nullopt for "running", for "-1 SP PC" (blocked, but not in a system call) and for bad text.
+// Parses /proc/PID/task/TID/syscall: "NR ARG1..ARG6 SP PC" for a thread blocked in a system call,
+// "-1 SP PC" (number -1) for one off a CPU outside any (a stopped thread in its own code).
+// nullopt for "running" and for bad text.
 struct SyscallState {
-  int64_t number = 0;
+  int64_t number = 0;  // -1: not in a system call
   uint64_t sp = 0;
   uint64_t pc = 0;
 };
@@ -78,8 +79,9 @@ std::vector<uint64_t> FramePointerGuesses(std::span<const uint8_t> stack, uint64
                                           const std::vector<ProcMapsEntry>& maps);
 
 // The snapshot of thread `tid` (with its kernel frames when `kernel_frames`), or nullopt when it
-// is not blocked in a system call (running or runnable, stopped, or it ran while being read) or
-// its stack could not be copied. Errors for a
+// is neither blocked in a system call nor stopped (SIGSTOP, a debugger: its registers then hold
+// even where it stopped in its own code), but running or runnable, or it ran while being read,
+// or its stack could not be copied. Errors for a
 // thread that is gone or whose files this process may not read (/proc/PID/task/TID/syscall and
 // process_vm_readv need ptrace-attach rights, which perf_event_open does not); callers treat
 // them as "no snapshot".

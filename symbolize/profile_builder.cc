@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
@@ -280,6 +281,50 @@ const char* AllocViewUnit(ProfileView view) {
                                                                              : "bytes";
 }
 
+namespace {
+
+// The timeline entries of the [on-CPU, not sampled] lines: one per stretch of the thread's
+// lifetime between its off-CPU intervals, so its time-ordered samples cover the lifetime as its
+// line in the view does. The last stretch takes what the others leave of the line's weight
+// (on_cpu_ns also leaves out the gap of an exec that took over the main thread's tid).
+void AddNotSampledTimeline(const std::vector<unwind::ThreadTimes>& threads,
+                           const std::vector<std::pair<size_t, uint32_t>>& not_sampled,
+                           const std::deque<unwind::OffCpuInterval>& intervals,
+                           Profile* profile) {
+  if (not_sampled.empty()) return;
+  absl::flat_hash_map<std::pair<int32_t, int32_t>, std::vector<const unwind::OffCpuInterval*>>
+      by_thread;
+  for (const auto& [k, stack] : not_sampled) by_thread[{threads[k].pid, threads[k].tid}];
+  for (const unwind::OffCpuInterval& iv : intervals) {
+    auto it = by_thread.find(std::make_pair(iv.pid, iv.tid));
+    if (it != by_thread.end()) it->second.push_back(&iv);
+  }
+  for (const auto& [k, stack] : not_sampled) {
+    const unwind::ThreadTimes& t = threads[k];
+    std::vector<const unwind::OffCpuInterval*>& own = by_thread[{t.pid, t.tid}];
+    std::sort(own.begin(), own.end(), [](const auto* a, const auto* b) {
+      return a->start_ns < b->start_ns;
+    });
+    const uint64_t total = t.on_cpu_ns();
+    uint64_t placed = 0;
+    uint64_t from = t.first_ns;
+    auto place = [&](uint64_t at, uint64_t ns) {
+      ns = std::min(ns, total - placed);
+      // A weight of 0 would read as "the stack's own"; nothing to draw anyway.
+      if (ns == 0) return;
+      profile->timeline.push_back(TimedSample{at, stack, ns});
+      placed += ns;
+    };
+    for (const unwind::OffCpuInterval* iv : own) {
+      if (iv->start_ns > from) place(from, iv->start_ns - from);
+      from = std::max(from, iv->start_ns + iv->duration_ns);
+    }
+    place(from, total - placed);
+  }
+}
+
+}  // namespace
+
 bool IsAllocView(ProfileView view) {
   return view == ProfileView::kAllocBytes || view == ProfileView::kAllocCount ||
          view == ProfileView::kTemporary || view == ProfileView::kPeakBytes ||
@@ -355,11 +400,14 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
     collected_to_profile[i] = index;
   }
   absl::flat_hash_map<std::string, uint32_t> pseudo;  // pseudo frame name -> frame
+  // (index into `threads`, profile stack) of each [on-CPU, not sampled] line.
+  std::vector<std::pair<size_t, uint32_t>> not_sampled;
   if (cpu && off) {
     // A thread's on-CPU time that no CPU sample fell in (1,811 of 2,000 short-lived threads, 84 %
     // of their on-CPU time) would be missing from the view, whose lines add up each thread's
     // lifetime: it is a line of its own.
-    for (const unwind::ThreadTimes& t : threads) {
+    for (size_t k = 0; k < threads.size(); ++k) {
+      const unwind::ThreadTimes& t = threads[k];
       const auto weight = sampled.find(t.tid);
       if ((weight != sampled.end() && weight->second > 0) || t.on_cpu_ns() == 0) continue;
       unwind::CollectedStack cs;
@@ -370,6 +418,7 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
           merger.Add(cs, collector.processes().ThreadName(t.pid, t.tid),
                      {PseudoFrame(&profile, &pseudo, kOnCpuNotSampledFrame)}, false);
       profile.stacks[index].weight += t.on_cpu_ns();
+      not_sampled.emplace_back(k, index);
     }
   }
 
@@ -480,6 +529,7 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
           TimedSample{intervals[i].start_ns, interval_stack[i], intervals[i].duration_ns});
     }
     if (cpu && off) {
+      AddNotSampledTimeline(threads, not_sampled, collector.off_cpu().intervals(), &profile);
       std::stable_sort(profile.timeline.begin(), profile.timeline.end(),
                        [](const TimedSample& a, const TimedSample& b) {
                          return a.time_ns < b.time_ns;

@@ -157,12 +157,16 @@ void SplitWallView(const std::string& wall_path, symbolize::Profile* profile) {
   if (!off.ok()) return;
   absl::flat_hash_map<std::string, uint64_t> off_us;
   for (const symbolize::ProfileStack& s : off->stacks) off_us[FoldedLineKey(*off, s)] += s.samples;
+  // Off-CPU time the wall view has no room for: a sibling from another recording, or edited.
+  uint64_t unmatched_us = 0;
   const size_t wall_stacks = profile->stacks.size();
   for (size_t i = 0; i < wall_stacks; ++i) {
     auto it = off_us.find(FoldedLineKey(*profile, profile->stacks[i]));
     if (it == off_us.end()) continue;
     symbolize::ProfileStack& s = profile->stacks[i];
     const uint64_t off_part = std::min(it->second, s.samples);
+    if (it->second > s.samples + 1) unmatched_us += it->second - s.samples;
+    it->second = 0;  // matched
     if (off_part == s.samples) {
       s.off_cpu = true;
       continue;
@@ -172,6 +176,15 @@ void SplitWallView(const std::string& wall_path, symbolize::Profile* profile) {
     off_stack.off_cpu = true;
     s.samples -= off_part;
     profile->stacks.push_back(std::move(off_stack));  // after the last use of `s`
+  }
+  for (const auto& [key, us] : off_us) unmatched_us += us;
+  if (unmatched_us != 0) {
+    std::fprintf(stderr,
+                 "nativeprof: warning: %s does not match %s: %llu us of its off-CPU time are on "
+                 "no line of the wall view, which is read as CPU time where they differ; keep "
+                 "the two files of one recording together\n",
+                 RecordOptions::ViewPath(main, kOffCpuView).c_str(), wall_path.c_str(),
+                 static_cast<unsigned long long>(unmatched_us));
   }
 }
 

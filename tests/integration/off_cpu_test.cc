@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <fstream>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -26,6 +27,7 @@ namespace nativeprof::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // "KEY NAME VALUE" lines of the workload's stdout, as {NAME: VALUE} for one KEY.
 std::map<std::string, double> Measured(const std::string& out, const std::string& key) {
@@ -199,6 +201,38 @@ TEST(OffCpuTest, AttachingSeesTheStacksOfThreadsAlreadyBlocked) {
   }
 }
 
+// A process that is stopped (SIGSTOP, a debugger) when -p attaches: its threads' stacks are read
+// as a blocked thread's, in a system call (sleep_ms) or in its own code (fp_split's loop), where
+// its registers stay put. They were all [off-CPU, stack not sampled].
+TEST(OffCpuTest, AttachingSeesTheStacksOfAStoppedProcess) {
+  NP_SKIP_IF_NO_PERF();
+  std::unique_ptr<BackgroundProcess> sleeping = StartSleepingTarget(/*in_main=*/false);
+  BackgroundProcess spinning({TargetPath("fp_split"), "60000"});
+  for (const pid_t target : {sleeping->pid(), spinning.pid()}) {
+    const std::string pid = std::to_string(target);
+    SCOPED_TRACE(pid);
+    if (!CanReadBlockedStacks(pid)) GTEST_SKIP() << kNoPtraceRights;
+    ::usleep(200'000);  // fp_split under way
+    ASSERT_EQ(::kill(target, SIGSTOP), 0);
+    for (int i = 0; i < 200; ++i) {
+      const std::string stat = ReadFileOrEmpty("/proc/" + pid + "/stat");
+      if (stat.find(") T ") != std::string::npos) break;
+      ::usleep(10'000);
+    }
+    const std::string folded = MakeTempDir() + "/stopped.folded";
+    CommandResult r = RunCommand({NativeprofBinary(), "record", "--off-cpu", "--duration", "1",
+                                  "-p", pid, "-o", folded});
+    ::kill(target, SIGKILL);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string text = ReadFileOrEmpty(RecordViewPath(folded, "offcpu"));
+    FoldedProfile off = FoldedProfile::Parse(text);
+    EXPECT_EQ(off.Total("[off-CPU, stack not sampled]"), 0u) << text;
+    EXPECT_GT(off.WithSequence({"main", target == spinning.pid() ? "run_chunks" : "sleep_ms"}),
+              900'000u)
+        << text;
+  }
+}
+
 // The snapshot's rbp is a guess (/proc does not show it). Here main, built with frame pointers,
 // blocks in nanosleep itself: its frame record is the only one and saves libc's meaningless rbp,
 // so no chain of records points at it. The guesses are tried until one unwinds to _start.
@@ -268,6 +302,17 @@ TEST(OffCpuTest, WaitingForCpuMatchesTheRunQueueWait) {
     ++waiting_rects;
   }
   EXPECT_GT(waiting_rects, 0u);
+  EXPECT_THAT(converted.err, Not(HasSubstr("does not match")));
+  // An off-CPU view from elsewhere is not taken silently: its time that fits no line of the wall
+  // view was dropped without a word.
+  {
+    std::ofstream(RecordViewPath(folded, "offcpu"), std::ios::app) << "other;thread;stack 999999\n";
+  }
+  CommandResult mismatched =
+      RunCommand({NativeprofBinary(), "convert", RecordViewPath(folded, "wall"), svg_path});
+  EXPECT_EQ(mismatched.exit_code, 0) << mismatched.err;
+  EXPECT_THAT(mismatched.err, HasSubstr("does not match"));
+  EXPECT_THAT(mismatched.err, HasSubstr("999999 us of its off-CPU time are on no line"));
 }
 
 // Each thread's wall time is its lifetime: on-CPU time no CPU sample fell in (threads that run
@@ -275,8 +320,10 @@ TEST(OffCpuTest, WaitingForCpuMatchesTheRunQueueWait) {
 // time of 2,000 short threads.
 TEST(OffCpuTest, TheWallViewHoldsEveryThreadsLifetime) {
   NP_SKIP_IF_NO_PERF();
-  const std::string folded = MakeTempDir() + "/churn.folded";
-  CommandResult r = RunCommand({NativeprofBinary(), "record", "--wall", "-o", folded, "--",
+  const std::string dir = MakeTempDir();
+  const std::string folded = dir + "/churn.folded";
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "--wall", "-o", folded, "-o",
+                                dir + "/churn.speedscope.json", "--",
                                 TargetPath("offcpu_workload"), "churn", "300", "300"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json meta = Metadata(folded);
@@ -290,6 +337,17 @@ TEST(OffCpuTest, TheWallViewHoldsEveryThreadsLifetime) {
   // Each line is rounded to a microsecond.
   EXPECT_NEAR(static_cast<double>(wall.total()), lifetimes_us, 0.005 * lifetimes_us + 100);
   EXPECT_GT(wall.Self("[on-CPU, not sampled]"), 0u);
+  // The timeline too: each thread's time-ordered samples add up to its lifetime (the unsampled
+  // on-CPU time had no entry there, so they fell short by it).
+  nlohmann::json scope =
+      nlohmann::json::parse(ReadFileOrEmpty(dir + "/churn.speedscope.json"), nullptr, false);
+  ASSERT_TRUE(scope.is_object() && scope.contains("profiles"));
+  double timeline_us = 0;
+  for (const nlohmann::json& p : scope["profiles"]) {
+    ASSERT_EQ(p["unit"], "nanoseconds");
+    timeline_us += p["endValue"].get<double>() / 1000;
+  }
+  EXPECT_NEAR(timeline_us, lifetimes_us, 0.005 * lifetimes_us);
 }
 
 // A thread other than the main one execs: it goes on as the main thread's tid, whose sleep in

@@ -25,7 +25,13 @@ TEST(BlockedThreadTest, ParsesTheSyscallFileOfABlockedThreadOnly) {
   EXPECT_EQ(s->sp, 0x7ffc0fd8u);
   EXPECT_EQ(s->pc, 0x7f3a1b2c3d4eu);
   EXPECT_FALSE(ParseProcSyscall("running\n").has_value());
-  EXPECT_FALSE(ParseProcSyscall("-1 0x7ffc0fd8 0x7f3a1b2c3d4e\n").has_value());
+  // Off a CPU outside a system call (a stopped thread in its own code): where it stopped.
+  const std::optional<SyscallState> outside = ParseProcSyscall("-1 0x7ffc0fd8 0x7f3a1b2c3d4e\n");
+  ASSERT_TRUE(outside.has_value());
+  EXPECT_EQ(outside->number, -1);
+  EXPECT_EQ(outside->sp, 0x7ffc0fd8u);
+  EXPECT_EQ(outside->pc, 0x7f3a1b2c3d4eu);
+  EXPECT_FALSE(ParseProcSyscall("-2 0x7ffc0fd8 0x7f3a1b2c3d4e\n").has_value());
   EXPECT_FALSE(ParseProcSyscall("230 0x1 0x0 0x0 0x0 0x0 0x0 zz 0x7f3a\n").has_value());
   EXPECT_FALSE(ParseProcSyscall("").has_value());
 }
