@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "base/status_macros.h"
 #include "base/errno_status.h"
 #include "base/scoped_fd.h"
 
@@ -50,6 +51,12 @@ absl::string_view BaseNameOf(absl::string_view path) {
 }
 
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t max_bytes) {
+  return ReadSmallFile(path, max_bytes, [](absl::string_view) { return absl::OkStatus(); });
+}
+
+absl::StatusOr<std::string> ReadSmallFile(
+    const std::string& path, size_t max_bytes,
+    absl::FunctionRef<absl::Status(absl::string_view head)> check_head) {
   // O_NONBLOCK only for open(): on a FIFO that nobody writes (a perf map in /tmp can be one) open
   // would block forever; reads block as usual once it is cleared.
   ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
@@ -62,17 +69,21 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t max_by
   // are read in chunks until EOF.
   struct stat st;
   size_t chunk = 8192;
+  bool regular = false;
   if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
     if (static_cast<uint64_t>(st.st_size) > max_bytes) return TooLarge(path, max_bytes);
     chunk = static_cast<size_t>(st.st_size) + 1;  // +1 sees EOF without another grow
+    regular = true;
   }
   std::string out;
   size_t used = 0;
+  bool head_checked = false;
   while (true) {
     // One byte beyond the limit tells a file of exactly max_bytes from a longer one.
-    chunk = std::min(chunk, max_bytes + 1 - used);
-    out.resize(used + chunk);
-    ssize_t n = ::read(fd.get(), out.data() + used, chunk);
+    size_t want = std::min(chunk, max_bytes + 1 - used);
+    if (!head_checked) want = std::min(want, kFileHeadBytes - used);
+    out.resize(used + want);
+    ssize_t n = ::read(fd.get(), out.data() + used, want);
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoError(absl::StrCat("read ", path));
@@ -80,9 +91,14 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t max_by
     if (n == 0) break;
     used += static_cast<size_t>(n);
     if (used > max_bytes) return TooLarge(path, max_bytes);
-    if (chunk < (size_t{1} << 20)) chunk *= 2;
+    if (!head_checked && used >= kFileHeadBytes) {
+      head_checked = true;
+      NP_RETURN_IF_ERROR(check_head(absl::string_view(out.data(), used)));
+    }
+    if (!regular && chunk < (size_t{1} << 20)) chunk *= 2;
   }
   out.resize(used);
+  if (!head_checked) NP_RETURN_IF_ERROR(check_head(out));
   return out;
 }
 
@@ -215,19 +231,21 @@ absl::Status WriteFileAtomically(const std::string& given_path, absl::string_vie
   std::string tmp = absl::StrCat(path, kTempInfix, ::getpid());
   {
     ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!fd.valid()) return ErrnoError(absl::StrCat("cannot create ", tmp));
-    if (absl::Status st = WriteAll(fd.get(), contents, tmp); !st.ok()) {
+    // Each error names the file asked for: the temporary one is gone once this returns.
+    if (!fd.valid()) return ErrnoError(absl::StrCat("cannot write ", given_path));
+    if (absl::Status st = WriteAll(fd.get(), contents, given_path); !st.ok()) {
       ::unlink(tmp.c_str());
       return st;
     }
     if (durable && ::fsync(fd.get()) != 0 && errno != EINVAL) {
-      absl::Status st = ErrnoError(absl::StrCat("cannot fsync ", tmp));
+      absl::Status st = ErrnoError(absl::StrCat("cannot write ", given_path, " to disk (fsync)"));
       ::unlink(tmp.c_str());
       return st;
     }
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    absl::Status st = ErrnoError(absl::StrCat("cannot rename ", tmp, " to ", path));
+    absl::Status st =
+        ErrnoError(absl::StrCat("cannot write ", given_path, " (renaming its temporary file)"));
     ::unlink(tmp.c_str());
     return st;
   }

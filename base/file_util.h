@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "base/scoped_fd.h"
@@ -31,6 +32,17 @@ absl::string_view BaseNameOf(absl::string_view path);
 // before anything is allocated for it, so a sparse or endless file costs no memory).
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path,
                                           size_t max_bytes = kMaxSmallFileBytes);
+
+// How much of a file ReadSmallFile's `check_head` sees before the rest is read.
+inline constexpr size_t kFileHeadBytes = 64 << 10;
+
+// ReadSmallFile that first shows `check_head` the file's first kFileHeadBytes (or all of it when
+// shorter) and returns its error, if any, without reading on: a file that is plainly not what the
+// caller reads (a 1 GB core, /dev/zero) is refused from its first bytes, not once it was read
+// whole or never, as an endless one.
+absl::StatusOr<std::string> ReadSmallFile(
+    const std::string& path, size_t max_bytes,
+    absl::FunctionRef<absl::Status(absl::string_view head)> check_head);
 
 // Maps a whole regular file read-only (private), for caches read in place: only the pages a
 // reader touches are faulted in. Errors: the errno code of open/fstat/mmap; kDataLoss when empty.

@@ -1,7 +1,8 @@
 // Where a run's outputs go when the place asked for cannot take them (a full disk, a directory
 // that became read-only or was removed during the run): one directory per run, made on first
-// use under $TMPDIR (else /tmp), else under the current directory, so what was recorded is never
-// lost to a failed write. Main thread.
+// use under $TMPDIR, else /tmp, else the current directory, so what was recorded is never lost
+// to a failed write. A directory that cannot take an output (its disk is full too) gives way to
+// one under the next place. Main thread.
 #ifndef NATIVEPROF_TOOLS_OUTPUT_FALLBACK_H_
 #define NATIVEPROF_TOOLS_OUTPUT_FALLBACK_H_
 
@@ -25,14 +26,19 @@ class OutputFallback {
 
   // Where the output asked for as `path` was written: `path`, or its fallback.
   const std::string& WrittenPath(const std::string& path) const;
+  // WrittenPath for the summary line, which says when it could be written nowhere.
+  std::string Describe(const std::string& path) const;
 
  private:
-  // The run's fallback directory, made on first call; "" when none could be made.
-  const std::string& Directory();
+  // The run's fallback directory: the current one, or (with `next`, or when there is none yet)
+  // one made under the next place to try; "" when no place is left.
+  const std::string& Directory(bool next);
 
+  std::vector<std::string> parents_;  // the places left to try, nearest last
+  bool listed_ = false;
   std::string directory_;
-  bool tried_ = false;
   std::vector<std::pair<std::string, std::string>> moved_;  // (asked for, written)
+  std::vector<std::string> lost_;  // asked for, and written nowhere
 };
 
 }  // namespace nativeprof::tools

@@ -1,6 +1,7 @@
 #include "tools/record_report.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "absl/algorithm/container.h"
@@ -169,9 +170,19 @@ std::vector<RecordFile> RecordFiles(const RecordOptions& o) {
 
 absl::Status CheckOutputsApart(const RecordOptions& o) {
   const std::vector<RecordFile> files = RecordFiles(o);
+  // The file each path names, however spelled ("a.folded", "./a.folded", "$PWD/a.folded", a
+  // symlinked directory): one written over another was lost without a word.
+  std::vector<std::string> names;
+  names.reserve(files.size());
+  for (const RecordFile& f : files) {
+    std::error_code ec;
+    std::filesystem::path named = std::filesystem::weakly_canonical(f.path, ec);
+    if (ec) named = std::filesystem::absolute(f.path, ec).lexically_normal();
+    names.push_back(ec ? f.path : named.string());
+  }
   for (size_t i = 0; i < files.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
-      if (files[i].path != files[j].path) continue;
+      if (names[i] != names[j]) continue;
       return absl::InvalidArgumentError(absl::StrCat(
           "-o ", files[j].output, " and -o ", files[i].output, " would both write ",
           files[i].path, "; give the outputs names apart"));
@@ -327,14 +338,14 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
     const std::vector<ViewOutput> alloc_views = AllocOutputs(o);
     PrintLine(absl::StrFormat("no CPU samples (--no-cpu), %d lost, %.2f s, %s -> %s", lost,
                               state.duration_seconds, threads_and_processes,
-                              fallback.WrittenPath(alloc_views.empty() ? o.MetadataPath()
-                                                                       : alloc_views.front().path)));
+                              fallback.Describe(alloc_views.empty() ? o.MetadataPath()
+                                                                    : alloc_views.front().path)));
     return exit_code;
   }
   PrintLine(absl::StrFormat("%s, %d lost, %.2f s, %s -> %s",
                             output::Plural(quality.samples, "sample", "samples"), lost,
                             state.duration_seconds, threads_and_processes,
-                            fallback.WrittenPath(o.outputs.front().path)));
+                            fallback.Describe(o.outputs.front().path)));
   return exit_code;
 }
 

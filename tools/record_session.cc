@@ -374,6 +374,22 @@ int RunRecording(const RecordOptions& o) {
   DrainScheduling scheduling = BoostDrainThread(o);
   const std::optional<SchedStat> setup_sched = SchedNow();
   auto log = Logger("main");
+  // Before anything is created, even the probes of the outputs: a Ctrl-C at start-up left a
+  // probe's OUT.tmp.PID behind. Signals that arrive after the command ended (while the outputs
+  // are written) are dropped at the end: they killed nativeprof by their default action, and its
+  // exit status was no longer the command's.
+  absl::StatusOr<SignalReader> signals = SignalReader::Create({.discard_unread = true});
+  if (!signals.ok()) return PrintCliError(CliStep::kRun, signals.status());
+  // A signal that arrived before the command started or the process was attached: nothing was
+  // recorded, and nothing is started.
+  auto interrupted_before_start = [&]() -> std::optional<int> {
+    if (!signals->Pending()) return std::nullopt;
+    const int sig = signals->Read();
+    if (sig == 0) return std::nullopt;
+    PrintError(absl::StrCat("interrupted (", strsignal(sig), ") before recording started; "
+                            "nothing was recorded"));
+    return 128 + sig;
+  };
   // Everything that can be checked before the target starts is checked now, so a bad path never
   // costs a run.
   for (const RecordOutput& out : o.outputs) {
@@ -407,9 +423,7 @@ int RunRecording(const RecordOptions& o) {
       unwind::MakeUnwinder(o.call_graph, o.dwarf_backend, o.symbolizer.debug_dirs);
   if (!unwinder.ok()) return PrintCliError(CliStep::kParseOptions, unwinder.status());
 
-  absl::StatusOr<SignalReader> signals = SignalReader::Create();
-  if (!signals.ok()) return PrintCliError(CliStep::kRun, signals.status());
-
+  if (std::optional<int> code = interrupted_before_start()) return *code;
   if (!o.pids.empty()) {
     // A thread id stands for its process, as with perf -p: samples, mappings and threads are
     // the process's, and would not be found under the thread's id.
@@ -461,6 +475,7 @@ int RunRecording(const RecordOptions& o) {
     spawn.set_environment = AllocEnvironment(*preload, *alloc_channel, &preload_notes);
     for (const std::string& note : preload_notes) PrintError(absl::StrCat("warning: ", note));
   }
+  if (std::optional<int> code = interrupted_before_start()) return *code;
   absl::StatusOr<sampler::ChildProcess> child = sampler::ChildProcess::Spawn(o.command, spawn);
   if (!child.ok()) return PrintCliError(CliStep::kRun, child.status());
 

@@ -102,7 +102,13 @@ TEST(OutputCliTest, BinaryInputGivesOneEscapedLine) {
   const std::string binary = std::string(kHead, sizeof(kHead) - 1) + std::string(3000, '\x1b') +
                              std::string(kTail, sizeof(kTail) - 1);
   NP_ASSERT_OK(WriteFileAtomically(dir + "/a.out", binary));
-  for (const std::string& input : {dir + "/a.out", NativeprofBinary()}) {
+  // Endless (/dev/zero, which was read until memory ran out) or 1 GiB of zeros with no newline
+  // (10 s to refuse): told from the first bytes.
+  const std::string sparse = dir + "/sparse.folded";
+  { std::ofstream(sparse).close(); }
+  std::filesystem::resize_file(sparse, uintmax_t{1} << 30);
+  for (const std::string& input : {dir + "/a.out", NativeprofBinary(), std::string("/dev/zero"),
+                                   sparse}) {
     for (const char* cmd : {"convert", "report", "diff"}) {
       std::vector<std::string> argv = {NativeprofBinary(), cmd, input};
       if (std::string(cmd) == "convert") argv.push_back(dir + "/out.svg");
@@ -141,7 +147,12 @@ TEST(OutputCliTest, RecordOutputsThatWouldBeOneFileAreRefused) {
   for (const std::vector<std::string>& outputs :
        {std::vector<std::string>{"--off-cpu", "-o", dir + "/p.folded", "-o", dir + "/p.offcpu.folded"},
         std::vector<std::string>{"-o", dir + "/p.folded", "-o", dir + "/p.folded.json"},
-        std::vector<std::string>{"--alloc", "-o", dir + "/p.folded", "-o", dir + "/p.alloc.folded"}}) {
+        std::vector<std::string>{"--alloc", "-o", dir + "/p.folded", "-o", dir + "/p.alloc.folded"},
+        // The same file spelled two ways (these were written over each other without a word).
+        std::vector<std::string>{"--off-cpu", "-o", dir + "/p.folded", "-o",
+                                 dir + "/./p.offcpu.folded"},
+        std::vector<std::string>{"-o", dir + "/q.out", "--format", "svg", "-o",
+                                 dir + "/../" + dir.substr(dir.rfind('/') + 1) + "/q.out"}}) {
     std::vector<std::string> argv = {NativeprofBinary(), "record"};
     argv.insert(argv.end(), outputs.begin(), outputs.end());
     argv.insert(argv.end(), {"--", "true"});

@@ -100,6 +100,24 @@ TEST(RecordTest, AProfileThatCannotBeWrittenWhereAskedGoesElsewhere) {
   const FoldedProfile profile = FoldedProfile::Parse(ReadFileOrEmpty(moved[0] + "/p.folded"));
   EXPECT_GT(profile.Self("heavy_function"), 100u) << run.err;
   EXPECT_THAT(run.err, HasSubstr("-> " + moved[0] + "/p.folded"));
+  // The message names the file asked for once, not its temporary file as well.
+  EXPECT_THAT(run.err, Not(HasSubstr(".tmp.")));
+  EXPECT_THAT(run.err, Not(HasSubstr("p.folded: cannot write")));
+
+  // A $TMPDIR that cannot take it is no reason to lose it: it goes under /tmp (it was lost, the
+  // message saying /tmp had been tried).
+  ASSERT_TRUE(std::filesystem::create_directory(gone));
+  CommandResult no_tmpdir = RunCommand(
+      {"env", "TMPDIR=" + gone + "/missing", NativeprofBinary(), "record", "--no-counters", "-o",
+       gone + "/p.folded", "--", "/bin/sh", "-c",
+       "rm -r " + gone + " && exec " + TargetPath("fp_split") + " 100"});
+  EXPECT_EQ(no_tmpdir.exit_code, 4) << no_tmpdir.err;
+  const size_t at = no_tmpdir.err.find("wrote it to /tmp/nativeprof-output-");
+  ASSERT_NE(at, std::string::npos) << no_tmpdir.err;
+  const std::string written = no_tmpdir.err.substr(
+      at + 12, no_tmpdir.err.find(" instead", at) - at - 12);
+  EXPECT_TRUE(std::filesystem::exists(written)) << written;
+  std::filesystem::remove_all(written.substr(0, written.rfind('/')));
 }
 
 TEST(RecordTest, DefaultsToDwarfCallGraphs) {
@@ -406,6 +424,24 @@ TEST(RecordTest, ASignalToNativeprofAloneIsForwardedOnce) {
   const std::string out =
       RunGracefulCommandAndSignal([](pid_t pid) { ASSERT_EQ(kill(pid, SIGINT), 0); });
   EXPECT_THAT(out, HasSubstr("after 1 SIGINT"));
+}
+
+// A signal that reaches nativeprof once its command has exited, while the outputs are written,
+// does not end it: the command's status is the exit status (nativeprof was killed by the
+// signal's default action as it restored its signal mask: 130 for a command that exited 0).
+TEST(RecordTest, ASignalAfterTheCommandExitedKeepsItsStatus) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string dir = MakeTempDir();
+  for (int round = 0; round < 3; ++round) {
+    // The shell's background child waits for the shell to exit, then signals nativeprof.
+    CommandResult r = RunCommand(
+        {NativeprofBinary(), "record", "--no-counters", "-o", dir + "/s.folded", "-o",
+         dir + "/s.svg", "-o", dir + "/s.pb.gz", "--", "/bin/sh", "-c",
+         absl::StrCat("P=$PPID; S=$$; ", TargetPath("fp_split"), " 100; (while kill -0 $S "
+                      "2>/dev/null; do :; done; kill -INT $P) & exit 3")});
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_TRUE(std::filesystem::exists(dir + "/s.pb.gz"));
+  }
 }
 
 // --- bad input ---------------------------------------------------------------------------------
