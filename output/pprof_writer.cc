@@ -364,8 +364,9 @@ class PprofEncoder {
              "its thread ran again";
     }
     if (time_split_) {
-      return "nativeprof, wall time: on-CPU samples weighted by their period, plus off-CPU time "
-             "(each context switch's stack weighted by the time until its thread ran again)";
+      return "nativeprof, wall time: each thread's on-CPU time (exact, from its context switches) "
+             "shared out over its CPU samples by their periods, plus off-CPU time (each context "
+             "switch's stack weighted by the time until its thread ran again)";
     }
     return absl::StrCat("nativeprof, event ", profile_.event);
   }

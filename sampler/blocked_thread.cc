@@ -31,14 +31,6 @@ absl::StatusOr<SchedStat> TaskSchedStat(pid_t pid, pid_t tid) {
   return ParseSchedStat(*text);
 }
 
-// The thread's state letter in /proc: 'S' (sleeping) and 'D' (uninterruptible) are blocked,
-// 'T' (stopped by a signal) and 't' (stopped by its tracer) stopped; neither waits for a CPU.
-absl::StatusOr<char> ThreadState(pid_t pid, pid_t tid) {
-  absl::StatusOr<std::string> text = ReadSmallFile(TaskFile(pid, tid, "stat"));
-  if (!text.ok()) return text.status();
-  const std::vector<absl::string_view> fields = ProcStatFieldsAfterComm(*text);
-  return fields.empty() || fields[0].size() != 1 ? '?' : fields[0][0];
-}
 
 const ProcMapsEntry* MappingOf(const std::vector<ProcMapsEntry>& maps, uint64_t avma) {
   auto it = std::upper_bound(maps.begin(), maps.end(), avma,
@@ -54,6 +46,13 @@ bool IsCode(const std::vector<ProcMapsEntry>& maps, uint64_t avma) {
 }
 
 }  // namespace
+
+absl::StatusOr<char> TaskState(pid_t pid, pid_t tid) {
+  absl::StatusOr<std::string> text = ReadSmallFile(TaskFile(pid, tid, "stat"));
+  if (!text.ok()) return text.status();
+  const std::vector<absl::string_view> fields = ProcStatFieldsAfterComm(*text);
+  return fields.empty() || fields[0].size() != 1 ? '?' : fields[0][0];
+}
 
 std::optional<SyscallState> ParseProcSyscall(absl::string_view text) {
   std::vector<absl::string_view> f =
@@ -153,7 +152,7 @@ absl::StatusOr<std::optional<BlockedThread>> SnapshotBlockedThread(
   t.tid = static_cast<uint32_t>(tid);
   absl::StatusOr<SchedStat> before = TaskSchedStat(pid, tid);
   if (!before.ok()) return before.status();
-  absl::StatusOr<char> state = ThreadState(pid, tid);
+  absl::StatusOr<char> state = TaskState(pid, tid);
   if (!state.ok()) return state.status();
   const bool stopped = *state == 'T' || *state == 't';
   if (*state != 'S' && *state != 'D' && !stopped) return std::nullopt;

@@ -57,6 +57,11 @@ struct BlockedThread {
   std::vector<KernelFrameName> kernel_frames;
 };
 
+// Thread `tid`'s state letter in /proc/PID/task/TID/stat: 'S' (sleeping) and 'D'
+// (uninterruptible) are blocked, 'T' (stopped by a signal) and 't' (by its tracer) stopped, 'Z'
+// a zombie (exited, not yet reaped), 'R' running or runnable; '?' for text it cannot read.
+absl::StatusOr<char> TaskState(pid_t pid, pid_t tid);
+
 // Parses /proc/PID/task/TID/syscall: "NR ARG1..ARG6 SP PC" for a thread blocked in a system call,
 // "-1 SP PC" (number -1) for one off a CPU outside any (a stopped thread in its own code).
 // nullopt for "running" and for bad text.

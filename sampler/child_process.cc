@@ -84,6 +84,10 @@ absl::StatusOr<std::string> FindProgram(const std::string& program, const SpawnO
   if (program.empty()) return error(ENOENT);
   if (program.find('/') != std::string::npos) {
     const std::string path = in_child(program);
+    // A directory named as the command is said to be one, as a shell says it (execve's EACCES).
+    if (struct stat st {}; ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      return error(EISDIR);
+    }
     if (const int err = ExecErrorOf(path); err != 0) return error(err);
     return path;
   }

@@ -127,7 +127,7 @@ nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view) {
     // but a view read as samples is read in the wrong unit: say why.
     std::fprintf(stderr,
                  "nativeprof: %s is named like the .%s. view of a recording, but no metadata of "
-                 "that recording with %s was found (%s.json): its counts are read as samples; "
+                 "that recording with %s could be read (%s.json): its counts are read as samples; "
                  "keep the metadata JSON beside it\n",
                  path.c_str(), v.c_str(), alloc ? "allocations" : "off-CPU time", main.c_str());
     return nullptr;

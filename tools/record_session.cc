@@ -390,6 +390,11 @@ int RunRecording(const RecordOptions& o) {
                             "nothing was recorded"));
     return 128 + sig;
   };
+  // A bad command line first, before any file is probed.
+  if (o.duration_seconds > 0 && o.pids.empty()) {
+    PrintError("--duration applies to -p PID; with a command, stop it with Ctrl-C");
+    return kExitUsage;
+  }
   // Everything that can be checked before the target starts is checked now, so a bad path never
   // costs a run.
   for (const RecordOutput& out : o.outputs) {
@@ -414,10 +419,6 @@ int RunRecording(const RecordOptions& o) {
                            "choose another -o, or move what is in the way");
     }
   }
-  if (o.duration_seconds > 0 && o.pids.empty()) {
-    PrintError("--duration applies to -p PID; with a command, stop it with Ctrl-C");
-    return kExitUsage;
-  }
 
   absl::StatusOr<std::unique_ptr<unwind::Unwinder>> unwinder =
       unwind::MakeUnwinder(o.call_graph, o.dwarf_backend, o.symbolizer.debug_dirs);
@@ -438,6 +439,14 @@ int RunRecording(const RecordOptions& o) {
       if (*process != pid) {
         PrintError(absl::StrCat(pid, " is a thread of process ", *process,
                                 ": recording the whole process"));
+      }
+      // A zombie has exited: nothing runs there to record (the kernel would refuse, said as
+      // "exited while attaching").
+      if (absl::StatusOr<char> state = sampler::TaskState(*process, *process);
+          state.ok() && *state == 'Z') {
+        PrintError(absl::StrCat("process ", *process, " has exited (a zombie its parent has not "
+                                "reaped): there is nothing to record; check the PID (ps -e)"));
+        return kExitFailure;
       }
       if (std::find(attached.pids.begin(), attached.pids.end(), *process) ==
           attached.pids.end()) {

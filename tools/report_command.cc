@@ -54,6 +54,31 @@ std::vector<output::AllocSiteRanking> AllocRankings(const ReportOptions& o,
   return rankings;
 }
 
+// Why there is no table of leaked call sites when the program leaked: none of its leaked blocks
+// was sampled (a few small blocks, at one sample per 512 KiB). "" when there is a table, or no
+// leak.
+std::string UnsampledLeakLine(const std::vector<output::AllocSiteRanking>& rankings,
+                              const nlohmann::json& meta) {
+  for (const output::AllocSiteRanking& r : rankings) {
+    if (r.metric == "bytes leaked" && !r.sites.empty()) return "";
+  }
+  const nlohmann::json* exact = nullptr;
+  if (meta.is_object() && meta.contains("allocations") && meta["allocations"].is_object() &&
+      meta["allocations"].contains("exact") && meta["allocations"]["exact"].is_object()) {
+    exact = &meta["allocations"]["exact"];
+  }
+  auto figure = [&](const char* key) -> uint64_t {
+    return exact != nullptr && exact->contains(key) && (*exact)[key].is_number_unsigned()
+               ? (*exact)[key].get<uint64_t>()
+               : 0;
+  };
+  if (figure("leaked_bytes") == 0) return "";
+  return absl::StrCat("No leaked block was sampled, so no leaked call site is shown (",
+                      output::WithThousands(figure("leaked_bytes")), " B leaked in ",
+                      output::Plural(figure("leaked_blocks"), "block", "blocks"),
+                      ", exact); --alloc=1 samples every allocation\n");
+}
+
 std::string RenderText(const ReportOptions& o, const output::ReportModel& model,
                        const nlohmann::json& meta, const std::string& view,
                        const output::FrameModuleMap& frame_modules) {
@@ -66,9 +91,14 @@ std::string RenderText(const ReportOptions& o, const output::ReportModel& model,
   }
   if (const AllocView* alloc = FindAllocView(view); alloc != nullptr) {
     absl::StrAppend(&text, "\n", output::RenderAllocSummary(meta));
-    for (const output::AllocSiteRanking& r : AllocRankings(o, model, *alloc, frame_modules)) {
+    const std::vector<output::AllocSiteRanking> rankings =
+        AllocRankings(o, model, *alloc, frame_modules);
+    for (const output::AllocSiteRanking& r : rankings) {
       const std::string sites = output::RenderAllocCallSites(r.metric, r.sites, r.total, r.unit);
       if (!sites.empty()) absl::StrAppend(&text, "\n", sites);
+    }
+    if (const std::string line = UnsampledLeakLine(rankings, meta); !line.empty()) {
+      absl::StrAppend(&text, "\n", line);
     }
   }
   const std::string threads = output::RenderThreadSplit(meta);
@@ -138,10 +168,15 @@ int RunReportCommand(int argc, char** argv) {
       }
       if (const AllocView* alloc = FindAllocView(view); alloc != nullptr) {
         absl::StrAppend(&text, "\n", output::RenderAllocSummary(meta, TableFormat::kMarkdown));
-        for (const output::AllocSiteRanking& r : AllocRankings(*o, model, *alloc, frame_modules)) {
+        const std::vector<output::AllocSiteRanking> rankings =
+            AllocRankings(*o, model, *alloc, frame_modules);
+        for (const output::AllocSiteRanking& r : rankings) {
           const std::string sites = output::RenderAllocCallSites(r.metric, r.sites, r.total,
                                                                  r.unit, TableFormat::kMarkdown);
           if (!sites.empty()) absl::StrAppend(&text, "\n", sites);
+        }
+        if (const std::string line = UnsampledLeakLine(rankings, meta); !line.empty()) {
+          absl::StrAppend(&text, "\n", line);
         }
       }
       const std::string threads = output::RenderThreadSplit(meta, TableFormat::kMarkdown);

@@ -1008,5 +1008,26 @@ TEST(AllocTest, BadUsesAreRefusedWithOneLine) {
   EXPECT_THAT(rate.err, HasSubstr("--alloc=0"));
 }
 
+// A leak none of whose blocks was sampled: report says why there is no table of leaked call
+// sites (it was left out without a word, the summary showing the exact leak).
+TEST(AllocTest, AnUnsampledLeakIsExplained) {
+  NP_SKIP_IF_NO_PERF();
+  for (const char* rate : {"--alloc=1024G", "--alloc=1"}) {
+    SCOPED_TRACE(rate);
+    AllocRecording rec = RecordAlloc(rate, {TargetPath("alloc_workload"), "_exit"});
+    ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+    const std::string view = rec.folded.substr(0, rec.folded.size() - 7) + ".alloc.folded";
+    CommandResult report = RunCommand({NativeprofBinary(), "report", view});
+    ASSERT_EQ(report.exit_code, 0) << report.err;
+    if (std::string(rate) == "--alloc=1") {
+      EXPECT_THAT(report.out, Not(HasSubstr("No leaked block was sampled")));
+      EXPECT_THAT(report.out, HasSubstr("bytes leaked"));
+    } else {
+      EXPECT_THAT(report.out, HasSubstr("No leaked block was sampled, so no leaked call site is "
+                                        "shown (3,000 B leaked in 3 blocks, exact)"));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nativeprof::testing

@@ -504,6 +504,34 @@ TEST(RecordBadInputTest, CommandNotExecutable) {
   EXPECT_EQ(r.exit_code, 126);
   EXPECT_THAT(r.err, HasSubstr("cannot execute"));
   EXPECT_THAT(r.err, HasSubstr("Permission denied"));
+  // A directory is said to be one, as a shell says it (it was "Permission denied").
+  CommandResult d = RunCommand({NativeprofBinary(), "record", "-o", dir + "/x.folded", "--", dir});
+  EXPECT_EQ(d.exit_code, 126);
+  EXPECT_THAT(d.err, HasSubstr("cannot execute '" + dir + "': Is a directory"));
+}
+
+// A zombie has nothing to record: said as such, not as a process that "exited while attaching".
+TEST(RecordBadInputTest, AZombieIsNamedAsOne) {
+  NP_SKIP_IF_NO_PERF();
+  // The shell's child exits at once; the shell, exec'd into sleep, never reaps it.
+  BackgroundProcess parent({"/bin/sh", "-c", "true & exec sleep 30"});
+  std::string zombie;
+  for (int i = 0; i < 300 && zombie.empty(); ++i) {
+    ::usleep(10'000);
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      const std::string stat = ReadFileOrEmpty(entry.path().string() + "/stat");
+      if (stat.find(") Z " + std::to_string(parent.pid()) + " ") != std::string::npos) {
+        zombie = entry.path().filename().string();
+      }
+    }
+  }
+  ASSERT_FALSE(zombie.empty());
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "-p", zombie, "--duration", "1",
+                                "-o", MakeTempDir() + "/z.folded"});
+  ::kill(parent.pid(), SIGKILL);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("process " + zombie + " has exited (a zombie"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 TEST(RecordBadInputTest, RejectsBadFrequencies) {
@@ -538,6 +566,11 @@ TEST(RecordBadInputTest, UnwritableOutputIsFoundBeforeTheTargetRuns) {
   EXPECT_EQ(r.exit_code, 4);
   EXPECT_THAT(r.err, HasSubstr("cannot write output '/nonexistent-np-dir/x.folded'"));
   EXPECT_EQ(access(marker.c_str(), F_OK), -1) << "the target must not have run";
+  // A bad command line is said before any output is looked at.
+  CommandResult usage = RunCommand({NativeprofBinary(), "record", "--duration", "1", "-o",
+                                    "/nonexistent-np-dir/x.folded", "--", "/usr/bin/touch", marker});
+  EXPECT_EQ(usage.exit_code, 2) << usage.err;
+  EXPECT_THAT(usage.err, HasSubstr("--duration applies to -p PID"));
 }
 
 // --- against perf ------------------------------------------------------------------------------
