@@ -1,5 +1,6 @@
 #include "output/folded_reader.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -164,14 +165,23 @@ absl::StatusOr<Profile> ReadFoldedFile(const std::string& path) {
   // 1 GB core took 10 s to be refused, /dev/zero was read until memory ran out.
   auto binary_start = [&path](absl::string_view head) {
     size_t line_no = 0;
-    for (absl::string_view line : absl::StrSplit(head, '\n')) {
+    size_t at = 0;
+    while (at < head.size()) {
       ++line_no;
+      const size_t end = std::min(head.find('\n', at), head.size());
+      const absl::string_view line = head.substr(at, end - at);
+      at = end + 1;
       if (line.find_first_not_of(" \t\r") == absl::string_view::npos) continue;
+      // A whole line that parses is a line, whatever bytes its frames hold (a thread name set
+      // with control bytes): only one that does not, or that runs past the head, is refused.
       if (!LooksBinary(line)) return absl::OkStatus();
+      if (end < head.size() && ParseFolded(line).ok()) return absl::OkStatus();
       return absl::InvalidArgumentError(
           absl::StrCat(path, ":", line_no, ": binary data, not a folded profile"));
     }
-    return absl::OkStatus();
+    if (head.size() < kFileHeadBytes) return absl::OkStatus();  // the whole file, blank
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": its first ", kFileHeadBytes / 1024, " KiB are blank lines, not a folded profile"));
   };
   absl::StatusOr<std::string> text = ReadSmallFile(path, kMaxFoldedFileBytes, binary_start);
   if (!text.ok()) return text.status();  // already names the call and the path

@@ -456,10 +456,14 @@ __attribute__((noinline)) void* ReallocateSlow(void* user, size_t size, const vo
     ForeignFree(user);
     return moved;
   }
-  if (h->offset != kHeaderBytes && size <= UsableSize(user)) {
+  if (const size_t usable = h->offset != kHeaderBytes ? UsableSize(user) : 0;
+      size <= usable && usable - size <= std::max<size_t>(size, 4096)) {
     // An over-aligned block that fits (a shrink) stays where it is, as glibc leaves it, so it
-    // keeps its alignment, which a program that shrinks a memalign'd buffer may rely on. Its
-    // release is counted (written, if sampled) before its new allocation at the same address.
+    // keeps its alignment, which a program that shrinks a memalign'd buffer may rely on. glibc
+    // also gives the tail back, which the header in front of the block does not let this do:
+    // only a shrink that keeps at most as much as it uses (or a page) stays; a bigger one moves
+    // (8 x 64 MiB shrunk to 64 B kept 514 MiB resident). Its release is counted (written, if
+    // sampled) before its new allocation at the same address.
     const BlockHeader old = *h;
     const size_t offset = BaseOffset(user, old);
     CountRelease(user, old);

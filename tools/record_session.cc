@@ -7,11 +7,13 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/file_util.h"
@@ -441,9 +443,22 @@ int RunRecording(const RecordOptions& o) {
                                 ": recording the whole process"));
       }
       // A zombie has exited: nothing runs there to record (the kernel would refuse, said as
-      // "exited while attaching").
-      if (absl::StatusOr<char> state = sampler::TaskState(*process, *process);
-          state.ok() && *state == 'Z') {
+      // "exited while attaching"). Every thread a zombie: a main thread that called
+      // pthread_exit is one while the others run on, and they are recorded.
+      auto all_zombies = [](pid_t pid) {
+        std::error_code ec;
+        bool any = false;
+        for (const auto& entry : std::filesystem::directory_iterator(
+                 absl::StrCat("/proc/", pid, "/task"), ec)) {
+          pid_t tid = 0;
+          if (!absl::SimpleAtoi(entry.path().filename().string(), &tid)) continue;
+          absl::StatusOr<char> state = sampler::TaskState(pid, tid);
+          if (!state.ok() || *state != 'Z') return false;
+          any = true;
+        }
+        return any;
+      };
+      if (all_zombies(*process)) {
         PrintError(absl::StrCat("process ", *process, " has exited (a zombie its parent has not "
                                 "reaped): there is nothing to record; check the PID (ps -e)"));
         return kExitFailure;

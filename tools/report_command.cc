@@ -57,11 +57,18 @@ std::vector<output::AllocSiteRanking> AllocRankings(const ReportOptions& o,
 // Why there is no table of leaked call sites when the program leaked: none of its leaked blocks
 // was sampled (a few small blocks, at one sample per 512 KiB). "" when there is a table, or no
 // leak.
-std::string UnsampledLeakLine(const std::vector<output::AllocSiteRanking>& rankings,
+std::string UnsampledLeakLine(const ReportOptions& o,
+                              const std::vector<output::AllocSiteRanking>& rankings,
                               const nlohmann::json& meta) {
+  // A filter may leave the view empty, and a view not beside the report says nothing.
+  if (o.focus.has_value() || o.hide.has_value()) return "";
+  bool leaked_view = false;
   for (const output::AllocSiteRanking& r : rankings) {
-    if (r.metric == "bytes leaked" && !r.sites.empty()) return "";
+    if (r.metric != "bytes leaked") continue;
+    if (!r.sites.empty()) return "";
+    leaked_view = true;
   }
+  if (!leaked_view) return "";
   const nlohmann::json* exact = nullptr;
   if (meta.is_object() && meta.contains("allocations") && meta["allocations"].is_object() &&
       meta["allocations"].contains("exact") && meta["allocations"]["exact"].is_object()) {
@@ -73,6 +80,12 @@ std::string UnsampledLeakLine(const std::vector<output::AllocSiteRanking>& ranki
                : 0;
   };
   if (figure("leaked_bytes") == 0) return "";
+  // Every allocation sampled: a leak there was sampled too.
+  const nlohmann::json& alloc = meta["allocations"];
+  if (alloc.contains("rate_bytes") && alloc["rate_bytes"].is_number_unsigned() &&
+      alloc["rate_bytes"].get<uint64_t>() <= 1) {
+    return "";
+  }
   return absl::StrCat("No leaked block was sampled, so no leaked call site is shown (",
                       output::WithThousands(figure("leaked_bytes")), " B leaked in ",
                       output::Plural(figure("leaked_blocks"), "block", "blocks"),
@@ -97,7 +110,7 @@ std::string RenderText(const ReportOptions& o, const output::ReportModel& model,
       const std::string sites = output::RenderAllocCallSites(r.metric, r.sites, r.total, r.unit);
       if (!sites.empty()) absl::StrAppend(&text, "\n", sites);
     }
-    if (const std::string line = UnsampledLeakLine(rankings, meta); !line.empty()) {
+    if (const std::string line = UnsampledLeakLine(o, rankings, meta); !line.empty()) {
       absl::StrAppend(&text, "\n", line);
     }
   }
@@ -175,7 +188,7 @@ int RunReportCommand(int argc, char** argv) {
                                                                  r.unit, TableFormat::kMarkdown);
           if (!sites.empty()) absl::StrAppend(&text, "\n", sites);
         }
-        if (const std::string line = UnsampledLeakLine(rankings, meta); !line.empty()) {
+        if (const std::string line = UnsampledLeakLine(*o, rankings, meta); !line.empty()) {
           absl::StrAppend(&text, "\n", line);
         }
       }

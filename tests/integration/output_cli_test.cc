@@ -107,8 +107,16 @@ TEST(OutputCliTest, BinaryInputGivesOneEscapedLine) {
   const std::string sparse = dir + "/sparse.folded";
   { std::ofstream(sparse).close(); }
   std::filesystem::resize_file(sparse, uintmax_t{1} << 30);
+  // 64 KiB of blank lines and then anything: refused from the head too.
+  const std::string blank = dir + "/blank.folded";
+  { std::ofstream(blank) << std::string(70000, '\n'); }
+  std::filesystem::resize_file(blank, uintmax_t{1} << 30);
+  // A first line with control bytes in its thread name that parses is a line, not binary data.
+  const std::string named = dir + "/named.folded";
+  { std::ofstream(named) << "app\x01\x02\x03\x04\x05;main;work 10\napp;main;idle 5\n"; }
+  EXPECT_EQ(RunCommand({NativeprofBinary(), "report", named}).exit_code, 0);
   for (const std::string& input : {dir + "/a.out", NativeprofBinary(), std::string("/dev/zero"),
-                                   sparse}) {
+                                   sparse, blank}) {
     for (const char* cmd : {"convert", "report", "diff"}) {
       std::vector<std::string> argv = {NativeprofBinary(), cmd, input};
       if (std::string(cmd) == "convert") argv.push_back(dir + "/out.svg");
@@ -116,7 +124,7 @@ TEST(OutputCliTest, BinaryInputGivesOneEscapedLine) {
       testing::CommandResult r = RunCommand(argv);
       SCOPED_TRACE(cmd + (" " + input));
       EXPECT_EQ(r.exit_code, tools::kExitBadInput);
-      EXPECT_THAT(r.err, StartsWith("nativeprof: " + input + ":1: "));
+      EXPECT_THAT(r.err, StartsWith("nativeprof: " + input + (input == blank ? ": " : ":1: ")));
       EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
       EXPECT_FALSE(HasRawControlBytes(r.err)) << r.err;
       // 80 quoted bytes, each at most 4 characters escaped, plus the file name and the advice.
