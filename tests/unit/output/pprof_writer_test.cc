@@ -301,7 +301,7 @@ TEST(PprofWriterTest, WallProfileStatesItsCpuPeriodAndWhatItMeasures) {
   EXPECT_EQ(d.period_type, (std::pair<std::string, std::string>{"cpu", "nanoseconds"}));
   EXPECT_EQ(d.period, 1001001u);
   EXPECT_EQ(d.strings[d.default_sample_type], "wall");
-  EXPECT_THAT(d.comment, ::testing::StartsWith("nativeprof, wall time: on-CPU samples"));
+  EXPECT_THAT(d.comment, ::testing::StartsWith("nativeprof, wall time: each thread's on-CPU time (exact"));
 }
 
 }  // namespace
