@@ -299,8 +299,9 @@ void AddNotSampledTimeline(const std::vector<unwind::ThreadTimes>& threads,
     auto it = by_thread.find(std::make_pair(iv.pid, iv.tid));
     if (it != by_thread.end()) it->second.push_back(&iv);
   }
-  for (const auto& [k, stack] : not_sampled) {
-    const unwind::ThreadTimes& t = threads[k];
+  for (const std::pair<size_t, uint32_t>& line : not_sampled) {
+    const unwind::ThreadTimes& t = threads[line.first];
+    const uint32_t stack = line.second;  // not a structured binding: lambdas capture it
     std::vector<const unwind::OffCpuInterval*>& own = by_thread[{t.pid, t.tid}];
     std::sort(own.begin(), own.end(), [](const auto* a, const auto* b) {
       return a->start_ns < b->start_ns;
