@@ -1,6 +1,8 @@
 #include "output/alloc_tables.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
@@ -43,6 +45,13 @@ bool IsAllocatorPlumbing(const std::string& f) {
   // A #[global_allocator] of the program's that wraps the system one (counting, tracking).
   if (absl::StrContains(f, " as core::alloc::global::GlobalAlloc>::")) return true;
   return false;
+}
+
+// "+12.5 %", "new" (from nothing), "" (nothing to nothing).
+std::string Change(uint64_t before, uint64_t after) {
+  if (before == 0) return after == 0 ? "" : "new";
+  const double b = static_cast<double>(before);
+  return absl::StrFormat("%+.1f %%", 100.0 * (static_cast<double>(after) - b) / b);
 }
 
 std::string FormatValue(uint64_t v, const std::string& unit) {
@@ -132,50 +141,87 @@ std::string RenderAllocTotalsDiff(const nlohmann::json& before, const nlohmann::
   for (const auto& [key, label] : rows) {
     const uint64_t x = b->value(key, uint64_t{0});
     const uint64_t y = a->value(key, uint64_t{0});
-    const std::string change =
-        x == 0 ? (y == 0 ? "" : "new")
-               : absl::StrFormat("%+.1f %%", 100.0 * (static_cast<double>(y) - static_cast<double>(x)) /
-                                                 static_cast<double>(x));
     absl::StrAppendFormat(&out, "  %-30s %15s -> %-15s %s\n", label, WithThousands(x),
-                          WithThousands(y), change);
+                          WithThousands(y), Change(x, y));
   }
   return out;
 }
 
-std::vector<AllocCallSite> TopAllocCallSites(const symbolize::Profile& profile, size_t top_n,
-                                             const FrameModuleMap* frame_modules) {
-  // Per frame of the profile: whether its name says it only passes an allocation on, and
-  // whether it is in the C or C++ runtime's libraries.
-  std::vector<bool> named_plumbing(profile.frames.size());
-  std::vector<bool> runtime(profile.frames.size());
+namespace {
+
+// Per frame of a profile: whether its name says it only passes an allocation on, and whether it
+// is in the C or C++ runtime's libraries (by its module, or, for a profile read from a folded
+// file, which keeps names only, by `frame_modules`).
+struct FrameRoles {
+  std::vector<bool> named_plumbing;
+  std::vector<bool> runtime;
+};
+
+FrameRoles ClassifyFrames(const symbolize::Profile& profile, const FrameModuleMap* frame_modules) {
+  FrameRoles roles;
+  roles.named_plumbing.resize(profile.frames.size());
+  roles.runtime.resize(profile.frames.size());
   for (size_t f = 0; f < profile.frames.size(); ++f) {
-    named_plumbing[f] = IsAllocatorPlumbing(profile.frames[f].function);
-    if (frame_modules != nullptr) {
-      auto it = frame_modules->find(FoldedFrameName(profile.frames[f]));
-      runtime[f] = it != frame_modules->end() && IsRuntimeLibraryModule(it->second);
+    const symbolize::ProfileFrame& frame = profile.frames[f];
+    roles.named_plumbing[f] = IsAllocatorPlumbing(frame.function);
+    if (!frame.module.empty()) {
+      roles.runtime[f] = IsRuntimeLibraryModule(
+          absl::string_view(frame.module).substr(frame.module.rfind('/') + 1));
+    } else if (frame_modules != nullptr) {
+      auto it = frame_modules->find(FoldedFrameName(frame));
+      roles.runtime[f] = it != frame_modules->end() && IsRuntimeLibraryModule(it->second);
     }
   }
+  return roles;
+}
+
+// Where a stack's allocation site is: its frames [0, keep) end at the site, and `via` is the
+// outermost plumbing frame the site called ("" when the leaf is the site).
+struct SiteCut {
+  size_t keep = 0;
+  std::string via;
+};
+
+SiteCut CutAtSite(const symbolize::Profile& profile, const FrameRoles& roles,
+                  const symbolize::ProfileStack& s) {
+  // Frames are root first: walk from the leaf up to the first one that is not plumbing. A stack
+  // that is the runtime's alone (a library's constructor, run by the loader) is cut by its names
+  // only, else its site would be the loader's entry point; a stack of plumbing alone is named by
+  // its outermost frame.
+  SiteCut cut;
+  for (const bool with_runtime : {true, false}) {
+    size_t i = s.frames.size();
+    cut.via.clear();
+    while (i > 0 && (roles.named_plumbing[s.frames[i - 1]] ||
+                     (with_runtime && roles.runtime[s.frames[i - 1]]))) {
+      cut.via = profile.frames[s.frames[i - 1]].function;
+      --i;
+    }
+    cut.keep = i;
+    if (i > 0) return cut;
+  }
+  cut.keep = s.frames.empty() ? 0 : 1;
+  cut.via.clear();
+  return cut;
+}
+
+std::string SiteName(const symbolize::Profile& profile, const symbolize::ProfileStack& s,
+                     const SiteCut& cut) {
+  if (cut.keep == 0) return "";
+  std::string name = profile.frames[s.frames[cut.keep - 1]].function;
+  if (!cut.via.empty()) absl::StrAppend(&name, " (via ", cut.via, ")");
+  return name;
+}
+
+}  // namespace
+
+std::vector<AllocCallSite> TopAllocCallSites(const symbolize::Profile& profile, size_t top_n,
+                                             const FrameModuleMap* frame_modules) {
+  const FrameRoles roles = ClassifyFrames(profile, frame_modules);
   absl::flat_hash_map<std::string, uint64_t> by_site;
   for (const symbolize::ProfileStack& s : profile.stacks) {
     if (s.frames.empty() || s.samples == 0) continue;
-    // Frames are root first: walk from the leaf up to the first one that is not plumbing. A
-    // stack that is the runtime's alone (a library's constructor, run by the loader) is named
-    // by its names only, else its site would be the loader's entry point.
-    size_t i = s.frames.size();
-    std::string via;
-    for (const bool with_runtime : {true, false}) {
-      i = s.frames.size();
-      via.clear();
-      while (i > 0 &&
-             (named_plumbing[s.frames[i - 1]] || (with_runtime && runtime[s.frames[i - 1]]))) {
-        via = profile.frames[s.frames[i - 1]].function;
-        --i;
-      }
-      if (i > 0) break;
-    }
-    std::string name = i > 0 ? profile.frames[s.frames[i - 1]].function : via;
-    if (i > 0 && !via.empty()) absl::StrAppend(&name, " (via ", via, ")");
-    by_site[name] += s.samples;
+    by_site[SiteName(profile, s, CutAtSite(profile, roles, s))] += s.samples;
   }
   std::vector<AllocCallSite> sites;
   for (auto& [name, value] : by_site) sites.push_back({name, value});
@@ -184,6 +230,92 @@ std::vector<AllocCallSite> TopAllocCallSites(const symbolize::Profile& profile, 
   });
   if (sites.size() > top_n) sites.resize(top_n);
   return sites;
+}
+
+symbolize::Profile AllocSiteStacks(const symbolize::Profile& profile) {
+  const FrameRoles roles = ClassifyFrames(profile, nullptr);
+  symbolize::Profile out = profile;
+  out.stacks.clear();
+  // Stacks that differ only below their site are one sample.
+  absl::flat_hash_map<std::tuple<int32_t, int32_t, std::string, std::vector<uint32_t>,
+                                 std::string>,
+                      size_t>
+      index;
+  for (const symbolize::ProfileStack& s : profile.stacks) {
+    const SiteCut cut = CutAtSite(profile, roles, s);
+    std::vector<uint32_t> frames(s.frames.begin(), s.frames.begin() + cut.keep);
+    auto [it, inserted] = index.try_emplace(
+        std::tuple(s.pid, s.tid, s.thread_name, frames, cut.via), out.stacks.size());
+    if (inserted) {
+      symbolize::ProfileStack& t = out.stacks.emplace_back();
+      t.thread_name = s.thread_name;
+      t.pid = s.pid;
+      t.tid = s.tid;
+      t.frames = std::move(frames);
+      t.off_cpu = s.off_cpu;
+      t.labels = s.labels;
+      if (!cut.via.empty()) t.labels.emplace_back("via", cut.via);
+    }
+    symbolize::ProfileStack& t = out.stacks[it->second];
+    t.samples += s.samples;
+    t.weight += s.weight;
+    if (t.values.size() < s.values.size()) t.values.resize(s.values.size());
+    for (size_t k = 0; k < s.values.size(); ++k) t.values[k] += s.values[k];
+  }
+  return out;
+}
+
+std::string RenderAllocSitesDiff(const std::string& metric, const std::string& unit,
+                                 const symbolize::Profile& before,
+                                 const FrameModuleMap* before_modules,
+                                 const symbolize::Profile& after,
+                                 const FrameModuleMap* after_modules, size_t top_n) {
+  struct Row {
+    std::string name;
+    uint64_t before = 0, after = 0;
+    uint64_t change() const { return before > after ? before - after : after - before; }
+  };
+  absl::flat_hash_map<std::string, Row> rows;
+  uint64_t total_before = 0, total_after = 0;
+  for (const AllocCallSite& s : TopAllocCallSites(before, SIZE_MAX, before_modules)) {
+    rows[s.name].before = s.value;
+    total_before += s.value;
+  }
+  for (const AllocCallSite& s : TopAllocCallSites(after, SIZE_MAX, after_modules)) {
+    rows[s.name].after = s.value;
+    total_after += s.value;
+  }
+  std::vector<Row> sorted;
+  for (auto& [name, row] : rows) {
+    if (row.before == row.after) continue;
+    row.name = name;
+    sorted.push_back(std::move(row));
+  }
+  std::sort(sorted.begin(), sorted.end(), [](const Row& a, const Row& b) {
+    return a.change() != b.change() ? a.change() > b.change() : a.name < b.name;
+  });
+  const size_t unchanged = rows.size() - sorted.size();
+  const size_t not_shown = sorted.size() > top_n ? sorted.size() - top_n : 0;
+  if (not_shown > 0) sorted.resize(top_n);
+  std::string out = absl::StrCat("Call sites by ", metric, ": before -> after (", unit, ")\n");
+  absl::StrAppendFormat(&out, "  %15s -> %-15s %10s  %s\n", WithThousands(total_before),
+                        WithThousands(total_after), Change(total_before, total_after),
+                        "all sites");
+  for (const Row& r : sorted) {
+    absl::StrAppendFormat(&out, "  %15s -> %-15s %10s  %s\n", WithThousands(r.before),
+                          WithThousands(r.after), Change(r.before, r.after), r.name);
+  }
+  if (not_shown > 0 || unchanged > 0) {
+    absl::StrAppend(&out, "  (");
+    if (not_shown > 0) {
+      absl::StrAppend(&out, Plural(not_shown, "smaller change", "smaller changes"),
+                      " not shown (-n)");
+    }
+    if (not_shown > 0 && unchanged > 0) absl::StrAppend(&out, "; ");
+    if (unchanged > 0) absl::StrAppend(&out, Plural(unchanged, "site", "sites"), " unchanged");
+    absl::StrAppend(&out, ")\n");
+  }
+  return out;
 }
 
 std::string RenderAllocCallSites(const std::string& title, const std::vector<AllocCallSite>& sites,

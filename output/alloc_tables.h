@@ -39,6 +39,21 @@ struct AllocCallSite {
 std::vector<AllocCallSite> TopAllocCallSites(const symbolize::Profile& profile, size_t top_n,
                                              const FrameModuleMap* frame_modules = nullptr);
 
+// The heap profile's stacks as pprof shows them: each ends at its allocation site
+// (TopAllocCallSites' rule, by the frames' modules), so `go tool pprof -top` puts flat cost on
+// the program's calls, not on malloc or operator new; the plumbing frame the site called is the
+// sample's "via" label. Stacks that become equal are merged (samples, weights, values added).
+symbolize::Profile AllocSiteStacks(const symbolize::Profile& profile);
+
+// "Call sites by METRIC: before -> after (UNIT)": the total, then the sites of either profile
+// (TopAllocCallSites' names) whose value changed, largest change first (top `top_n`), each with
+// both values and the change; a last line counts the changes not shown and the unchanged sites.
+std::string RenderAllocSitesDiff(const std::string& metric, const std::string& unit,
+                                 const symbolize::Profile& before,
+                                 const FrameModuleMap* before_modules,
+                                 const symbolize::Profile& after,
+                                 const FrameModuleMap* after_modules, size_t top_n);
+
 // "Top N call sites by TITLE" with each site's value and share of `total`; "" for no sites.
 std::string RenderAllocCallSites(const std::string& title, const std::vector<AllocCallSite>& sites,
                                  uint64_t total, const std::string& unit,

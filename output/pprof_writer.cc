@@ -264,6 +264,10 @@ class PprofEncoder {
         const int64_t tid = s.tid;
         AppendLabel(tid_key, nullptr, &tid, &sample);
       }
+      for (const auto& [key, value] : s.labels) {
+        const int64_t str = strings_.Intern(value);
+        AppendLabel(strings_.Intern(key), &str, nullptr, &sample);
+      }
       out.Bytes(pb::kProfileSample, sample.data());
     }
     return out.Take();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nativeprof::symbolize {
@@ -41,6 +42,8 @@ struct ProfileStack {
                             // off-CPU stacks: time off-CPU in nanoseconds
   bool off_cpu = false;     // time spent switched out (--off-cpu), not sampled on a CPU
   std::vector<uint64_t> values = {};  // one per Profile::sample_types, when that is not empty
+  // More (key, value) labels for pprof, after thread, pid and tid: the heap profile's "via".
+  std::vector<std::pair<std::string, std::string>> labels = {};
 };
 
 // A named value of every stack, for profiles with several (a heap profile: allocations and bytes,

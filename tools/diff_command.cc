@@ -14,6 +14,8 @@
 #include "base/file_util.h"
 #include "output/alloc_tables.h"
 #include "output/diff_report.h"
+#include "output/frame_modules.h"
+#include "tools/alloc_report.h"
 #include "tools/cli_error.h"
 #include "tools/commands.h"
 #include "tools/exit_codes.h"
@@ -133,6 +135,16 @@ int RunDiffCommand(int argc, char** argv) {
   const output::DiffResult diff = output::DiffProfiles(*before, *after, level);
   std::string table = output::RenderAllocTotalsDiff(before_meta, after_meta);
   if (!table.empty()) table.push_back('\n');
+  if (const AllocView* alloc = FindAllocView(before_view); alloc != nullptr) {
+    // An allocation view's sites in its own unit, as `report` names them: where the bytes (or
+    // the temporary allocations, or the peak) went, not only how the shares moved.
+    const output::FrameModuleMap before_modules = output::ParseFrameModules(before_meta);
+    const output::FrameModuleMap after_modules = output::ParseFrameModules(after_meta);
+    table += output::RenderAllocSitesDiff(alloc->metric, symbolize::AllocViewUnit(alloc->view),
+                                          *before, &before_modules, *after, &after_modules,
+                                          static_cast<size_t>(top_n));
+    table.push_back('\n');
+  }
   table += output::RenderDiffTable(diff, static_cast<size_t>(top_n));
   std::fwrite(table.data(), 1, table.size(), stdout);
   if (!svg_path.empty()) {

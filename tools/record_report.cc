@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/file_util.h"
+#include "output/alloc_tables.h"
 #include "output/counter_report.h"
 #include "output/frame_modules.h"
 #include "output/json_util.h"
@@ -263,7 +264,10 @@ int FinishRecording(const RecordOptions& o, const sampler::Session& session,
       b.merge_threads = v.format == output::OutputFormat::kFolded ||
                         v.format == output::OutputFormat::kSvg;
       symbolize::Profile p = builder.Build(b);
-      write(p, v.path, v.format);
+      // pprof's flat cost on the program's calls, as `report` ranks them (the full stacks are
+      // the folded views').
+      write(v.view == symbolize::ProfileView::kHeap ? output::AllocSiteStacks(p) : p, v.path,
+            v.format);
       if (!alloc_sites.has_value()) alloc_sites = std::move(p);
     }
   }

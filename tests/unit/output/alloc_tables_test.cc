@@ -7,6 +7,7 @@ namespace nativeprof::output {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 nlohmann::json Meta(uint64_t calls, uint64_t temporary, uint64_t peak) {
   return {{"allocations",
@@ -165,6 +166,96 @@ TEST(AllocTablesTest, SitesSkipTheRuntimeLibrariesFrames) {
   EXPECT_EQ(sites[2].name, "[libstdc++.so.6.0.30] (via malloc)");
   // Without the table, names alone.
   EXPECT_EQ(TopAllocCallSites(p, 10)[0].name, "_IO_file_doallocate (via malloc)");
+}
+
+// The heap profile for pprof: each stack ends at its site, by the frames' own modules (printf's
+// buffer is main's), with the plumbing it called as the "via" label; stacks that meet merge.
+TEST(AllocTablesTest, HeapStacksEndAtTheirSite) {
+  symbolize::Profile p;
+  const std::pair<const char*, const char*> frames[] = {
+      {"main", "/usr/bin/app"},
+      {"printf", "/lib/x86_64-linux-gnu/libc.so.6"},
+      {"_IO_file_doallocate", "/lib/x86_64-linux-gnu/libc.so.6"},
+      {"malloc", "/usr/lib/nativeprof/libnativeprof_alloc.so"},
+      {"operator new", "/lib/x86_64-linux-gnu/libstdc++.so.6"},
+      {"build", "/usr/bin/app"}};
+  for (const auto& [function, module] : frames) {
+    symbolize::ProfileFrame frame;
+    frame.function = function;
+    frame.module = module;
+    p.frames.push_back(frame);
+  }
+  p.sample_types = {{"alloc_objects", "count"}, {"alloc_space", "bytes"}};
+  symbolize::ProfileStack a;
+  a.thread_name = "app";
+  a.tid = 7;
+  a.frames = {0, 1, 2, 3};
+  a.samples = 40;
+  a.values = {1, 40};
+  symbolize::ProfileStack b = a;
+  b.frames = {0, 1, 3};  // the same site through a shorter path
+  b.samples = 10;
+  b.values = {2, 10};
+  symbolize::ProfileStack c = a;
+  c.frames = {0, 5, 4, 3};
+  c.samples = 5;
+  c.values = {1, 5};
+  symbolize::ProfileStack d = a;
+  d.frames = {0, 5};  // its own leaf is the site
+  d.samples = 3;
+  d.values = {3, 3};
+  p.stacks = {a, b, c, d};
+  const symbolize::Profile heap = AllocSiteStacks(p);
+  ASSERT_EQ(heap.stacks.size(), 3u);
+  EXPECT_EQ(heap.stacks[0].frames, (std::vector<uint32_t>{0}));
+  EXPECT_EQ(heap.stacks[0].samples, 50u);
+  EXPECT_EQ(heap.stacks[0].values, (std::vector<uint64_t>{3, 50}));
+  EXPECT_EQ(heap.stacks[0].labels,
+            (std::vector<std::pair<std::string, std::string>>{{"via", "printf"}}));
+  EXPECT_EQ(heap.stacks[0].thread_name, "app");
+  EXPECT_EQ(heap.stacks[0].tid, 7);
+  EXPECT_EQ(heap.stacks[1].frames, (std::vector<uint32_t>{0, 5}));
+  EXPECT_EQ(heap.stacks[1].labels,
+            (std::vector<std::pair<std::string, std::string>>{{"via", "operator new"}}));
+  EXPECT_EQ(heap.stacks[2].frames, (std::vector<uint32_t>{0, 5}));
+  EXPECT_TRUE(heap.stacks[2].labels.empty());
+  EXPECT_EQ(heap.frames, p.frames);
+}
+
+TEST(AllocTablesTest, SitesDiffGivesBothValuesLargestChangeFirst) {
+  auto profile = [](std::vector<std::pair<const char*, uint64_t>> sites) {
+    symbolize::Profile p;
+    for (const auto& [name, bytes] : sites) {
+      symbolize::ProfileFrame site;
+      site.function = name;
+      p.frames.push_back(site);
+      symbolize::ProfileFrame malloc;
+      malloc.function = "malloc";
+      p.frames.push_back(malloc);
+      symbolize::ProfileStack s;
+      s.frames = {static_cast<uint32_t>(p.frames.size() - 2),
+                  static_cast<uint32_t>(p.frames.size() - 1)};
+      s.samples = bytes;
+      p.stacks.push_back(s);
+    }
+    return p;
+  };
+  const symbolize::Profile before =
+      profile({{"parse", 2'000'000'000}, {"tokenize", 4096}, {"init", 100}});
+  const symbolize::Profile after = profile({{"parse", 14'000}, {"init", 100}, {"index", 500}});
+  const std::string s = RenderAllocSitesDiff("bytes live at the peak", "bytes", before, nullptr,
+                                             after, nullptr, 2);
+  EXPECT_THAT(s, HasSubstr("Call sites by bytes live at the peak: before -> after (bytes)"));
+  EXPECT_THAT(s, HasSubstr("2,000,004,196 -> 14,600"));
+  EXPECT_THAT(s, HasSubstr("all sites"));
+  const size_t parse = s.find("2,000,000,000 -> 14,000            -100.0 %  parse (via malloc)");
+  const size_t tokenize = s.find("4,096 -> 0                 -100.0 %  tokenize (via malloc)");
+  EXPECT_NE(parse, std::string::npos) << s;
+  EXPECT_NE(tokenize, std::string::npos) << s;
+  EXPECT_LT(parse, tokenize);
+  // -n 2 leaves out the third change; init did not change.
+  EXPECT_THAT(s, Not(HasSubstr("index")));
+  EXPECT_THAT(s, HasSubstr("(1 smaller change not shown (-n); 1 site unchanged)"));
 }
 
 }  // namespace
