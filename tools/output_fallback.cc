@@ -19,10 +19,9 @@ const std::string& OutputFallback::Directory(bool next) {
     // $TMPDIR, else /tmp, else here: a $TMPDIR that cannot take it (full, read-only) is no
     // reason to lose the profile while /tmp could.
     parents_ = {".", "/tmp"};
-    const char* tmpdir = std::getenv("TMPDIR");
-    if (tmpdir != nullptr && *tmpdir != '\0' && std::string(tmpdir) != "/tmp") {
-      parents_.push_back(tmpdir);
-    }
+    std::string tmpdir = std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "";
+    while (tmpdir.size() > 1 && tmpdir.back() == '/') tmpdir.pop_back();  // "/tmp/" is /tmp
+    if (!tmpdir.empty() && tmpdir != "/tmp") parents_.push_back(tmpdir);
   }
   if (!next && !directory_.empty()) return directory_;
   directory_.clear();
@@ -32,6 +31,18 @@ const std::string& OutputFallback::Directory(bool next) {
     if (::mkdtemp(pattern.data()) != nullptr) directory_ = std::move(pattern);
   }
   return directory_;
+}
+
+std::string OutputFallback::FreeName(const std::string& dir, const std::string& base) const {
+  // Two outputs asked for in different directories under one name (-o a/x.folded, --svg
+  // b/x.folded) must not overwrite each other in the one fallback directory.
+  std::string name = absl::StrCat(dir, "/", base);
+  for (int n = 2;; ++n) {
+    bool taken = false;
+    for (const auto& [asked, written] : moved_) taken = taken || written == name;
+    if (!taken) return name;
+    name = absl::StrCat(dir, "/", n, "-", base);
+  }
 }
 
 std::string OutputFallback::Write(const std::string& path,
@@ -46,7 +57,7 @@ std::string OutputFallback::Write(const std::string& path,
   for (bool next = false; written.empty(); next = true) {
     const std::string& dir = Directory(next);
     if (dir.empty()) break;
-    const std::string fallback = absl::StrCat(dir, "/", base.empty() ? "output" : base);
+    const std::string fallback = FreeName(dir, base.empty() ? "output" : base);
     fallback_status = write(fallback);
     if (fallback_status.ok()) {
       written = fallback;

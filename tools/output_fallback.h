@@ -33,6 +33,8 @@ class OutputFallback {
   // The run's fallback directory: the current one, or (with `next`, or when there is none yet)
   // one made under the next place to try; "" when no place is left.
   const std::string& Directory(bool next);
+  // `dir`/`base`, or `dir`/N-`base` when an earlier output of the run was written there.
+  std::string FreeName(const std::string& dir, const std::string& base) const;
 
   std::vector<std::string> parents_;  // the places left to try, nearest last
   bool listed_ = false;

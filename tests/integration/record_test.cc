@@ -120,6 +120,36 @@ TEST(RecordTest, AProfileThatCannotBeWrittenWhereAskedGoesElsewhere) {
   std::filesystem::remove_all(written.substr(0, written.rfind('/')));
 }
 
+// Two outputs of one name in two directories that are both gone: the fallback directory holds
+// both, not the second written over the first, and the run's metadata lists where each went.
+TEST(RecordTest, FallbacksOfOneNameDoNotOverwriteEachOther) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string top = MakeTempDir();
+  const std::string tmpdir = MakeTempDir();
+  ASSERT_TRUE(std::filesystem::create_directory(top + "/a"));
+  ASSERT_TRUE(std::filesystem::create_directory(top + "/b"));
+  // TMPDIR with a trailing slash is the one directory, tried once.
+  CommandResult run = RunCommand(
+      {"env", "TMPDIR=" + tmpdir + "/", NativeprofBinary(), "record", "--no-counters", "-o",
+       top + "/a/p.folded", "-o", top + "/b/p.folded", "--", "/bin/sh", "-c",
+       "rm -r " + top + "/a " + top + "/b && exec " + TargetPath("fp_split") + " 200"});
+  EXPECT_EQ(run.exit_code, 4) << run.err;
+  std::vector<std::string> dirs;
+  for (const auto& entry : std::filesystem::directory_iterator(tmpdir)) {
+    dirs.push_back(entry.path().string());
+  }
+  ASSERT_EQ(dirs.size(), 1u) << run.err;
+  EXPECT_THAT(run.err, HasSubstr(absl::StrCat("cannot write ", top, "/a/p.folded")));
+  EXPECT_THAT(run.err, HasSubstr(absl::StrCat("cannot write ", top, "/b/p.folded")));
+  for (const char* name : {"/p.folded", "/p.folded.json", "/2-p.folded"}) {
+    EXPECT_TRUE(std::filesystem::exists(dirs[0] + name)) << name << "\n" << run.err;
+  }
+  EXPECT_THAT(run.err, HasSubstr("wrote it to " + dirs[0] + "/2-p.folded instead"));
+  const FoldedProfile profile = FoldedProfile::Parse(ReadFileOrEmpty(dirs[0] + "/2-p.folded"));
+  EXPECT_GT(profile.Self("heavy_function"), 10u) << run.err;
+  EXPECT_THAT(ReadFileOrEmpty(dirs[0] + "/p.folded.json"), HasSubstr(dirs[0] + "/2-p.folded\""));
+}
+
 TEST(RecordTest, DefaultsToDwarfCallGraphs) {
   NP_SKIP_IF_NO_PERF();
   Recorded r = Record({"--call-graph", "dwarf"}, {TargetPath("fp_split"), "600"});
