@@ -27,6 +27,21 @@ bool OnPath(const std::string& name) {
   return false;
 }
 
+// Whether the current directory or one of its parents holds a Cargo.toml, as cargo looks.
+bool CargoTomlHereOrAbove() {
+  char buf[4096];
+  if (::getcwd(buf, sizeof(buf)) == nullptr) return true;  // cargo is left to say
+  std::string dir = buf;
+  while (true) {
+    if (::access(absl::StrCat(dir == "/" ? "" : dir, "/Cargo.toml").c_str(), F_OK) == 0) {
+      return true;
+    }
+    if (dir == "/") return false;
+    const size_t slash = dir.rfind('/');
+    dir = slash == 0 ? "/" : dir.substr(0, slash);
+  }
+}
+
 std::string JsonString(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
@@ -136,8 +151,20 @@ absl::StatusOr<std::string> LocateWorkspaceManifest(const std::string& cargo,
                                                     const std::vector<std::string>& cargo_args) {
   std::vector<std::string> argv = {cargo, "locate-project", "--workspace", "--message-format",
                                    "plain"};
+  std::string manifest_given;
   for (const std::string& a : cargo_args) {
-    if (absl::StartsWith(a, "--manifest-path=")) argv.push_back(a);
+    if (absl::StartsWith(a, "--manifest-path=")) {
+      argv.push_back(a);
+      manifest_given = a.substr(strlen("--manifest-path="));
+    }
+  }
+  // Where there is no manifest, cargo's own error would come before ours, saying the same twice;
+  // its other errors (a Cargo.toml it cannot parse) are worth its words.
+  if (!manifest_given.empty() && ::access(manifest_given.c_str(), F_OK) != 0) {
+    return absl::NotFoundError(absl::StrCat("--manifest-path ", manifest_given, ": no such file"));
+  }
+  if (manifest_given.empty() && !CargoTomlHereOrAbove()) {
+    return absl::NotFoundError("no Cargo.toml here or in any parent directory");
   }
   std::string manifest;
   absl::StatusOr<int> status = RunLineCommand({argv, {}, ""}, [&](absl::string_view line) {
@@ -145,7 +172,8 @@ absl::StatusOr<std::string> LocateWorkspaceManifest(const std::string& cargo,
   });
   if (!status.ok()) return status.status();
   if (*status != 0 || manifest.empty()) {
-    return absl::NotFoundError("no Cargo.toml here or in any parent directory");
+    return absl::NotFoundError(absl::StrCat(
+        "cargo locate-project found no workspace (exit status ", *status, ", its message above)"));
   }
   return manifest;
 }

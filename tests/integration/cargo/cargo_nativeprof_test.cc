@@ -241,6 +241,10 @@ TEST_F(CargoNativeprofTest, OutsideACargoProjectAndBadOptions) {
                                       NativeprofBinary(), "cargo", "--bin", "x"});
   EXPECT_EQ(outside.exit_code, 6) << outside.err;
   EXPECT_THAT(outside.err, HasSubstr("no Cargo.toml"));
+  EXPECT_THAT(outside.err, Not(HasSubstr("could not find `Cargo.toml`")));  // said once, not twice
+  CommandResult no_manifest = CargoNativeprof(dir_, {"--manifest-path", "nowhere/Cargo.toml"});
+  EXPECT_EQ(no_manifest.exit_code, 6) << no_manifest.err;
+  EXPECT_THAT(no_manifest.err, HasSubstr("--manifest-path nowhere/Cargo.toml: no such file"));
   CommandResult typo = CargoNativeprof(dir_, {"--bin", "hotbin", "--frequncy", "99"});
   EXPECT_EQ(typo.exit_code, 2) << typo.err;
   CommandResult pid = CargoNativeprof(dir_, {"--pid", "1"});
