@@ -199,6 +199,18 @@ double MillisecondsSince(std::chrono::steady_clock::time_point t) {
 
 // `record -p`: samples running processes without touching them. Stops on SIGINT/SIGTERM (not
 // forwarded: the targets keep running), after --duration, or when every target has exited.
+// A signal that arrived before the command started or the processes' events were enabled:
+// nothing was recorded, nothing is started, and no output (an earlier profile at that path) is
+// written over with an empty one. The exit status is 128 + the signal's number.
+std::optional<int> InterruptedBeforeStart(SignalReader& signals) {
+  if (!signals.Pending()) return std::nullopt;
+  const int sig = signals.Read();
+  if (sig == 0) return std::nullopt;
+  PrintError(absl::StrCat("interrupted (", strsignal(sig), ") before recording started; "
+                          "nothing was recorded"));
+  return 128 + sig;
+}
+
 int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader& signals,
                 const std::optional<SchedStat>& setup_sched, DrainScheduling scheduling) {
   sampler::SessionOptions session_options;
@@ -310,6 +322,8 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   if ((*session)->off_cpu() && (*session)->attr().use_clockid != 0) {
     collector.mutable_off_cpu().set_recording_start(sampler::MonotonicNowNs());
   }
+  // Attaching to many threads takes a while (~1 ms per thread): a Ctrl-C meanwhile.
+  if (std::optional<int> code = InterruptedBeforeStart(signals)) return *code;
   if (absl::Status st = (*session)->Enable(); !st.ok()) return PrintCliError(CliStep::kRun, st);
   // The kernel reports only mappings made from now on: the maps again, for what was mapped
   // since the read above (a mapping seen twice would just replace itself).
@@ -382,16 +396,7 @@ int RunRecording(const RecordOptions& o) {
   // exit status was no longer the command's.
   absl::StatusOr<SignalReader> signals = SignalReader::Create({.discard_unread = true});
   if (!signals.ok()) return PrintCliError(CliStep::kRun, signals.status());
-  // A signal that arrived before the command started or the process was attached: nothing was
-  // recorded, and nothing is started.
-  auto interrupted_before_start = [&]() -> std::optional<int> {
-    if (!signals->Pending()) return std::nullopt;
-    const int sig = signals->Read();
-    if (sig == 0) return std::nullopt;
-    PrintError(absl::StrCat("interrupted (", strsignal(sig), ") before recording started; "
-                            "nothing was recorded"));
-    return 128 + sig;
-  };
+  auto interrupted_before_start = [&] { return InterruptedBeforeStart(*signals); };
   // A bad command line first, before any file is probed.
   if (o.duration_seconds > 0 && o.pids.empty()) {
     PrintError("--duration applies to -p PID; with a command, stop it with Ctrl-C");
