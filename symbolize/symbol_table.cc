@@ -19,7 +19,10 @@ constexpr int kMaxEnclosingSearch = 16;
 }  // namespace
 
 uint8_t SymbolTable::AliasRank(absl::string_view name, Binding binding) {
-  uint8_t rank = static_cast<uint8_t>(binding) << 3;
+  // Weak is as good as global: glibc's public names are often weak aliases of a global
+  // internal one (poll of __poll, nanosleep of __nanosleep), and the public name is what the
+  // program called.
+  uint8_t rank = binding == kLocal ? 0 : 8;
   if (name.find('@') == absl::string_view::npos) rank |= 4;
   size_t underscores = 0;
   while (underscores < name.size() && name[underscores] == '_') ++underscores;

@@ -19,7 +19,7 @@ namespace nativeprof::symbolize {
 
 class SymbolTable {
  public:
-  // How good a name is when several symbols start at one address; higher wins.
+  // A symbol's binding; among aliases at one address an exported one (either) beats a local one.
   enum Binding : uint8_t { kLocal = 0, kWeak = 1, kGlobal = 2 };
 
   struct Symbol {
@@ -54,7 +54,7 @@ class SymbolTable {
   bool empty() const { return symbols_.empty(); }
   const std::vector<Symbol>& symbols() const { return symbols_; }
 
-  // Preference among aliases at one address: global over weak over local, a plain name over a
+  // Preference among aliases at one address: global or weak over local, a plain name over a
   // versioned "name@VER", fewer leading underscores. Exposed for tests.
   static uint8_t AliasRank(absl::string_view name, Binding binding);
 
