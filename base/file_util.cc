@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <filesystem>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -48,6 +49,13 @@ std::string ReadLinkOrEmpty(const std::string& path) {
 absl::string_view BaseNameOf(absl::string_view path) {
   const size_t slash = path.rfind('/');
   return slash == absl::string_view::npos ? path : path.substr(slash + 1);
+}
+
+std::string CanonicalFileName(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path named = std::filesystem::weakly_canonical(path, ec);
+  if (ec) named = std::filesystem::absolute(path, ec).lexically_normal();
+  return ec ? path : named.string();
 }
 
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t max_bytes) {

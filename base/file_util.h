@@ -24,6 +24,9 @@ std::string DirectoryOf(const std::string& path);
 // `path` is not a link or cannot be read.
 std::string ReadLinkOrEmpty(const std::string& path);
 absl::string_view BaseNameOf(absl::string_view path);
+// The file `path` names however spelled ("a.folded", "./a.folded", "$PWD/a.folded", through a
+// symlinked directory), whether or not it exists yet: equal for two paths to one file.
+std::string CanonicalFileName(const std::string& path);
 
 // Reads a whole file of at most `max_bytes`. /proc files report size 0, so this reads until EOF
 // rather than trusting stat(). A FIFO without a writer reads as empty instead of blocking open.

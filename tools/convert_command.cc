@@ -120,6 +120,9 @@ int RunConvertCommand(int argc, char** argv) {
     }
   }
 
+  if (absl::Status st = CheckOutputsSpareInputs(paths, {in}); !st.ok()) {
+    return Usage(std::string(st.message()), "choose another output path");
+  }
   std::vector<output::OutputFormat> resolved;
   for (size_t i = 0; i < paths.size(); ++i) {
     resolved.push_back(formats[i].empty() ? output::FormatFromPath(paths[i])

@@ -98,6 +98,10 @@ int RunDiffCommand(int argc, char** argv) {
                  "usage: nativeprof diff BEFORE AFTER [-o diff.svg]");
   }
   if (!svg_path.empty()) {
+    if (absl::Status st = CheckOutputsSpareInputs({svg_path}, {argv[optind], argv[optind + 1]});
+        !st.ok()) {
+      return Usage(std::string(st.message()), "choose another output path");
+    }
     absl::Status writable = CheckOutputWritable(svg_path);
     if (!writable.ok()) {
       return PrintCliError(CliStep::kWriteOutput, writable, absl::StrCat("cannot write ", svg_path),

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -113,6 +114,40 @@ nlohmann::json ReadRunMetadata(const std::string& output, const std::string& lis
 }
 
 }  // namespace
+
+absl::Status CheckOutputsSpareInputs(const std::vector<std::string>& outputs,
+                                     const std::vector<std::string>& inputs) {
+  // Each input, and every JSON ReadRecordMetadata may read for it: its own, and those beside
+  // its recording's other outputs (ReadRunMetadata's siblings, of the view's main file too).
+  std::vector<std::pair<std::string, std::string>> read;  // (canonical name, input)
+  for (const std::string& in : inputs) {
+    std::vector<std::string> files = {in, in + ".json"};
+    std::string main;
+    std::vector<std::string> owners = {in};
+    if (!RecordOptions::ViewOfPath(in, &main).empty()) owners.push_back(main);
+    for (const std::string& owner : owners) {
+      const std::string stem =
+          owner.substr(0, owner.size() - output::OutputExtensionOf(owner).size());
+      files.push_back(stem + ".json");
+      for (const output::OutputExtension& e : output::kOutputExtensions) {
+        files.push_back(absl::StrCat(stem, e.ext, ".json"));
+      }
+    }
+    for (const std::string& f : files) read.emplace_back(CanonicalFileName(f), in);
+  }
+  for (const std::string& out : outputs) {
+    const std::string name = CanonicalFileName(out);
+    for (const auto& [file, in] : read) {
+      if (file != name) continue;
+      return absl::InvalidArgumentError(
+          CanonicalFileName(in) == name
+              ? absl::StrCat("output ", out, " is the input ", in, ", which it would replace")
+              : absl::StrCat("output ", out, " is the recording's metadata read with ", in,
+                             ", which it would replace"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view) {
   std::string main;

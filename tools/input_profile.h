@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -28,6 +29,12 @@ std::optional<symbolize::Profile> ReadInputProfile(const std::string& path, absl
 // ("X.alloc.folded", ... : *view "alloc", ...). A file named like a view whose recording's
 // metadata is not found gets one line on stderr: its counts are read as samples.
 nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view);
+
+// Fails (kInvalidArgument, naming both) when one of `outputs` is, however spelled, one of
+// `inputs` or a metadata JSON ReadRecordMetadata may read with one: `convert p.folded p.folded`
+// replaced the recording with its own SVG.
+absl::Status CheckOutputsSpareInputs(const std::vector<std::string>& outputs,
+                                     const std::vector<std::string>& inputs);
 
 // A folded file keeps counts only: for an off-CPU or wall view (`view` from ReadRecordMetadata)
 // they are microseconds, which this records in the profile (count_unit "us", weights in ns); for

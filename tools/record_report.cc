@@ -1,7 +1,6 @@
 #include "tools/record_report.h"
 
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 
 #include "absl/algorithm/container.h"
@@ -169,18 +168,24 @@ std::vector<RecordFile> RecordFiles(const RecordOptions& o) {
   return files;
 }
 
+absl::Status CheckOutputsSpareProgram(const RecordOptions& o, const std::string& program) {
+  const std::string name = CanonicalFileName(program);
+  for (const RecordFile& f : RecordFiles(o)) {
+    if (CanonicalFileName(f.path) != name) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        f.path == f.output ? "-o " : absl::StrCat("a file written beside -o ", f.output, ", "),
+        f.path, " is the program to be profiled, which the profile would replace"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckOutputsApart(const RecordOptions& o) {
   const std::vector<RecordFile> files = RecordFiles(o);
   // The file each path names, however spelled ("a.folded", "./a.folded", "$PWD/a.folded", a
   // symlinked directory): one written over another was lost without a word.
   std::vector<std::string> names;
   names.reserve(files.size());
-  for (const RecordFile& f : files) {
-    std::error_code ec;
-    std::filesystem::path named = std::filesystem::weakly_canonical(f.path, ec);
-    if (ec) named = std::filesystem::absolute(f.path, ec).lexically_normal();
-    names.push_back(ec ? f.path : named.string());
-  }
+  for (const RecordFile& f : files) names.push_back(CanonicalFileName(f.path));
   for (size_t i = 0; i < files.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (names[i] != names[j]) continue;

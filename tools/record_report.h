@@ -83,6 +83,10 @@ std::vector<RecordFile> RecordFiles(const RecordOptions& options);
 // one would silently replace the earlier.
 absl::Status CheckOutputsApart(const RecordOptions& options);
 
+// Fails (kInvalidArgument, naming the file) when a file the run writes is `program`, the file
+// the command runs (sampler::FindProgram): `-o ./bench -- ./bench` replaced the binary.
+absl::Status CheckOutputsSpareProgram(const RecordOptions& options, const std::string& program);
+
 // Writes everything and returns the exit code: the target's (state.exit_code), or kExitOutput
 // when an output could not be written (the others are still written).
 int FinishRecording(const RecordOptions& options, const sampler::Session& session,

@@ -490,6 +490,9 @@ int RunRecording(const RecordOptions& o) {
   // run is the one thing to report.
   absl::StatusOr<std::string> program = sampler::FindProgram(o.command[0], spawn);
   if (!program.ok()) return PrintCliError(CliStep::kExecCommand, program.status());
+  if (absl::Status st = CheckOutputsSpareProgram(o, *program); !st.ok()) {
+    return PrintCliError(CliStep::kParseOptions, st, {}, "choose another -o");
+  }
   std::optional<sampler::AllocChannel> alloc_channel;
   if (o.alloc_rate_bytes.has_value()) {
     absl::StatusOr<std::string> preload = FindAllocPreload();

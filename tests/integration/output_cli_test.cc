@@ -171,6 +171,40 @@ TEST(OutputCliTest, RecordOutputsThatWouldBeOneFileAreRefused) {
   EXPECT_TRUE(std::filesystem::is_empty(dir)) << "nothing was run";
 }
 
+// An output that is an input, or the metadata read with one, however spelled: refused before
+// anything is written (convert p.folded p.folded --format svg replaced the recording with its
+// SVG; record -o ./bench -- ./bench replaced the program).
+TEST(OutputCliTest, OutputsThatWouldReplaceAnInputAreRefused) {
+  const std::string dir = MakeTempDir();
+  const std::string folded = dir + "/p.alloc.folded";
+  const std::string meta = dir + "/p.folded.json";
+  std::filesystem::copy_file(Small(), folded);
+  std::ofstream(meta) << "{\"allocations\": {}}\n";
+  const std::string program = dir + "/prog";
+  std::filesystem::copy_file("/bin/true", program);
+  const std::string odd_program = dir + "/r.folded.json";  // as the metadata of -o r.folded
+  std::filesystem::copy_file("/bin/true", odd_program);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"convert", folded, folded, "--format", "svg"},
+        std::vector<std::string>{"convert", folded, "-o", dir + "/x.svg", "-o", dir + "/./p.folded.json"},
+        std::vector<std::string>{"diff", Small(), folded, "-o", dir + "/../" +
+                                 dir.substr(dir.rfind('/') + 1) + "/p.alloc.folded"},
+        std::vector<std::string>{"record", "-o", program, "--", program},
+        std::vector<std::string>{"record", "-o", dir + "/r.folded", "--", odd_program}}) {
+    std::vector<std::string> argv = {NativeprofBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    testing::CommandResult r = RunCommand(argv);
+    EXPECT_EQ(r.exit_code, tools::kExitUsage) << args[0] << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("would replace")) << r.err;
+  }
+  EXPECT_EQ(ReadFileOrEmpty(folded), ReadFileOrEmpty(Small()));
+  EXPECT_EQ(ReadFileOrEmpty(meta), "{\"allocations\": {}}\n");
+  EXPECT_EQ(ReadFileOrEmpty(program), ReadFileOrEmpty("/bin/true"));
+  EXPECT_EQ(ReadFileOrEmpty(odd_program), ReadFileOrEmpty("/bin/true"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/x.svg"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/r.folded"));
+}
+
 TEST(OutputCliTest, BadArgumentsExitUsage) {
   const std::string dir = MakeTempDir();
   EXPECT_EQ(RunCommand({NativeprofBinary(), "convert", Small(), dir + "/o", "--format", "png"})
