@@ -232,8 +232,9 @@ std::vector<AllocCallSite> TopAllocCallSites(const symbolize::Profile& profile, 
   return sites;
 }
 
-symbolize::Profile AllocSiteStacks(const symbolize::Profile& profile) {
-  const FrameRoles roles = ClassifyFrames(profile, nullptr);
+symbolize::Profile AllocSiteStacks(const symbolize::Profile& profile,
+                                   const FrameModuleMap* frame_modules) {
+  const FrameRoles roles = ClassifyFrames(profile, frame_modules);
   symbolize::Profile out = profile;
   out.stacks.clear();
   // Stacks that differ only below their site are one sample.

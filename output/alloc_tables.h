@@ -43,7 +43,9 @@ std::vector<AllocCallSite> TopAllocCallSites(const symbolize::Profile& profile, 
 // (TopAllocCallSites' rule, by the frames' modules), so `go tool pprof -top` puts flat cost on
 // the program's calls, not on malloc or operator new; the plumbing frame the site called is the
 // sample's "via" label. Stacks that become equal are merged (samples, weights, values added).
-symbolize::Profile AllocSiteStacks(const symbolize::Profile& profile);
+// A profile read from a folded file names its frames' modules by `frame_modules`.
+symbolize::Profile AllocSiteStacks(const symbolize::Profile& profile,
+                                   const FrameModuleMap* frame_modules = nullptr);
 
 // "Call sites by METRIC: before -> after (UNIT)": the total, then the sites of either profile
 // (TopAllocCallSites' names) whose value changed, largest change first (top `top_n`), each with

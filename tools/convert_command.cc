@@ -11,7 +11,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
+#include "output/alloc_tables.h"
+#include "output/frame_modules.h"
 #include "output/profile_writer.h"
+#include "tools/alloc_report.h"
 #include "tools/cli_error.h"
 #include "tools/commands.h"
 #include "tools/exit_codes.h"
@@ -143,12 +146,21 @@ int RunConvertCommand(int argc, char** argv) {
       ReadInputProfile(in, "give a folded file ('comm;frame;...;frame COUNT' per line)");
   if (!profile.has_value()) return kExitBadInput;
   std::string view;  // an off-CPU or wall view converts as the time profile it is
-  (void)ReadRecordMetadata(in, &view);
+  const nlohmann::json meta = ReadRecordMetadata(in, &view);
   if (absl::Status st = MarkRecordedView(in, view, &*profile); !st.ok()) {
     return PrintCliError(CliStep::kReadInput, st);
   }
+  // An allocation view's pprof, as record's heap profile: flat cost on the program's calls, not
+  // on malloc or operator new (which the folded file's full stacks end in).
+  std::optional<symbolize::Profile> at_sites;
+  if (FindAllocView(view) != nullptr) {
+    const output::FrameModuleMap modules = output::ParseFrameModules(meta);
+    at_sites = output::AllocSiteStacks(*profile, &modules);
+  }
   for (size_t i = 0; i < paths.size(); ++i) {
-    absl::Status st = output::WriteProfile(*profile, paths[i], resolved[i], write);
+    const bool pprof = resolved[i] == output::OutputFormat::kPprof;
+    absl::Status st = output::WriteProfile(pprof && at_sites.has_value() ? *at_sites : *profile,
+                                           paths[i], resolved[i], write);
     if (!st.ok()) {
       // kInvalidArgument is an option the profile cannot honour, not an unwritable file.
       if (absl::IsInvalidArgument(st)) {
