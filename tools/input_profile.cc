@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -44,10 +45,23 @@ nlohmann::json ParseMetadata(const std::string& text, const std::string& path) {
   return meta;
 }
 
+// Every metadata file read so far, to name when one of them turns out to hold a field of
+// another type than record writes (nativeprof_main's catch).
+std::vector<std::string>& MetadataRead() {
+  static std::vector<std::string> files;
+  return files;
+}
+
+void NoteMetadataRead(const std::string& file) {
+  if (absl::c_find(MetadataRead(), file) == MetadataRead().end()) MetadataRead().push_back(file);
+}
+
 nlohmann::json ReadMetadata(const std::string& path) {
   absl::StatusOr<std::string> text = ReadSmallFile(path + ".json");
   if (!text.ok()) return nullptr;
-  return ParseMetadata(*text, path);
+  nlohmann::json meta = ParseMetadata(*text, path);
+  if (!meta.is_null()) NoteMetadataRead(path + ".json");
+  return meta;
 }
 
 // Whether `meta` lists a file named as `path` among its run's outputs (by name: the run may have
@@ -109,6 +123,7 @@ nlohmann::json ReadRunMetadata(const std::string& output, const std::string& lis
     if (!meta.is_object() || !ListsFile(meta, listed)) continue;
     newest = std::move(meta);
     newest_ns = written_ns;
+    NoteMetadataRead(sibling + ".json");
   }
   return newest.is_null() ? own : newest;
 }
@@ -148,6 +163,8 @@ absl::Status CheckOutputsSpareInputs(const std::vector<std::string>& outputs,
   }
   return absl::OkStatus();
 }
+
+const std::vector<std::string>& MetadataFilesRead() { return MetadataRead(); }
 
 nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view) {
   std::string main;

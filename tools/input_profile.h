@@ -30,6 +30,9 @@ std::optional<symbolize::Profile> ReadInputProfile(const std::string& path, absl
 // metadata is not found gets one line on stderr: its counts are read as samples.
 nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view);
 
+// The metadata JSON files ReadRecordMetadata has read so far in this process.
+const std::vector<std::string>& MetadataFilesRead();
+
 // Fails (kInvalidArgument, naming both) when one of `outputs` is, however spelled, one of
 // `inputs` or a metadata JSON ReadRecordMetadata may read with one: `convert p.folded p.folded`
 // replaced the recording with its own SVG.

@@ -1,10 +1,15 @@
 // The nativeprof CLI: dispatches to one subcommand; nothing else lives here.
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "tools/commands.h"
 #include "tools/exit_codes.h"
+#include "tools/input_profile.h"
 
 namespace {
 
@@ -67,10 +72,16 @@ int main(int argc, char** argv) {
     } catch (const nlohmann::json::exception& e) {
       // Valid JSON with a field of another type than `record` writes (an edited or foreign
       // X.folded.json beside an input): the metadata's readers take it as it is written.
+      const std::vector<std::string>& read = nativeprof::tools::MetadataFilesRead();
+      const std::string which =
+          read.empty() ? std::string("the metadata (.json) beside an input")
+          : read.size() == 1
+              ? absl::StrCat("the metadata ", read[0])
+              : absl::StrCat("one of the metadata files ", absl::StrJoin(read, ", "));
       std::fprintf(stderr,
-                   "nativeprof: the metadata (.json) beside an input has a field of an unexpected "
-                   "type (%s); remove that .json file or record again\n",
-                   e.what());
+                   "nativeprof: %s has a field of an unexpected type (%s); remove that .json "
+                   "file or record again\n",
+                   which.c_str(), e.what());
       return nativeprof::tools::kExitBadInput;
     }
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "base/file_util.h"
 #include "tests/testing/test_support.h"
@@ -75,7 +76,8 @@ TEST(ReportCliTest, MetadataWithAFieldOfTheWrongTypeGivesOneLine) {
   testing::CommandResult r =
       testing::RunCommand({testing::NativeprofBinary(), "report", dir + "/p.folded"});
   EXPECT_EQ(r.exit_code, 5) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("a field of an unexpected type"));
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("the metadata ", dir, "/p.folded.json has a field "
+                                            "of an unexpected type")));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
