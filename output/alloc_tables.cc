@@ -16,10 +16,9 @@
 namespace nativeprof::output {
 namespace {
 
-// Frames that only pass an allocation on: the site is their caller. Besides the allocator's own
-// entry points, the checked wrappers C programs allocate through: libiberty's and gnulib's
-// x*alloc (GCC, binutils, coreutils, git) and GLib's g_*alloc.
-bool IsAllocatorPlumbing(const std::string& f) {
+// The allocator's own entry points, and the checked wrappers C programs allocate through:
+// libiberty's and gnulib's x*alloc (GCC, binutils, coreutils, git) and GLib's g_*alloc.
+bool IsAllocatorEntry(const std::string& f) {
   static const char* const kExact[] = {
       "malloc", "calloc", "realloc", "reallocarray", "free", "operator new", "operator new[]",
       "__rust_alloc", "__rust_alloc_zeroed", "__rust_realloc", "__rdl_alloc",
@@ -34,6 +33,13 @@ bool IsAllocatorPlumbing(const std::string& f) {
   for (const char* e : kExact) {
     if (f == e) return true;
   }
+  // A #[global_allocator] of the program's that wraps the system one (counting, tracking).
+  return absl::StrContains(f, " as core::alloc::global::GlobalAlloc>::");
+}
+
+// Frames that only pass an allocation on: the site is their caller.
+bool IsAllocatorPlumbing(const std::string& f) {
+  if (IsAllocatorEntry(f)) return true;
   // The standard library's containers and conversions (`std::vector<T>::_M_realloc_insert`,
   // `<alloc::raw_vec::RawVec<T>>::grow_one`, `<str>::to_lowercase`, `core::iter::...::collect`):
   // the site is the program's frame that called into it.
@@ -42,8 +48,6 @@ bool IsAllocatorPlumbing(const std::string& f) {
   for (const char* p : kPrefixes) {
     if (absl::StartsWith(f, p)) return true;
   }
-  // A #[global_allocator] of the program's that wraps the system one (counting, tracking).
-  if (absl::StrContains(f, " as core::alloc::global::GlobalAlloc>::")) return true;
   return false;
 }
 
@@ -154,16 +158,19 @@ namespace {
 // file, which keeps names only, by `frame_modules`).
 struct FrameRoles {
   std::vector<bool> named_plumbing;
+  std::vector<bool> entry;  // IsAllocatorEntry
   std::vector<bool> runtime;
 };
 
 FrameRoles ClassifyFrames(const symbolize::Profile& profile, const FrameModuleMap* frame_modules) {
   FrameRoles roles;
   roles.named_plumbing.resize(profile.frames.size());
+  roles.entry.resize(profile.frames.size());
   roles.runtime.resize(profile.frames.size());
   for (size_t f = 0; f < profile.frames.size(); ++f) {
     const symbolize::ProfileFrame& frame = profile.frames[f];
     roles.named_plumbing[f] = IsAllocatorPlumbing(frame.function);
+    roles.entry[f] = roles.named_plumbing[f] && IsAllocatorEntry(frame.function);
     if (!frame.module.empty()) {
       roles.runtime[f] = IsRuntimeLibraryModule(
           absl::string_view(frame.module).substr(frame.module.rfind('/') + 1));
@@ -185,15 +192,28 @@ struct SiteCut {
 SiteCut CutAtSite(const symbolize::Profile& profile, const FrameRoles& roles,
                   const symbolize::ProfileStack& s) {
   // Frames are root first: walk from the leaf up to the first one that is not plumbing. A stack
-  // that is the runtime's alone (a library's constructor, run by the loader) is cut by its names
-  // only, else its site would be the loader's entry point; a stack of plumbing alone is named by
-  // its outermost frame.
+  // of the standard library's and the runtime's frames alone (a Rust thread's start, setting up
+  // its guard page through pthread_getattr_np) is cut at the standard library's frame; one that
+  // is the runtime's alone (a library's constructor, run by the loader) by its names only, else
+  // its site would be the loader's entry point; a stack of plumbing alone is named by its
+  // outermost frame.
+  enum class Skip { kPlumbingAndRuntime, kEntriesAndRuntime, kPlumbing };
   SiteCut cut;
-  for (const bool with_runtime : {true, false}) {
+  for (const Skip skip : {Skip::kPlumbingAndRuntime, Skip::kEntriesAndRuntime, Skip::kPlumbing}) {
+    auto skipped = [&](uint32_t f) {
+      switch (skip) {
+        case Skip::kPlumbingAndRuntime:
+          return roles.named_plumbing[f] || roles.runtime[f];
+        case Skip::kEntriesAndRuntime:
+          return roles.entry[f] || roles.runtime[f];
+        case Skip::kPlumbing:
+          return static_cast<bool>(roles.named_plumbing[f]);
+      }
+      return false;
+    };
     size_t i = s.frames.size();
     cut.via.clear();
-    while (i > 0 && (roles.named_plumbing[s.frames[i - 1]] ||
-                     (with_runtime && roles.runtime[s.frames[i - 1]]))) {
+    while (i > 0 && skipped(s.frames[i - 1])) {
       cut.via = profile.frames[s.frames[i - 1]].function;
       --i;
     }

@@ -168,6 +168,35 @@ TEST(AllocTablesTest, SitesSkipTheRuntimeLibrariesFrames) {
   EXPECT_EQ(TopAllocCallSites(p, 10)[0].name, "_IO_file_doallocate (via malloc)");
 }
 
+// A Rust thread's start allocates in glibc (its guard page's pthread_getattr_np, a thread-local
+// destructor's registration) under the standard library's frames only: the site is the standard
+// library's frame that called the C library, not a glibc internal.
+TEST(AllocTablesTest, AThreadStartIsNamedByTheStandardLibrarysFrame) {
+  symbolize::Profile p;
+  const std::pair<const char*, const char*> frames[] = {
+      {"clone3", "libc.so.6"},
+      {"start_thread", "libc.so.6"},
+      {"<std::sys::pal::unix::thread::Thread>::new::thread_start", "app"},
+      {"std::sys::pal::unix::stack_overflow::imp::make_handler", "app"},
+      {"pthread_getattr_np", "libc.so.6"},
+      {"malloc", "libnativeprof_alloc.so"}};
+  FrameModuleMap modules;
+  for (const auto& [name, module] : frames) {
+    symbolize::ProfileFrame frame;
+    frame.function = name;
+    p.frames.push_back(frame);
+    modules[name] = module;
+  }
+  symbolize::ProfileStack s;
+  s.frames = {0, 1, 2, 3, 4, 5};
+  s.samples = 4;
+  p.stacks = {s};
+  const std::vector<AllocCallSite> sites = TopAllocCallSites(p, 10, &modules);
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_EQ(sites[0].name,
+            "std::sys::pal::unix::stack_overflow::imp::make_handler (via pthread_getattr_np)");
+}
+
 // The heap profile for pprof: each stack ends at its site, by the frames' own modules (printf's
 // buffer is main's), with the plumbing it called as the "via" label; stacks that meet merge.
 TEST(AllocTablesTest, HeapStacksEndAtTheirSite) {
