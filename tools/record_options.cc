@@ -218,6 +218,7 @@ struct ParseState {
   std::vector<std::string> output_formats;  // parallel to output_paths; "" = infer
   std::string pending_format;               // the last --format not yet taken by an -o
   bool no_cpu = false;                      // --no-cpu: the event becomes NoSamplesEvent()
+  bool alloc_without_rate = false;          // "--alloc", no "=RATE"
 };
 
 absl::Status ParseFrequency(absl::string_view arg, RecordOptions* o) {
@@ -378,6 +379,7 @@ absl::Status ApplyOption(int c, absl::string_view arg, const char* option_text, 
       // "--alloc" takes the default rate; "--alloc=" is a rate left out by mistake.
       if (arg.empty() && !absl::StrContains(option_text, '=')) {
         o.alloc_rate_bytes = kDefaultAllocRate;
+        st->alloc_without_rate = true;
         return absl::OkStatus();
       }
       absl::StatusOr<uint64_t> rate = ParseAllocRate(arg);
@@ -445,6 +447,13 @@ absl::StatusOr<RecordOptions> ParseRecordOptions(int argc, char** argv) {
     if (!applied.ok()) return applied;
   }
   if (absl::Status target = TakeTarget(optind, argc, argv, &st.o); !target.ok()) return target;
+  // "--alloc 4096 -- CMD": the rate is an optional argument, joined by '=' only; getopt took
+  // it for the command ("cannot execute '4096'" said nothing of why).
+  if (st.alloc_without_rate && !st.o.command.empty() && ParseAllocRate(st.o.command[0]).ok() &&
+      ::access(st.o.command[0].c_str(), F_OK) != 0) {
+    return Bad(absl::StrCat("--alloc ", st.o.command[0], ": the rate is joined by '=' "
+                            "(--alloc=", st.o.command[0], "), else it is read as the command"));
+  }
   // Off-CPU time is in nanoseconds; CPU samples must be too for the two to add up.
   if (st.o.off_cpu && !st.event_explicit) st.event_name = "cpu-clock";
   absl::StatusOr<sampler::EventSpec> event = sampler::ParseEventSpec(st.event_name);

@@ -79,6 +79,11 @@ TEST(RecordOptionsTest, AllocOptionAndItsRefusals) {
   ASSERT_FALSE(empty.ok());
   EXPECT_NE(empty.status().message().find("--alloc=: give the mean bytes"), absl::string_view::npos)
       << empty.status();
+  // A rate given apart from --alloc is read as the command: said so.
+  absl::StatusOr<RecordOptions> apart = Parse({"record", "--alloc", "64K", "--", "true"});
+  ASSERT_FALSE(apart.ok());
+  EXPECT_EQ(apart.status().message(),
+            "--alloc 64K: the rate is joined by '=' (--alloc=64K), else it is read as the command");
   absl::StatusOr<RecordOptions> attach = Parse({"record", "--alloc", "-p", "1"});
   ASSERT_FALSE(attach.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(attach.status()));
