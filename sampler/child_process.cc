@@ -1,5 +1,6 @@
 #include "sampler/child_process.h"
 
+#include <elf.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <optional>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -69,6 +71,43 @@ int ExecErrorOf(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) return errno == ENOENT || errno == ENOTDIR ? ENOENT : errno;
   if (!S_ISREG(st.st_mode)) return EACCES;
   return ::access(path.c_str(), X_OK) == 0 ? 0 : EACCES;
+}
+
+// Why exec of an existing file said ENOENT: the interpreter it names is missing (a script's
+// "#!" line, or an ELF's PT_INTERP: a binary built for musl or another architecture's loader).
+// "" when neither explains it.
+std::string MissingInterpreter(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char head[4096];
+  const ssize_t n = ::pread(fd, head, sizeof(head), 0);
+  std::string interpreter;
+  if (n > 2 && head[0] == '#' && head[1] == '!') {
+    const absl::string_view line = absl::string_view(head, static_cast<size_t>(n)).substr(2);
+    const absl::string_view rest = absl::StripLeadingAsciiWhitespace(line.substr(0, line.find('\n')));
+    interpreter = std::string(rest.substr(0, rest.find_first_of(" \t\r")));
+  } else if (n >= static_cast<ssize_t>(sizeof(Elf64_Ehdr)) && std::memcmp(head, ELFMAG, SELFMAG) == 0 &&
+             head[EI_CLASS] == ELFCLASS64) {
+    Elf64_Ehdr eh;
+    std::memcpy(&eh, head, sizeof(eh));
+    for (uint32_t i = 0; i < eh.e_phnum && eh.e_phentsize == sizeof(Elf64_Phdr); ++i) {
+      Elf64_Phdr ph;
+      if (::pread(fd, &ph, sizeof(ph), static_cast<off_t>(eh.e_phoff + i * sizeof(ph))) !=
+          static_cast<ssize_t>(sizeof(ph))) {
+        break;
+      }
+      if (ph.p_type != PT_INTERP || ph.p_filesz == 0 || ph.p_filesz > 4096) continue;
+      std::string name(ph.p_filesz, '\0');
+      if (::pread(fd, name.data(), name.size(), static_cast<off_t>(ph.p_offset)) ==
+          static_cast<ssize_t>(name.size())) {
+        interpreter = name.substr(0, name.find('\0'));
+      }
+      break;
+    }
+  }
+  ::close(fd);
+  if (interpreter.empty() || ::access(interpreter.c_str(), F_OK) == 0) return "";
+  return absl::StrCat("its interpreter ", interpreter, " does not exist");
 }
 
 }  // namespace
@@ -149,6 +188,9 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
 
   ChildProcess child(pid, std::move(release_write), std::move(error_read));
   child.program_ = argv[0];
+  if (absl::StatusOr<std::string> path = FindProgram(argv[0], options); path.ok()) {
+    child.program_path_ = *std::move(path);
+  }
   return child;
 }
 
@@ -167,6 +209,7 @@ ChildProcess::ChildProcess(ChildProcess&& other) noexcept
       reaped_(other.reaped_),
       wait_status_(other.wait_status_),
       program_(std::move(other.program_)),
+      program_path_(std::move(other.program_path_)),
       release_fd_(std::move(other.release_fd_)),
       exec_error_fd_(std::move(other.exec_error_fd_)),
       pidfd_(std::move(other.pidfd_)) {}
@@ -202,6 +245,11 @@ absl::Status ChildProcess::Release() {
   exec_error_fd_.Reset();
   if (got == static_cast<ssize_t>(sizeof(err))) {
     Wait();
+    if (err == ENOENT && !program_path_.empty()) {
+      if (std::string missing = MissingInterpreter(program_path_); !missing.empty()) {
+        return absl::NotFoundError(absl::StrCat("cannot execute '", program_, "': ", missing));
+      }
+    }
     return ErrnoError(err, absl::StrCat("cannot execute '", program_, "'"));
   }
   return absl::OkStatus();

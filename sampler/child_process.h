@@ -83,6 +83,7 @@ class ChildProcess {
   int wait_status_ = 0;
   rusage usage_{};
   std::string program_;
+  std::string program_path_;  // FindProgram's, to say why an exec of it failed
   ScopedFd release_fd_;     // write end: one byte (or close) releases the child
   ScopedFd exec_error_fd_;  // read end: EOF = exec succeeded, 4 bytes = exec's errno
   ScopedFd pidfd_;

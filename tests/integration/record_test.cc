@@ -540,6 +540,32 @@ TEST(RecordBadInputTest, CommandNotExecutable) {
   EXPECT_THAT(d.err, HasSubstr("cannot execute '" + dir + "': Is a directory"));
 }
 
+// An existing file that exec says is missing: the interpreter it names is, and that is said (a
+// shell says "bad interpreter"), for a script's #! line and for an ELF's loader (a binary built
+// against musl, say).
+TEST(RecordBadInputTest, AMissingInterpreterIsNamed) {
+  const std::string dir = MakeTempDir();
+  const std::string script = dir + "/script.sh";
+  std::ofstream(script) << "#!/nonexistent/interp -x\necho hi\n";
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  std::string elf = ReadFileOrEmpty("/bin/true");
+  const size_t at = elf.find("/lib64/ld-linux-x86-64.so.2");
+  ASSERT_NE(at, std::string::npos) << "/bin/true names no x86-64 loader";
+  elf.replace(at, 27, "/lib64/ld-nolnx-x86-64.so.2");
+  const std::string binary = dir + "/musl-built";
+  std::ofstream(binary, std::ios::binary) << elf;
+  std::filesystem::permissions(binary, std::filesystem::perms::owner_all);
+  for (const auto& [program, interpreter] :
+       {std::pair(script, "/nonexistent/interp"),
+        std::pair(binary, "/lib64/ld-nolnx-x86-64.so.2")}) {
+    CommandResult r =
+        RunCommand({NativeprofBinary(), "record", "-o", dir + "/x.folded", "--", program});
+    EXPECT_EQ(r.exit_code, 127) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(absl::StrCat("cannot execute '", program, "': its interpreter ",
+                                              interpreter, " does not exist")));
+  }
+}
+
 // A zombie has nothing to record: said as such, not as a process that "exited while attaching".
 TEST(RecordBadInputTest, AZombieIsNamedAsOne) {
   NP_SKIP_IF_NO_PERF();
