@@ -84,10 +84,11 @@ std::string MissingInterpreter(const std::string& path) {
   std::string interpreter;
   if (n > 2 && head[0] == '#' && head[1] == '!') {
     const absl::string_view line = absl::string_view(head, static_cast<size_t>(n)).substr(2);
-    const absl::string_view rest = absl::StripLeadingAsciiWhitespace(line.substr(0, line.find('\n')));
+    const absl::string_view rest =
+        absl::StripLeadingAsciiWhitespace(line.substr(0, line.find('\n')));
     interpreter = std::string(rest.substr(0, rest.find_first_of(" \t\r")));
-  } else if (n >= static_cast<ssize_t>(sizeof(Elf64_Ehdr)) && std::memcmp(head, ELFMAG, SELFMAG) == 0 &&
-             head[EI_CLASS] == ELFCLASS64) {
+  } else if (n >= static_cast<ssize_t>(sizeof(Elf64_Ehdr)) &&
+             std::memcmp(head, ELFMAG, SELFMAG) == 0 && head[EI_CLASS] == ELFCLASS64) {
     Elf64_Ehdr eh;
     std::memcpy(&eh, head, sizeof(eh));
     for (uint32_t i = 0; i < eh.e_phnum && eh.e_phentsize == sizeof(Elf64_Phdr); ++i) {

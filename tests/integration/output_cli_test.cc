@@ -186,7 +186,8 @@ TEST(OutputCliTest, OutputsThatWouldReplaceAnInputAreRefused) {
   std::filesystem::copy_file("/bin/true", odd_program);
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"convert", folded, folded, "--format", "svg"},
-        std::vector<std::string>{"convert", folded, "-o", dir + "/x.svg", "-o", dir + "/./p.folded.json"},
+        std::vector<std::string>{"convert", folded, "-o", dir + "/x.svg", "-o",
+                                 dir + "/./p.folded.json"},
         std::vector<std::string>{"diff", Small(), folded, "-o", dir + "/../" +
                                  dir.substr(dir.rfind('/') + 1) + "/p.alloc.folded"},
         std::vector<std::string>{"record", "-o", program, "--", program},
