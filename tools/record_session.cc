@@ -312,6 +312,9 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
       if (!tids.ok()) continue;
       for (pid_t tid : *tids) {
         const absl::StatusOr<char> state = sampler::ThreadStateLetter(pid, tid);
+        // A main thread that called pthread_exit stays listed, a zombie, while the others run:
+        // it will never run again, and its "lifetime" here would all be blocked time.
+        if (state.ok() && (*state == 'Z' || *state == 'X')) continue;
         collector.mutable_off_cpu().NoteExistingThread(pid, tid, state.ok() && *state == 'R');
       }
     }

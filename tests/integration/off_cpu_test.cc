@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -146,6 +148,29 @@ TEST(OffCpuTest, AttachingGivesTheSameSplitAsLaunching) {
     out += line + "\n";
   }
   ExpectBlockedTimesMatch(folded, out, r.err);
+}
+
+// A process whose main thread called pthread_exit keeps it listed, a zombie, while its workers
+// run: attached with --off-cpu, it is no thread of the recording (it was one blocked for the
+// whole recording and never ran, the top blocking site).
+TEST(OffCpuTest, AttachingLeavesOutAMainThreadThatExited) {
+  NP_SKIP_IF_NO_PERF();
+  BackgroundProcess target({TargetPath("fp_threads"), "700", "main-exits"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::string folded = MakeTempDir() + "/pexit.folded";
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "--off-cpu", "-p",
+                                std::to_string(target.pid()), "-o", folded});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("never ran"))) << r.err;
+  nlohmann::json meta = Metadata(folded);
+  ASSERT_TRUE(meta.is_object() && meta.contains("off_cpu")) << r.err;
+  int threads = 0;
+  for (const nlohmann::json& t : meta["off_cpu"]["threads"]) {
+    SCOPED_TRACE(t.dump());
+    EXPECT_NE(t["tid"].get<int>(), target.pid());
+    ++threads;
+  }
+  EXPECT_EQ(threads, 3);  // alpha, beta, gamma
 }
 
 // A thread that is already blocked when recording attaches has no switch-out to sample while
