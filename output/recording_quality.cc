@@ -235,10 +235,10 @@ std::vector<std::string> RecordingQualityLines(const RecordingQuality& q,
     // without unwind tables, whose callers the frame-pointer guess may get wrong.
     if (q.fp_fallback_frames * 100 > q.frames) {
       lines.push_back(absl::StrFormat(
-          "%d frames (%.1f%%) found with frame pointers for lack of CFI: callers above them may "
+          "%s (%.1f%%) found with frame pointers for lack of CFI: callers above them may "
           "be wrong; build with -fasynchronous-unwind-tables or install the debug info",
-          q.fp_fallback_frames, 100.0 * static_cast<double>(q.fp_fallback_frames) /
-                                    static_cast<double>(q.frames)));
+          Plural(q.fp_fallback_frames, "frame", "frames"),
+          100.0 * static_cast<double>(q.fp_fallback_frames) / static_cast<double>(q.frames)));
     }
   }
   const symbolize::SymbolizationStats& symbols = q.symbols;
