@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 #include <tuple>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -473,6 +474,15 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
     const unwind::OffCpuTracker& tracker = collector.off_cpu();
     // (collected stack, waiting) -> profile stack; kNoSampledStack intervals key by tid.
     absl::flat_hash_map<std::tuple<uint32_t, int32_t, bool>, uint32_t> by_switch;
+    // An interval with no stack of its own (a new thread waiting for its first run) is named as
+    // the thread was then: as its earliest stack (stacks are interned in the order they were
+    // first seen), not by the name it took later (pthread_setname_np once it ran).
+    absl::flat_hash_map<std::pair<int32_t, int32_t>, uint32_t> first_name;
+    for (const unwind::CollectedStack& cs : collector.stacks()) {
+      if (cs.thread_name < collector.thread_names().size()) {
+        first_name.try_emplace(std::pair(cs.pid, cs.tid), cs.thread_name);
+      }
+    }
     interval_stack.reserve(tracker.intervals().size());
     for (const unwind::OffCpuInterval& iv : tracker.intervals()) {
       const int32_t tid_key = iv.stack == unwind::kNoSampledStack ? iv.tid : 0;
@@ -489,7 +499,10 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
           cs.pid = iv.pid;
           cs.tid = iv.tid;
           cs.thread_name = 0xffffffffu;  // thread-name index unused here; keyed by tid
-          thread_name = collector.processes().ThreadName(iv.pid, iv.tid);
+          auto named = first_name.find(std::pair(iv.pid, iv.tid));
+          thread_name = named != first_name.end()
+                            ? collector.thread_names()[named->second]
+                            : collector.processes().ThreadName(iv.pid, iv.tid);
         }
         if (iv.waiting) {
           // Preempted in user code or on the way back to it: the kernel frames are the
