@@ -201,20 +201,10 @@ void DwarfUnwinder::Walk(const DwarfRegs& sampled, bool in_syscall, const StackC
       // No CFI. A leaf stopped in a system call, in a module that has CFI elsewhere, returns to
       // [sp] when that word is a return address (LeafReturnStep); otherwise rbp decides, as the
       // outermost frame's mark or through a frame-pointer step.
-      const bool leaf_at_syscall = in_syscall && out->frames.size() == first_frame + 1 &&
-                                   elf != nullptr && elf->has_cfi() &&
-                                   AfterSyscallInstruction(*elf, *mapping, pc);
-      if (leaf_at_syscall && LeafReturnStep(regs, stack, process, &next)) {
+      if (in_syscall && out->frames.size() == first_frame + 1 && elf != nullptr &&
+          elf->has_cfi() && AfterSyscallInstruction(*elf, *mapping, pc) &&
+          LeafReturnStep(regs, stack, process, &next)) {
         err = StepError::kNone;
-      } else if (leaf_at_syscall) {
-        // No return address at [sp]: the child's side of a clone system call (glibc's __clone3
-        // ends its FDE before it), a new thread preempted before its first instruction, on a
-        // stack of its own holding nothing yet, with its parent's rbp (which points into the
-        // parent's stack: a frame-pointer step from it reads garbage or beyond the copy). It
-        // has no caller: clone3 is its outermost frame.
-        out->end = StackEnd::kComplete;
-        out->stack_high = regs.sp();
-        return;
       } else if (NoteUse(regs, kDwarfRbp, stack, regs_read);
                  regs.Has(kDwarfRbp) && regs.value[kDwarfRbp] == 0) {
         // rbp = 0 is the psABI's mark of the outermost frame (the kernel starts a process with

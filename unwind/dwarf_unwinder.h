@@ -54,9 +54,8 @@ class DwarfUnwinder : public Unwinder {
   // CFI (glibc's __clone3 ends its FDE before its system call, so that the new thread does not
   // unwind into its parent's frames; a posix_spawn parent waits right there): a system call
   // wrapper sets up no frame, so its return address is at [sp]. Taken only when that word is an
-  // address CFI covers, as a return address is; false otherwise, and the leaf is then the new
-  // thread's side of a clone, its outermost frame. Not for a leaf in user code: hand-written
-  // assembly may have pushed a code pointer.
+  // address CFI covers, as a return address is; false otherwise (the frame-pointer step is
+  // next). Not for a leaf in user code: hand-written assembly may have pushed a code pointer.
   bool LeafReturnStep(const DwarfRegs& regs, const StackCopy& stack, const ProcessView& process,
                       DwarfRegs* next);
 
