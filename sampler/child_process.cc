@@ -86,7 +86,8 @@ std::string MissingInterpreter(const std::string& path) {
     const absl::string_view line = absl::string_view(head, static_cast<size_t>(n)).substr(2);
     const absl::string_view rest =
         absl::StripLeadingAsciiWhitespace(line.substr(0, line.find('\n')));
-    interpreter = std::string(rest.substr(0, rest.find_first_of(" \t\r")));
+    // The kernel keeps a '\r' (a script saved with Windows line endings) in the name it looks up.
+    interpreter = std::string(rest.substr(0, rest.find_first_of(" \t")));
   } else if (n >= static_cast<ssize_t>(sizeof(Elf64_Ehdr)) &&
              std::memcmp(head, ELFMAG, SELFMAG) == 0 && head[EI_CLASS] == ELFCLASS64) {
     Elf64_Ehdr eh;
@@ -108,6 +109,10 @@ std::string MissingInterpreter(const std::string& path) {
   }
   ::close(fd);
   if (interpreter.empty() || ::access(interpreter.c_str(), F_OK) == 0) return "";
+  if (interpreter.back() == '\r') {
+    return "its #! line ends in a carriage return (Windows line endings): convert it with "
+           "dos2unix or sed -i 's/\\r$//'";
+  }
   return absl::StrCat("its interpreter ", interpreter, " does not exist");
 }
 

@@ -156,7 +156,15 @@ TEST(OffCpuTest, AttachingGivesTheSameSplitAsLaunching) {
 TEST(OffCpuTest, AttachingLeavesOutAMainThreadThatExited) {
   NP_SKIP_IF_NO_PERF();
   BackgroundProcess target({TargetPath("fp_threads"), "700", "main-exits"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Until the main thread has exited (a zombie), however loaded the machine.
+  const std::string main_stat =
+      absl::StrCat("/proc/", target.pid(), "/task/", target.pid(), "/stat");
+  for (int i = 0; i < 500; ++i) {
+    const std::string stat = ReadFileOrEmpty(main_stat);
+    const size_t paren = stat.rfind(')');
+    if (paren != std::string::npos && stat.compare(paren, 3, ") Z") == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   const std::string folded = MakeTempDir() + "/pexit.folded";
   CommandResult r = RunCommand({NativeprofBinary(), "record", "--off-cpu", "-p",
                                 std::to_string(target.pid()), "-o", folded});
