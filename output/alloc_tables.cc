@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/file_util.h"
 #include "output/folded_writer.h"
 #include "output/library_frames.h"
 #include "output/report_markdown.h"
@@ -172,8 +173,7 @@ FrameRoles ClassifyFrames(const symbolize::Profile& profile, const FrameModuleMa
     roles.named_plumbing[f] = IsAllocatorPlumbing(frame.function);
     roles.entry[f] = roles.named_plumbing[f] && IsAllocatorEntry(frame.function);
     if (!frame.module.empty()) {
-      roles.runtime[f] = IsRuntimeLibraryModule(
-          absl::string_view(frame.module).substr(frame.module.rfind('/') + 1));
+      roles.runtime[f] = IsRuntimeLibraryModule(BaseNameOf(frame.module));
     } else if (frame_modules != nullptr) {
       auto it = frame_modules->find(FoldedFrameName(frame));
       roles.runtime[f] = it != frame_modules->end() && IsRuntimeLibraryModule(it->second);

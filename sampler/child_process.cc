@@ -77,8 +77,9 @@ int ExecErrorOf(const std::string& path) {
 // "#!" line, or an ELF's PT_INTERP: a binary built for musl or another architecture's loader).
 // "" when neither explains it.
 std::string MissingInterpreter(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
+  const ScopedFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!file.valid()) return "";
+  const int fd = file.get();
   char head[4096];
   const ssize_t n = ::pread(fd, head, sizeof(head), 0);
   std::string interpreter;
@@ -107,7 +108,6 @@ std::string MissingInterpreter(const std::string& path) {
       break;
     }
   }
-  ::close(fd);
   if (interpreter.empty() || ::access(interpreter.c_str(), F_OK) == 0) return "";
   if (interpreter.back() == '\r') {
     return "its #! line ends in a carriage return (Windows line endings): convert it with "
