@@ -18,16 +18,20 @@
 namespace nativeprof::sampler {
 namespace {
 
+uint64_t CountingReadFormat(bool per_thread) {
+  return per_thread ? CounterSidebandFormat().read_format
+                    : PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+}
+
 perf_event_attr CountingAttr(const EventSpec& event, const CounterOptions& options) {
   perf_event_attr attr;
   std::memset(&attr, 0, sizeof(attr));
   attr.size = sizeof(attr);
   attr.type = event.type;
   attr.config = event.config;
-  attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+  attr.read_format = CountingReadFormat(options.per_thread);
   if (options.per_thread) {
     const SampleFormat sideband = CounterSidebandFormat();
-    attr.read_format = sideband.read_format;
     attr.sample_type = sideband.sample_type;
     attr.sample_id_all = 1;
   }
@@ -283,7 +287,7 @@ absl::StatusOr<ReadFormatValues> CounterSet::ReadTask(const Slot& slot, size_t t
     if (n < 0) return ErrnoError(absl::StrCat("read counter ", slot.event.name));
     NP_ASSIGN_OR_RETURN(ReadFormatValues r,
                         ParseReadFormat(std::span<const uint8_t>(buf, static_cast<size_t>(n)),
-                                        per_thread_));
+                                        CountingReadFormat(per_thread_)));
     AddCpuPart(r, &sum);
   }
   return sum;

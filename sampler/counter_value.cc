@@ -1,6 +1,9 @@
 #include "sampler/counter_value.h"
 
+#include <linux/perf_event.h>
+
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -37,19 +40,34 @@ CounterValue UnsupportedCounterValue(const EventSpec& event, std::string reason)
   return v;
 }
 
-absl::StatusOr<ReadFormatValues> ParseReadFormat(std::span<const uint8_t> bytes, bool with_id) {
-  const size_t need = (with_id ? 4 : 3) * sizeof(uint64_t);
+absl::StatusOr<ReadFormatValues> ParseReadFormat(std::span<const uint8_t> bytes,
+                                                 uint64_t read_format) {
+  if (read_format & PERF_FORMAT_GROUP) {
+    return absl::InvalidArgumentError("group reads are not parsed here");
+  }
+  // The kernel writes the fields in this order, each only when asked for (perf_read_one).
+  ReadFormatValues out;
+  std::pair<uint64_t, uint64_t*> fields[] = {
+      {0, &out.value},
+      {PERF_FORMAT_TOTAL_TIME_ENABLED, &out.time_enabled},
+      {PERF_FORMAT_TOTAL_TIME_RUNNING, &out.time_running},
+      {PERF_FORMAT_ID, &out.id},
+      {PERF_FORMAT_LOST, &out.lost},
+  };
+  size_t need = 0;
+  for (const auto& [flag, field] : fields) {
+    if (flag == 0 || (read_format & flag)) need += sizeof(uint64_t);
+  }
   if (bytes.size() < need) {
     return absl::DataLossError(
         absl::StrCat("counter read returned ", bytes.size(), " bytes, expected ", need));
   }
-  uint64_t words[4] = {};
-  std::memcpy(words, bytes.data(), need);
-  ReadFormatValues out;
-  out.value = words[0];
-  out.time_enabled = words[1];
-  out.time_running = words[2];
-  if (with_id) out.id = words[3];
+  size_t offset = 0;
+  for (const auto& [flag, field] : fields) {
+    if (flag != 0 && !(read_format & flag)) continue;
+    std::memcpy(field, bytes.data() + offset, sizeof(uint64_t));
+    offset += sizeof(uint64_t);
+  }
   return out;
 }
 

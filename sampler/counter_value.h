@@ -47,17 +47,19 @@ CounterValue MakeCounterValue(const EventSpec& event, uint64_t raw, uint64_t tim
 // A value for an event the kernel refused as unsupported.
 CounterValue UnsupportedCounterValue(const EventSpec& event, std::string reason);
 
-// The read_format layout nativeprof asks for: value, time_enabled, time_running and, when
-// `with_id`, the event id. Non-group reads only.
+// What read(2) gives for one event (non-group reads only): its value, then the fields its
+// attr.read_format asks for; those it does not ask for are zero.
 struct ReadFormatValues {
   uint64_t value = 0;
-  uint64_t time_enabled = 0;
-  uint64_t time_running = 0;
-  uint64_t id = 0;
+  uint64_t time_enabled = 0;  // PERF_FORMAT_TOTAL_TIME_ENABLED
+  uint64_t time_running = 0;  // PERF_FORMAT_TOTAL_TIME_RUNNING
+  uint64_t id = 0;            // PERF_FORMAT_ID
+  uint64_t lost = 0;          // PERF_FORMAT_LOST (Linux 6.0+): records the event could not write
 };
-// Parses the bytes read(2) returned for one event. Errors: kDataLoss when the buffer is shorter
-// than the layout.
-absl::StatusOr<ReadFormatValues> ParseReadFormat(std::span<const uint8_t> bytes, bool with_id);
+// Parses the bytes read(2) returned for one event opened with `read_format`. Errors: kDataLoss
+// when the buffer is shorter than the layout, kInvalidArgument for PERF_FORMAT_GROUP.
+absl::StatusOr<ReadFormatValues> ParseReadFormat(std::span<const uint8_t> bytes,
+                                                 uint64_t read_format);
 
 }  // namespace nativeprof::sampler
 

@@ -54,6 +54,7 @@ perf_event_attr MakeSamplingAttr(const SamplingAttrOptions& o) {
     attr.use_clockid = 1;
     attr.clockid = CLOCK_MONOTONIC;
   }
+  if (o.count_lost) attr.read_format = PERF_FORMAT_LOST;
   if (o.wakeup_bytes > 0) {
     attr.watermark = 1;
     attr.wakeup_watermark = o.wakeup_bytes;

@@ -32,6 +32,10 @@ struct SamplingAttrOptions {
   // Record times in CLOCK_MONOTONIC (use_clockid, Linux 4.1+), comparable with clock_gettime:
   // lets the record sorter deliver most records in the drain that reads them.
   bool monotonic_clock = true;
+  // PERF_FORMAT_LOST (Linux 6.0+): read() gives the records each event could not write. The
+  // ring reports its losses in a PERF_RECORD_LOST only when a later record fits, so a ring still
+  // full when sampling stops (a drain thread starved of CPU) would otherwise report none.
+  bool count_lost = true;
   uint32_t wakeup_bytes = 0;     // poll() wakes when this many bytes are ready; 0 = every sample
   // --off-cpu: also sample every context switch of the targets (MakeContextSwitchAttr). Adds
   // PERF_SAMPLE_IDENTIFIER to both events, which share rings, to tell their samples apart.

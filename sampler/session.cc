@@ -10,6 +10,7 @@
 #include "base/file_util.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "sampler/counter_value.h"
 #include "sampler/cpu_list.h"
 
 namespace nativeprof::sampler {
@@ -42,12 +43,16 @@ uint32_t Session::WakeupBytes(size_t ring_bytes) {
 }
 
 // Sets SampleView::event from the sample's id before passing records on: both events share a
-// ring, and only the id tells a switch sample from a CPU sample.
+// ring, and only the id tells a switch sample from a CPU sample. Also counts the losses the
+// rings reported, which Flush compares with the events' own counts.
 class Session::EventTagger final : public RecordSink {
  public:
   EventTagger(const std::vector<uint64_t>& switch_ids, AllocStackDecoder* alloc_stacks,
-              RecordSink& sink)
-      : switch_ids_(switch_ids), alloc_stacks_(alloc_stacks), sink_(sink) {}
+              uint64_t& reported_lost, RecordSink& sink)
+      : switch_ids_(switch_ids),
+        alloc_stacks_(alloc_stacks),
+        reported_lost_(reported_lost),
+        sink_(sink) {}
   void OnSample(const SampleView& sample) override {
     SampleView tagged = sample;
     OnParsedSample(tagged);
@@ -72,7 +77,10 @@ class Session::EventTagger final : public RecordSink {
     if (task.exit && alloc_stacks_ != nullptr) alloc_stacks_->OnThreadExit(task.pid, task.tid);
     sink_.OnTask(task);
   }
-  void OnLost(const LostView& lost) override { sink_.OnLost(lost); }
+  void OnLost(const LostView& lost) override {
+    if (!lost.samples_only) reported_lost_ += lost.lost;
+    sink_.OnLost(lost);
+  }
   void OnThrottle(const ThrottleView& throttle) override { sink_.OnThrottle(throttle); }
   void OnRead(const ReadView& read) override { sink_.OnRead(read); }
   void OnSwitch(const SwitchView& sw) override { sink_.OnSwitch(sw); }
@@ -80,6 +88,7 @@ class Session::EventTagger final : public RecordSink {
  private:
   const std::vector<uint64_t>& switch_ids_;
   AllocStackDecoder* alloc_stacks_;  // null without --alloc
+  uint64_t& reported_lost_;
   RecordSink& sink_;
 };
 
@@ -130,6 +139,10 @@ absl::Status Session::OpenAll(const SessionOptions& options) {
       notes_.push_back(absl::StrCat("kernel stacks are not sampled: ", PerfPermissionAdvice()));
       sampling.include_kernel = false;
       kernel_sampled_ = false;
+      continue;
+    }
+    if (absl::IsInvalidArgument(first.status()) && sampling.count_lost) {
+      sampling.count_lost = false;
       continue;
     }
     if (absl::IsInvalidArgument(first.status()) && sampling.build_id) {
@@ -280,16 +293,40 @@ void Session::Drain(RecordSink& sink) { Sort(sink, /*flush=*/false); }
 void Session::Flush(RecordSink& sink) { Sort(sink, /*flush=*/true); }
 
 void Session::Sort(RecordSink& sink, bool flush) {
-  // Without switch events every sample is the sampling event's: no tagging on the hot path.
-  EventTagger tagger(switch_ids_, alloc_stacks_.get(), sink);
-  RecordSink& to = off_cpu() || alloc() ? static_cast<RecordSink&>(tagger) : sink;
+  EventTagger tagger(switch_ids_, alloc_stacks_.get(), reported_lost_, sink);
   if (flush) {
-    sorter_->Flush(rings_, to);
+    sorter_->Flush(rings_, tagger);
+    ReportUnreportedLosses(sink);
   } else {
-    sorter_->Drain(rings_, to);
+    sorter_->Drain(rings_, tagger);
   }
   if (alloc_channel_ != nullptr) alloc_channel_->AfterDrain(/*last=*/flush);
   AddRingStats();
+}
+
+void Session::ReportUnreportedLosses(RecordSink& sink) {
+  if (!(attr_.read_format & PERF_FORMAT_LOST)) return;  // a kernel before 6.0
+  // Every record a ring could not take counts once in the ring's next PERF_RECORD_LOST and once
+  // in the event that wrote it. The copies of an inherited event keep their counts when their
+  // tasks exit, so the events' sum can fall short of what the rings lost, never exceed it.
+  uint64_t counted = 0;
+  for (const ScopedFd& fd : fds_) {
+    uint8_t buf[2 * sizeof(uint64_t)];
+    ssize_t n;
+    do {
+      n = ::read(fd.get(), buf, sizeof(buf));
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) continue;  // an event in an error state reads as 0 bytes
+    absl::StatusOr<ReadFormatValues> values = ParseReadFormat(
+        std::span<const uint8_t>(buf, static_cast<size_t>(n)), attr_.read_format);
+    if (values.ok()) counted += values->lost;
+  }
+  if (counted <= reported_lost_) return;
+  const uint64_t unreported = counted - reported_lost_;
+  Logger("sampler")->debug("{} records lost that no ring reported (still full when sampling "
+                           "stopped)", unreported);
+  reported_lost_ = counted;
+  sink.OnLost(LostView{.lost = unreported});
 }
 
 void Session::AddRingStats() {

@@ -115,6 +115,9 @@ class Session {
   absl::Status AddSwitchEvent(ScopedFd fd);
   // Drain (or with `flush`, Flush) into `sink`, through an EventTagger with --off-cpu or --alloc.
   void Sort(RecordSink& sink, bool flush);
+  // After the last drain: delivers as one LostView the records the events lost (PERF_FORMAT_LOST)
+  // that no PERF_RECORD_LOST reported, as when a ring was still full when sampling stopped.
+  void ReportUnreportedLosses(RecordSink& sink);
   void AddRingStats();
   class EventTagger;
 
@@ -133,6 +136,7 @@ class Session {
   std::unique_ptr<AllocStackDecoder> alloc_stacks_;  // --alloc only
   std::vector<pollfd> pollfds_;    // scratch: rings then extras
   std::vector<bool> hung_up_;      // per ring: its fd reported POLLHUP/POLLERR
+  uint64_t reported_lost_ = 0;     // records lost, as the rings' PERF_RECORD_LOST said so far
   SessionStats stats_;
 };
 

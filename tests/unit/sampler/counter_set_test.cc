@@ -88,16 +88,30 @@ TEST(CounterValueTest, NeverRunningIsNotCounted) {
 }
 
 TEST(CounterValueTest, ParseReadFormatChecksLength) {
+  constexpr uint64_t kTimes = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
   uint64_t words[4] = {7, 8, 9, 10};
   auto bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(words), sizeof(words));
-  NP_ASSERT_OK_AND_ASSIGN(ReadFormatValues r, ParseReadFormat(bytes, true));
+  NP_ASSERT_OK_AND_ASSIGN(ReadFormatValues r, ParseReadFormat(bytes, kTimes | PERF_FORMAT_ID));
   EXPECT_EQ(r.value, 7u);
   EXPECT_EQ(r.time_enabled, 8u);
   EXPECT_EQ(r.time_running, 9u);
   EXPECT_EQ(r.id, 10u);
-  EXPECT_EQ(ParseReadFormat(bytes.first(24), true).status().code(),
+  EXPECT_EQ(ParseReadFormat(bytes.first(24), kTimes | PERF_FORMAT_ID).status().code(),
             absl::StatusCode::kDataLoss);
-  NP_EXPECT_OK(ParseReadFormat(bytes.first(24), false));
+  NP_EXPECT_OK(ParseReadFormat(bytes.first(24), kTimes));
+}
+
+TEST(CounterValueTest, ParseReadFormatTakesOnlyTheFieldsAskedFor) {
+  // A sampling event's read: its value, then the records it lost; no times, no id.
+  uint64_t words[2] = {5, 42};
+  auto bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(words), sizeof(words));
+  NP_ASSERT_OK_AND_ASSIGN(ReadFormatValues r, ParseReadFormat(bytes, PERF_FORMAT_LOST));
+  EXPECT_EQ(r.value, 5u);
+  EXPECT_EQ(r.lost, 42u);
+  EXPECT_EQ(r.time_enabled, 0u);
+  EXPECT_EQ(r.id, 0u);
+  EXPECT_EQ(ParseReadFormat(bytes, PERF_FORMAT_GROUP).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(CounterSetTest, DefaultEventsArePerfStatDefaults) {

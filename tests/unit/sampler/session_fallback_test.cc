@@ -1,5 +1,5 @@
-// Session's fallback ladder (hardware -> cpu-clock, kernel -> user-only, build-id -> plain MMAP2,
-// CLOCK_MONOTONIC record times -> the perf clock)
+// Session's fallback ladder (hardware -> cpu-clock, kernel -> user-only, per-event loss counts ->
+// none, build-id -> plain MMAP2, CLOCK_MONOTONIC record times -> the perf clock)
 // walked on purpose through the open-function seam: a fake refuses what a given machine would
 // refuse and passes everything else to the real syscall, so the rings really map.
 // Needs perf events (software cpu-clock); skips with the reason where the kernel refuses them.
@@ -28,6 +28,7 @@ using ::testing::SizeIs;
 struct Refusals {
   bool hardware = false;   // ENOENT for PERF_TYPE_HARDWARE (no PMU)
   bool kernel = false;     // EACCES unless exclude_kernel (perf_event_paranoid 2)
+  bool lost_count = false; // EINVAL for PERF_FORMAT_LOST (kernel < 6.0)
   bool build_id = false;   // EINVAL for attr.build_id (kernel < 5.12)
   bool clockid = false;    // EINVAL for attr.use_clockid (kernel < 4.1)
   int everything = 0;      // an errno for every open
@@ -41,6 +42,7 @@ PerfEventOpenFn FakeKernel(Refusals* r) {
     int err = r->everything;
     if (err == 0 && r->hardware && attr->type == PERF_TYPE_HARDWARE) err = ENOENT;
     if (err == 0 && r->kernel && !attr->exclude_kernel) err = EACCES;
+    if (err == 0 && r->lost_count && (attr->read_format & PERF_FORMAT_LOST)) err = EINVAL;
     if (err == 0 && r->build_id && attr->build_id) err = EINVAL;
     if (err == 0 && r->clockid && attr->use_clockid) err = EINVAL;
     if (err != 0) {
@@ -68,7 +70,8 @@ class SessionFallbackTest : public ::testing::Test {
 };
 
 TEST_F(SessionFallbackTest, EveryRungOfTheLadderInOrder) {
-  Refusals r{.hardware = true, .kernel = true, .build_id = true, .clockid = true};
+  Refusals r{.hardware = true, .kernel = true, .lost_count = true, .build_id = true,
+             .clockid = true};
   absl::StatusOr<std::unique_ptr<Session>> s = Session::Open(OwnProcess(&r, "cycles"));
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ((*s)->event().name, "cpu-clock");
@@ -79,19 +82,33 @@ TEST_F(SessionFallbackTest, EveryRungOfTheLadderInOrder) {
   EXPECT_THAT((*s)->notes()[0], HasSubstr("cycles is not supported on this machine"));
   EXPECT_THAT((*s)->notes()[1], HasSubstr("kernel stacks are not sampled"));
   EXPECT_THAT((*s)->notes()[1], HasSubstr("perf_event_paranoid"));
-  // The probe order: cycles, then cpu-clock with kernel, then user-only, then without build-id,
-  // then with the perf clock;
+  // The probe order: cycles, then cpu-clock with kernel, then user-only, then without loss
+  // counts, then without build-id, then with the perf clock;
   // the first open that succeeds is reused for CPU 0.
-  ASSERT_GE(r.seen.size(), 5u);
+  ASSERT_GE(r.seen.size(), 6u);
   EXPECT_EQ(r.seen[0].type, static_cast<uint32_t>(PERF_TYPE_HARDWARE));
   EXPECT_EQ(r.seen[1].type, static_cast<uint32_t>(PERF_TYPE_SOFTWARE));
   EXPECT_EQ(r.seen[1].exclude_kernel, 0u);
   EXPECT_EQ(r.seen[2].exclude_kernel, 1u);
-  EXPECT_EQ(r.seen[2].build_id, 1u);
-  EXPECT_EQ(r.seen[3].build_id, 0u);
-  EXPECT_EQ(r.seen[3].use_clockid, 1u);
-  EXPECT_EQ(r.seen[4].use_clockid, 0u);
+  EXPECT_EQ(r.seen[2].read_format, static_cast<uint64_t>(PERF_FORMAT_LOST));
+  EXPECT_EQ(r.seen[3].read_format, 0u);
+  EXPECT_EQ(r.seen[3].build_id, 1u);
+  EXPECT_EQ(r.seen[4].build_id, 0u);
+  EXPECT_EQ(r.seen[4].use_clockid, 1u);
+  EXPECT_EQ(r.seen[5].use_clockid, 0u);
   EXPECT_EQ((*s)->attr().use_clockid, 0u);
+}
+
+// A kernel before 6.0 has no per-event loss counts: only that is given up, silently (the rings'
+// PERF_RECORD_LOST still count losses), and build-ids stay.
+TEST_F(SessionFallbackTest, AKernelWithoutLossCountsKeepsTheRest) {
+  Refusals r{.lost_count = true};
+  absl::StatusOr<std::unique_ptr<Session>> s = Session::Open(OwnProcess(&r, "cpu-clock"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->attr().read_format, 0u);
+  EXPECT_EQ((*s)->attr().build_id, 1u);
+  EXPECT_EQ((*s)->attr().use_clockid, 1u);
+  EXPECT_THAT((*s)->notes(), SizeIs(0));
 }
 
 TEST_F(SessionFallbackTest, RecordTimesAreMonotonicWhereTheKernelAllowsIt) {
