@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "base/elf_segments.h"
 #include "base/errno_status.h"
 
 namespace nativeprof::sampler {
@@ -89,24 +90,11 @@ std::string MissingInterpreter(const std::string& path) {
         absl::StripLeadingAsciiWhitespace(line.substr(0, line.find('\n')));
     // The kernel keeps a '\r' (a script saved with Windows line endings) in the name it looks up.
     interpreter = std::string(rest.substr(0, rest.find_first_of(" \t")));
-  } else if (n >= static_cast<ssize_t>(sizeof(Elf64_Ehdr)) &&
-             std::memcmp(head, ELFMAG, SELFMAG) == 0 && head[EI_CLASS] == ELFCLASS64) {
-    Elf64_Ehdr eh;
-    std::memcpy(&eh, head, sizeof(eh));
-    for (uint32_t i = 0; i < eh.e_phnum && eh.e_phentsize == sizeof(Elf64_Phdr); ++i) {
-      Elf64_Phdr ph;
-      if (::pread(fd, &ph, sizeof(ph), static_cast<off_t>(eh.e_phoff + i * sizeof(ph))) !=
-          static_cast<ssize_t>(sizeof(ph))) {
-        break;
-      }
-      if (ph.p_type != PT_INTERP || ph.p_filesz == 0 || ph.p_filesz > 4096) continue;
-      std::string name(ph.p_filesz, '\0');
-      if (::pread(fd, name.data(), name.size(), static_cast<off_t>(ph.p_offset)) ==
-          static_cast<ssize_t>(name.size())) {
-        interpreter = name.substr(0, name.find('\0'));
-      }
-      break;
-    }
+  } else {
+    ForEachElfSegment(fd, PT_INTERP, 4096, [&interpreter](absl::string_view name) {
+      interpreter = std::string(name.substr(0, name.find('\0')));
+      return false;
+    });
   }
   if (interpreter.empty() || ::access(interpreter.c_str(), F_OK) == 0) return "";
   if (interpreter.back() == '\r') {
