@@ -58,6 +58,13 @@ std::string CanonicalFileName(const std::string& path) {
   return ec ? path : named.string();
 }
 
+bool SameRegularFile(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
+  return S_ISREG(sa.st_mode) && S_ISREG(sb.st_mode) && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t max_bytes) {
   return ReadSmallFile(path, max_bytes, [](absl::string_view) { return absl::OkStatus(); });
 }

@@ -27,6 +27,10 @@ absl::string_view BaseNameOf(absl::string_view path);
 // The file `path` names however spelled ("a.folded", "./a.folded", "$PWD/a.folded", through a
 // symlinked directory), whether or not it exists yet: equal for two paths to one file.
 std::string CanonicalFileName(const std::string& path);
+// True when both paths name one existing regular file, however spelled or hard-linked: writing
+// one replaces the other. Never for devices or pipes: /dev/stdin and /dev/stdout on one terminal
+// are one file, but writing one does not replace what is read from the other.
+bool SameRegularFile(const std::string& a, const std::string& b);
 
 // Reads a whole file of at most `max_bytes`. /proc files report size 0, so this reads until EOF
 // rather than trusting stat(). A FIFO without a writer reads as empty instead of blocking open.

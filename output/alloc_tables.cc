@@ -38,9 +38,9 @@ bool IsAllocatorEntry(const std::string& f) {
   return absl::StrContains(f, " as core::alloc::global::GlobalAlloc>::");
 }
 
-// Frames that only pass an allocation on: the site is their caller.
-bool IsAllocatorPlumbing(const std::string& f) {
-  if (IsAllocatorEntry(f)) return true;
+// Frames besides the allocator's entries that only pass an allocation on: the site is their
+// caller.
+bool IsContainerPlumbing(const std::string& f) {
   // The standard library's containers and conversions (`std::vector<T>::_M_realloc_insert`,
   // `<alloc::raw_vec::RawVec<T>>::grow_one`, `<str>::to_lowercase`, `core::iter::...::collect`):
   // the site is the program's frame that called into it.
@@ -170,8 +170,8 @@ FrameRoles ClassifyFrames(const symbolize::Profile& profile, const FrameModuleMa
   roles.runtime.resize(profile.frames.size());
   for (size_t f = 0; f < profile.frames.size(); ++f) {
     const symbolize::ProfileFrame& frame = profile.frames[f];
-    roles.named_plumbing[f] = IsAllocatorPlumbing(frame.function);
-    roles.entry[f] = roles.named_plumbing[f] && IsAllocatorEntry(frame.function);
+    roles.entry[f] = IsAllocatorEntry(frame.function);
+    roles.named_plumbing[f] = roles.entry[f] || IsContainerPlumbing(frame.function);
     if (!frame.module.empty()) {
       roles.runtime[f] = IsRuntimeLibraryModule(BaseNameOf(frame.module));
     } else if (frame_modules != nullptr) {

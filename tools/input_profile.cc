@@ -90,6 +90,18 @@ std::optional<int64_t> ModifiedNs(const std::string& path) {
   return int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
 }
 
+// The names another output of the run that wrote `output` may have beside it (its stem, and the
+// stem with each output extension), whose metadata JSON may be that run's.
+std::vector<std::string> RunOutputsBeside(const std::string& output) {
+  const size_t ext = output::OutputExtensionOf(output).size();
+  const std::string stem = output.substr(0, output.size() - ext);
+  std::vector<std::string> names = {stem};
+  for (const output::OutputExtension& e : output::kOutputExtensions) {
+    names.push_back(absl::StrCat(stem, e.ext));
+  }
+  return names;
+}
+
 // The metadata of the run that wrote `output`: beside it (taken as it is: a renamed recording's
 // lists its old names), unless a newer one beside another output lists `listed` (record writes
 // it beside the first -o only, which need not be the folded one: `-o p.svg -o p.folded` puts it
@@ -100,17 +112,11 @@ std::optional<int64_t> ModifiedNs(const std::string& path) {
 nlohmann::json ReadRunMetadata(const std::string& output, const std::string& listed) {
   nlohmann::json own = ReadMetadata(output);
   const std::optional<int64_t> own_ns = ModifiedNs(output + ".json");
-  const absl::string_view ext = output::OutputExtensionOf(output);
-  const std::string stem = output.substr(0, output.size() - ext.size());
-  std::vector<std::string> siblings = {stem};
-  for (const output::OutputExtension& e : output::kOutputExtensions) {
-    siblings.push_back(absl::StrCat(stem, e.ext));
-  }
   constexpr int64_t kCopySlackNs = 2'000'000'000;
   const std::optional<int64_t> listed_ns = ModifiedNs(listed);
   nlohmann::json newest;
   std::optional<int64_t> newest_ns;
-  for (const std::string& sibling : siblings) {
+  for (const std::string& sibling : RunOutputsBeside(output)) {
     if (sibling == output) continue;
     const std::optional<int64_t> written_ns = ModifiedNs(sibling + ".json");
     if (!written_ns.has_value()) continue;
@@ -133,32 +139,28 @@ nlohmann::json ReadRunMetadata(const std::string& output, const std::string& lis
 absl::Status CheckOutputsSpareInputs(const std::vector<std::string>& outputs,
                                      const std::vector<std::string>& inputs) {
   // Each input, and every JSON ReadRecordMetadata may read for it: its own, and those beside
-  // its recording's other outputs (ReadRunMetadata's siblings, of the view's main file too).
-  std::vector<std::pair<std::string, std::string>> read;  // (canonical name, input)
+  // its recording's other outputs (ReadRunMetadata's, of the view's main file too).
+  std::vector<std::pair<std::string, std::string>> read;  // (file, the input it is read with)
   for (const std::string& in : inputs) {
-    std::vector<std::string> files = {in, in + ".json"};
+    read.emplace_back(in, in);
+    read.emplace_back(in + ".json", in);
     std::string main;
     std::vector<std::string> owners = {in};
     if (!RecordOptions::ViewOfPath(in, &main).empty()) owners.push_back(main);
     for (const std::string& owner : owners) {
-      const std::string stem =
-          owner.substr(0, owner.size() - output::OutputExtensionOf(owner).size());
-      files.push_back(stem + ".json");
-      for (const output::OutputExtension& e : output::kOutputExtensions) {
-        files.push_back(absl::StrCat(stem, e.ext, ".json"));
+      for (const std::string& sibling : RunOutputsBeside(owner)) {
+        read.emplace_back(sibling + ".json", in);
       }
     }
-    for (const std::string& f : files) read.emplace_back(CanonicalFileName(f), in);
   }
   for (const std::string& out : outputs) {
-    const std::string name = CanonicalFileName(out);
     for (const auto& [file, in] : read) {
-      if (file != name) continue;
-      return absl::InvalidArgumentError(
-          CanonicalFileName(in) == name
-              ? absl::StrCat("output ", out, " is the input ", in, ", which it would replace")
-              : absl::StrCat("output ", out, " is the recording's metadata read with ", in,
-                             ", which it would replace"));
+      if (!SameRegularFile(out, file)) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output ", out,
+          file == in ? absl::StrCat(" is the input ", in)
+                     : absl::StrCat(" is the recording's metadata read with ", in),
+          ", which it would replace"));
     }
   }
   return absl::OkStatus();
@@ -174,7 +176,8 @@ nlohmann::json ReadRecordMetadata(const std::string& path, std::string* view) {
   if (!own.is_null()) return own;
   nlohmann::json meta = ReadRunMetadata(main, path);
   const bool alloc = v == kHeapView || FindAllocView(v) != nullptr;
-  if (!meta.is_object() || !meta.contains(alloc ? "allocations" : "off_cpu")) {
+  const char* section = alloc ? "allocations" : "off_cpu";
+  if (!meta.is_object() || !meta.contains(section) || !meta[section].is_object()) {
     // The name alone does not make it a view (a CPU profile may be called server.peak.folded),
     // but a view read as samples is read in the wrong unit: say why.
     std::fprintf(stderr,

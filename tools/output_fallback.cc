@@ -20,8 +20,11 @@ const std::string& OutputFallback::Directory(bool next) {
     // reason to lose the profile while /tmp could.
     parents_ = {".", "/tmp"};
     std::string tmpdir = std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "";
-    while (tmpdir.size() > 1 && tmpdir.back() == '/') tmpdir.pop_back();  // "/tmp/" is /tmp
-    if (!tmpdir.empty() && tmpdir != "/tmp") parents_.push_back(tmpdir);
+    while (tmpdir.size() > 1 && tmpdir.back() == '/') tmpdir.pop_back();  // no "//" in messages
+    // "/tmp/" and "/tmp/." are /tmp, which is tried next anyway.
+    if (!tmpdir.empty() && CanonicalFileName(tmpdir) != CanonicalFileName("/tmp")) {
+      parents_.push_back(tmpdir);
+    }
   }
   if (!next && !directory_.empty()) return directory_;
   directory_.clear();

@@ -446,10 +446,13 @@ absl::StatusOr<RecordOptions> ParseRecordOptions(int argc, char** argv) {
         ApplyOption(c, optarg != nullptr ? optarg : "", argv[optind - 1], &st);
     if (!applied.ok()) return applied;
   }
+  // After "--" the command is explicit, whatever it is called ("--alloc -- 4096").
+  const bool command_after_dashes = optind > 1 && absl::string_view(argv[optind - 1]) == "--";
   if (absl::Status target = TakeTarget(optind, argc, argv, &st.o); !target.ok()) return target;
   // "--alloc 4096 -- CMD": the rate is an optional argument, joined by '=' only; getopt took
   // it for the command ("cannot execute '4096'" said nothing of why).
-  if (st.alloc_without_rate && !st.o.command.empty() && ParseAllocRate(st.o.command[0]).ok() &&
+  if (st.alloc_without_rate && !command_after_dashes && !st.o.command.empty() &&
+      ParseAllocRate(st.o.command[0]).ok() &&
       ::access(st.o.command[0].c_str(), F_OK) != 0) {
     return Bad(absl::StrCat("--alloc ", st.o.command[0], ": the rate is joined by '=' "
                             "(--alloc=", st.o.command[0], "), else it is read as the command"));

@@ -169,9 +169,8 @@ std::vector<RecordFile> RecordFiles(const RecordOptions& o) {
 }
 
 absl::Status CheckOutputsSpareProgram(const RecordOptions& o, const std::string& program) {
-  const std::string name = CanonicalFileName(program);
   for (const RecordFile& f : RecordFiles(o)) {
-    if (CanonicalFileName(f.path) != name) continue;
+    if (!SameRegularFile(f.path, program)) continue;
     return absl::InvalidArgumentError(absl::StrCat(
         f.path == f.output ? "-o " : absl::StrCat("a file written beside -o ", f.output, ", "),
         f.path, " is the program to be profiled, which the profile would replace"));

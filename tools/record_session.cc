@@ -197,8 +197,6 @@ double MillisecondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
-// `record -p`: samples running processes without touching them. Stops on SIGINT/SIGTERM (not
-// forwarded: the targets keep running), after --duration, or when every target has exited.
 // A signal that arrived before the command started or the processes' events were enabled:
 // nothing was recorded, nothing is started, and no output (an earlier profile at that path) is
 // written over with an empty one. The exit status is 128 + the signal's number.
@@ -211,6 +209,8 @@ std::optional<int> InterruptedBeforeStart(SignalReader& signals) {
   return 128 + sig;
 }
 
+// `record -p`: samples running processes without touching them. Stops on SIGINT/SIGTERM (not
+// forwarded: the targets keep running), after --duration, or when every target has exited.
 int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader& signals,
                 const std::optional<SchedStat>& setup_sched, DrainScheduling scheduling) {
   sampler::SessionOptions session_options;

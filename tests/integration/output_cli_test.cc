@@ -171,9 +171,9 @@ TEST(OutputCliTest, RecordOutputsThatWouldBeOneFileAreRefused) {
   EXPECT_TRUE(std::filesystem::is_empty(dir)) << "nothing was run";
 }
 
-// An output that is an input, or the metadata read with one, however spelled: refused before
-// anything is written (convert p.folded p.folded --format svg replaced the recording with its
-// SVG; record -o ./bench -- ./bench replaced the program).
+// An output that is an input, or the metadata read with one, however spelled or linked: refused
+// before anything is written (convert p.folded p.folded --format svg replaced the recording with
+// its SVG; record -o ./bench -- ./bench replaced the program).
 TEST(OutputCliTest, OutputsThatWouldReplaceAnInputAreRefused) {
   const std::string dir = MakeTempDir();
   const std::string folded = dir + "/p.alloc.folded";
@@ -184,8 +184,11 @@ TEST(OutputCliTest, OutputsThatWouldReplaceAnInputAreRefused) {
   std::filesystem::copy_file("/bin/true", program);
   const std::string odd_program = dir + "/r.folded.json";  // as the metadata of -o r.folded
   std::filesystem::copy_file("/bin/true", odd_program);
+  const std::string link = dir + "/link.svg";
+  std::filesystem::create_hard_link(folded, link);
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"convert", folded, folded, "--format", "svg"},
+        std::vector<std::string>{"convert", folded, link},
         std::vector<std::string>{"convert", folded, "-o", dir + "/x.svg", "-o",
                                  dir + "/./p.folded.json"},
         std::vector<std::string>{"diff", Small(), folded, "-o", dir + "/../" +

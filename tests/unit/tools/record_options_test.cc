@@ -84,6 +84,10 @@ TEST(RecordOptionsTest, AllocOptionAndItsRefusals) {
   ASSERT_FALSE(apart.ok());
   EXPECT_EQ(apart.status().message(),
             "--alloc 64K: the rate is joined by '=' (--alloc=64K), else it is read as the command");
+  // After "--" it is the command, whatever its name.
+  absl::StatusOr<RecordOptions> named = Parse({"record", "--alloc", "--", "64K"});
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(named->command, std::vector<std::string>{"64K"});
   absl::StatusOr<RecordOptions> attach = Parse({"record", "--alloc", "-p", "1"});
   ASSERT_FALSE(attach.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(attach.status()));
