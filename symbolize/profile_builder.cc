@@ -472,11 +472,12 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
   std::vector<uint32_t> interval_stack;
   if (off) {
     const unwind::OffCpuTracker& tracker = collector.off_cpu();
-    // (collected stack, waiting) -> profile stack; kNoSampledStack intervals key by tid.
-    absl::flat_hash_map<std::tuple<uint32_t, int32_t, bool>, uint32_t> by_switch;
-    // An interval with no stack of its own (a new thread waiting for its first run) is named as
-    // the thread was then: as its earliest stack (stacks are interned in the order they were
-    // first seen), not by the name it took later (pthread_setname_np once it ran).
+    // (collected stack, waiting, first) -> profile stack; kNoSampledStack intervals key by tid.
+    absl::flat_hash_map<std::tuple<uint32_t, int32_t, bool, bool>, uint32_t> by_switch;
+    // A thread's first interval, before it ran (a new thread waiting for its first run), has no
+    // stack of its own; it is named as the thread was then: as its earliest stack (stacks are
+    // interned in the order they were first seen), not by the name it took later
+    // (pthread_setname_np once it ran).
     absl::flat_hash_map<std::pair<int32_t, int32_t>, uint32_t> first_name;
     for (const unwind::CollectedStack& cs : collector.stacks()) {
       if (cs.thread_name < collector.thread_names().size()) {
@@ -485,8 +486,9 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
     }
     interval_stack.reserve(tracker.intervals().size());
     for (const unwind::OffCpuInterval& iv : tracker.intervals()) {
-      const int32_t tid_key = iv.stack == unwind::kNoSampledStack ? iv.tid : 0;
-      auto [it, inserted] = by_switch.try_emplace({iv.stack, tid_key, iv.waiting}, 0);
+      const bool no_stack = iv.stack == unwind::kNoSampledStack;
+      auto [it, inserted] = by_switch.try_emplace(
+          {iv.stack, no_stack ? iv.tid : 0, iv.waiting, no_stack && iv.first}, 0);
       if (inserted) {
         unwind::CollectedStack cs;
         std::vector<uint32_t> frames;
@@ -499,10 +501,14 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
           cs.pid = iv.pid;
           cs.tid = iv.tid;
           cs.thread_name = 0xffffffffu;  // thread-name index unused here; keyed by tid
-          auto named = first_name.find(std::pair(iv.pid, iv.tid));
+          auto named = iv.first ? first_name.find(std::pair(iv.pid, iv.tid)) : first_name.end();
           thread_name = named != first_name.end()
                             ? collector.thread_names()[named->second]
                             : collector.processes().ThreadName(iv.pid, iv.tid);
+          if (iv.first && iv.created) {
+            frames.push_back(PseudoFrame(&profile, &pseudo,
+                                         iv.pid == iv.tid ? kNewProcessFrame : kNewThreadFrame));
+          }
         }
         if (iv.waiting) {
           // Preempted in user code or on the way back to it: the kernel frames are the

@@ -61,13 +61,17 @@ struct ProfileBuildOptions {
 // The leaf frame of off-CPU time spent runnable, and of off-CPU time with no sampled stack.
 inline constexpr char kWaitingForCpuFrame[] = "[waiting for CPU]";
 inline constexpr char kNoSwitchStackFrame[] = "[off-CPU, stack not sampled]";
+// The frame above kWaitingForCpuFrame of a thread or process created while recording, for its
+// wait for its first run: it has no stack of its own until it runs.
+inline constexpr char kNewThreadFrame[] = "[new thread]";
+inline constexpr char kNewProcessFrame[] = "[new process]";
 // The wall view's frame of a thread's on-CPU time that no CPU sample fell in (a thread that ran
 // for less than a sampling period, or ran between samples).
 inline constexpr char kOnCpuNotSampledFrame[] = "[on-CPU, not sampled]";
 // One of those: a frame of the time views that is no function's and no module's.
 inline bool IsTimePseudoFrame(absl::string_view name) {
   return name == kWaitingForCpuFrame || name == kNoSwitchStackFrame ||
-         name == kOnCpuNotSampledFrame;
+         name == kOnCpuNotSampledFrame || name == kNewThreadFrame || name == kNewProcessFrame;
 }
 
 class FrameNames;

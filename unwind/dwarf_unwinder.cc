@@ -151,6 +151,18 @@ bool DwarfUnwinder::LeafReturnStep(const DwarfRegs& regs, const StackCopy& stack
   return true;
 }
 
+bool DwarfUnwinder::NewThreadAtClone(const DwarfRegs& regs, const StackCopy& stack,
+                                     const ProcessView& process, uint32_t* regs_read) const {
+  // Each condition read is a dependency of the result, memoized or not.
+  *regs_read |= 1u << kDwarfRax;
+  if (!regs.Has(kDwarfRax) || regs.value[kDwarfRax] != 0) return false;
+  uint64_t top = 0;
+  if (stack.ReadUsed(regs.sp(), &top) != StepError::kNone) return false;  // a copy cut short
+  if (top == 0) return true;
+  const sampler::Mapping* m = process.address_space->Find(top - 1);
+  return m == nullptr || (m->prot & PROT_EXEC) == 0;
+}
+
 void DwarfUnwinder::Walk(const DwarfRegs& sampled, bool in_syscall, const StackCopy& stack,
                          const ProcessView& process, UnwoundStack* out, uint32_t* regs_read) {
   // The pc finds the first rule and the sp is where the copy starts.
@@ -201,10 +213,15 @@ void DwarfUnwinder::Walk(const DwarfRegs& sampled, bool in_syscall, const StackC
       // No CFI. A leaf stopped in a system call, in a module that has CFI elsewhere, returns to
       // [sp] when that word is a return address (LeafReturnStep); otherwise rbp decides, as the
       // outermost frame's mark or through a frame-pointer step.
-      if (in_syscall && out->frames.size() == first_frame + 1 && elf != nullptr &&
-          elf->has_cfi() && AfterSyscallInstruction(*elf, *mapping, pc) &&
-          LeafReturnStep(regs, stack, process, &next)) {
+      const bool leaf_at_syscall = in_syscall && out->frames.size() == first_frame + 1 &&
+                                   elf != nullptr && elf->has_cfi() &&
+                                   AfterSyscallInstruction(*elf, *mapping, pc);
+      if (leaf_at_syscall && LeafReturnStep(regs, stack, process, &next)) {
         err = StepError::kNone;
+      } else if (leaf_at_syscall && NewThreadAtClone(regs, stack, process, regs_read)) {
+        out->end = StackEnd::kComplete;  // the clone system call is its outermost frame
+        out->stack_high = regs.sp();
+        return;
       } else if (NoteUse(regs, kDwarfRbp, stack, regs_read);
                  regs.Has(kDwarfRbp) && regs.value[kDwarfRbp] == 0) {
         // rbp = 0 is the psABI's mark of the outermost frame (the kernel starts a process with

@@ -58,6 +58,15 @@ class DwarfUnwinder : public Unwinder {
   // next). Not for a leaf in user code: hand-written assembly may have pushed a code pointer.
   bool LeafReturnStep(const DwarfRegs& regs, const StackCopy& stack, const ProcessView& process,
                       DwarfRegs* next);
+  // Whether a leaf stopped in a system call with no CFI and no return address at [sp] is the
+  // child's side of a clone: a new thread that has not run its first instruction (the kernel
+  // sampled its switch before it ran), on a stack of its own that holds nothing yet, and with its
+  // parent's rbp, which leads into the parent's stack. Only when the copy holds [sp] (a copy cut
+  // short proves nothing), rax is 0 (clone returns 0 in the child, the child's tid in the
+  // parent) and [sp] points into no executable mapping (a return address into code without CFI
+  // would). Adds the registers it read to `regs_read`.
+  bool NewThreadAtClone(const DwarfRegs& regs, const StackCopy& stack, const ProcessView& process,
+                        uint32_t* regs_read) const;
 
   DwarfUnwinderOptions options_;
   ModuleFiles files_;

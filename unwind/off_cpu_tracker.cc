@@ -1,6 +1,7 @@
 #include "unwind/off_cpu_tracker.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace nativeprof::unwind {
 namespace {
@@ -44,6 +45,7 @@ void OffCpuTracker::NoteBlockedAtStart(int32_t pid, int32_t tid, uint64_t read_n
 
 void OffCpuTracker::OpenFirstInterval(State& s, uint64_t end_ns) {
   s.off = true;
+  s.first = true;
   s.out_ns = s.times.first_ns;
   // The snapshot holds if the thread had not run yet when it was read.
   s.stack = s.start_stack != kNoSampledStack && end_ns > s.start_stack_ns ? s.start_stack
@@ -53,6 +55,7 @@ void OffCpuTracker::OpenFirstInterval(State& s, uint64_t end_ns) {
 }
 
 void OffCpuTracker::Close(State& s, uint64_t end_ns) {
+  const bool first = std::exchange(s.first, false);
   if (!s.off) return;
   s.off = false;
   if (end_ns <= s.out_ns) return;
@@ -63,6 +66,8 @@ void OffCpuTracker::Close(State& s, uint64_t end_ns) {
   iv.duration_ns = end_ns - s.out_ns;
   iv.stack = s.stack;
   iv.waiting = s.waiting;
+  iv.first = first;
+  iv.created = s.created;
   (iv.waiting ? s.times.waiting_ns : s.times.blocked_ns) += iv.duration_ns;
   intervals_.push_back(iv);
 }
@@ -126,6 +131,8 @@ void OffCpuTracker::OnThreadCreated(int32_t pid, int32_t tid, uint64_t time_ns) 
   s.times.tid = tid;
   s.times.first_ns = time_ns;
   s.off = true;
+  s.first = true;
+  s.created = true;
   s.out_ns = time_ns;
   s.waiting = true;
 }
@@ -164,6 +171,7 @@ void OffCpuTracker::OnExec(int32_t pid, uint64_t time_ns) {
       OnThreadCreated(pid, pid, time_ns);
       State& fresh = threads_[pid];
       fresh.off = false;
+      fresh.first = false;
       fresh.waiting = false;
     }
   }

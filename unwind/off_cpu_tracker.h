@@ -25,6 +25,10 @@ struct OffCpuInterval {
   uint64_t duration_ns = 0;  // until switched in again, the thread exited, or recording stopped
   uint32_t stack = kNoSampledStack;  // StackCollector stack index of the switch-out sample
   bool waiting = false;      // runnable all along (preempted, or new): waiting for a CPU
+  // The thread's first interval, before it first ran: since its creation while recording
+  // (`created`), or since the recording began.
+  bool first = false;
+  bool created = false;
 };
 
 // One thread's time in the recording. Lifetime = [first_ns, last_ns]: from its creation or the
@@ -104,6 +108,8 @@ class OffCpuTracker {
     bool off = false;        // switched out, interval open
     bool waiting = false;
     bool runnable_at_start = false;  // NoteExistingThread's
+    bool first = false;      // the open interval is the thread's first (OffCpuInterval::first)
+    bool created = false;    // created while recording (OnThreadCreated)
     uint64_t out_ns = 0;
     uint32_t stack = kNoSampledStack;
     // NoteBlockedAtStart's snapshot, for the interval the thread was in when recording began.

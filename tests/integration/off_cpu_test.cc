@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -381,6 +382,26 @@ TEST(OffCpuTest, TheWallViewHoldsEveryThreadsLifetime) {
     timeline_us += p["endValue"].get<double>() / 1000;
   }
   EXPECT_NEAR(timeline_us, lifetimes_us, 0.005 * lifetimes_us);
+  // A new thread's wait for its first run has no stack of its own: it is said to be one, right
+  // under the thread's name (it was a bare [waiting for CPU]).
+  FoldedProfile off = FoldedProfile::Parse(ReadFileOrEmpty(RecordViewPath(folded, "offcpu")));
+  EXPECT_GT(off.WithSequence({"[new thread]", "[waiting for CPU]"}), 0u);
+  for (const FoldedLine& line : off.lines()) {
+    const auto at = std::find(line.frames.begin(), line.frames.end(), "[new thread]");
+    if (at != line.frames.end()) EXPECT_EQ(at - line.frames.begin(), 1) << line.count;
+  }
+  // A thread switched out before its first instruction (the child's side of clone3: no CFI, no
+  // return address at [sp], its parent's rbp) ends complete at clone3. The frame-pointer step
+  // from the parent's rbp put [unknown] or the parent's frames above it, or cut it short.
+  for (const FoldedLine& line : off.lines()) {
+    const auto at = std::find(line.frames.begin(), line.frames.end(), "clone3");
+    if (at == line.frames.end() || at + 1 == line.frames.end() || at[1] != "[waiting for CPU]") {
+      continue;
+    }
+    const bool outermost = at - line.frames.begin() == 1;
+    const bool parents_side = at != line.frames.begin() && at[-1] == "__clone_internal";
+    EXPECT_TRUE(outermost || parents_side) << absl::StrJoin(line.frames, ";");
+  }
 }
 
 // A thread other than the main one execs: it goes on as the main thread's tid, whose sleep in

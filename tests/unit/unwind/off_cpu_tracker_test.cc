@@ -113,6 +113,34 @@ TEST(OffCpuTrackerTest, AThreadThatNeverRanIsOffCpuThroughout) {
   EXPECT_EQ(threads[1].blocked_ns, 300u);
 }
 
+// A thread created while recording waits for its first run with no stack of its own: that
+// interval, and only that one, is marked as its first and as a created thread's.
+TEST(OffCpuTrackerTest, ANewThreadsFirstWaitIsMarked) {
+  OffCpuTracker t;
+  t.set_recording_start(100);
+  t.NoteExistingThread(1, 1, /*runnable=*/true);
+  t.OnThreadCreated(1, 2, 200);
+  t.OnSwitch(1, 1, 150, false, false);
+  t.OnSwitch(1, 2, 260, false, false);
+  t.OnSwitch(1, 2, 300, true, /*preempted=*/true);
+  t.OnSwitch(1, 2, 350, false, false);
+  t.Finish(1000);
+  ASSERT_EQ(t.intervals().size(), 3u);
+  const OffCpuInterval& at_start = t.intervals()[0];
+  EXPECT_EQ(at_start.tid, 1);
+  EXPECT_TRUE(at_start.first);
+  EXPECT_FALSE(at_start.created);
+  const OffCpuInterval& new_wait = t.intervals()[1];
+  EXPECT_EQ(new_wait.tid, 2);
+  EXPECT_EQ(new_wait.duration_ns, 60u);
+  EXPECT_TRUE(new_wait.waiting);
+  EXPECT_TRUE(new_wait.first);
+  EXPECT_TRUE(new_wait.created);
+  const OffCpuInterval& preempted = t.intervals()[2];
+  EXPECT_TRUE(preempted.waiting);
+  EXPECT_FALSE(preempted.first);
+}
+
 // Attach mode: a thread runnable but on no CPU as recording starts (preempted: /proc's 'R') was
 // waiting for a CPU until its first switch-in, not blocked (4 spinners on 2 CPUs under -p had
 // 27-36 ms of blocked time under [off-CPU, stack not sampled]).
