@@ -37,6 +37,10 @@ class ProcessTable {
 
   // Notes that thread `tid` exists (for thread_count()).
   void NoteThread(int32_t tid) { tids_seen_.insert(tid); }
+  // Takes back a thread noted that had ended before recording began (a main thread that called
+  // pthread_exit, listed as a zombie when `-p` attached): it gave its process a name, not a
+  // thread to count.
+  void ForgetThread(int32_t tid) { tids_seen_.erase(tid); }
 
   // The process, created empty on first mention (samples can precede every other record of an
   // attached process).

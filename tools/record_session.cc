@@ -197,6 +197,15 @@ double MillisecondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
+// The attached process's threads and mappings as records, into `collector`. A main thread that
+// called pthread_exit (a zombie while the others run) names the process but is no thread of the
+// recording.
+void SynthesizeAttachedState(pid_t pid, const std::vector<sampler::ProcMapsEntry>& maps,
+                             unwind::StackCollector* collector) {
+  sampler::SynthesizeProcessState(pid, maps, *collector);
+  if (sampler::ThreadHasEnded(pid, pid)) collector->mutable_processes().ForgetThread(pid);
+}
+
 // A signal that arrived before the command started or the processes' events were enabled:
 // nothing was recorded, nothing is started, and no output (an earlier profile at that path) is
 // written over with an empty one. The exit status is 128 + the signal's number.
@@ -286,7 +295,7 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
   for (size_t i = 0; i < o.pids.size(); ++i) {
     absl::StatusOr<std::vector<sampler::ProcMapsEntry>> maps = sampler::ReadProcMaps(o.pids[i]);
     if (!maps.ok()) continue;
-    sampler::SynthesizeProcessState(o.pids[i], *maps, collector);
+    SynthesizeAttachedState(o.pids[i], *maps, &collector);
     if ((*session)->off_cpu()) {
       NoteBlockedThreads(**session, o.pids[i], *maps, &collector, &blocked_at_start);
     }
@@ -342,7 +351,7 @@ int RunAttached(const RecordOptions& o, unwind::Unwinder& unwinder, SignalReader
                                  });
       return it != before.end() && *it == e;
     });
-    sampler::SynthesizeProcessState(o.pids[i], *maps, collector);
+    SynthesizeAttachedState(o.pids[i], *maps, &collector);
   }
 
   sampler::AttachedTarget target(o.pids);

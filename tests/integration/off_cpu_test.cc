@@ -180,6 +180,9 @@ TEST(OffCpuTest, AttachingLeavesOutAMainThreadThatExited) {
     ++threads;
   }
   EXPECT_EQ(threads, 3);  // alpha, beta, gamma
+  // The summary and the metadata count the same three (the zombie made it 4).
+  EXPECT_EQ(meta["threads"].get<int>(), 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(" 3 threads, 1 process")) << r.err;
 }
 
 // A thread that is already blocked when recording attaches has no switch-out to sample while
