@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "base/logging.h"
@@ -102,9 +103,15 @@ int RunCargoCommand(int argc, char** argv) {
   }
   absl::StatusOr<std::string> manifest = LocateWorkspaceManifest(cargo, options->cargo_args);
   if (!manifest.ok()) {
-    return PrintCliError(CliStep::kBuild, manifest.status(), {},
-                         "run cargo nativeprof inside a Cargo project or give --manifest-path "
-                         "PATH");
+    // Each of LocateWorkspaceManifest's errors has its own fix.
+    const absl::string_view message = manifest.status().message();
+    const char* fix =
+        absl::StartsWith(message, "--manifest-path")
+            ? "give --manifest-path the path of a Cargo.toml"
+        : absl::StartsWith(message, "no Cargo.toml")
+            ? "run cargo nativeprof inside a Cargo project or give --manifest-path PATH"
+            : "fix what cargo said above, then run cargo nativeprof again";
+    return PrintCliError(CliStep::kBuild, manifest.status(), {}, fix);
   }
 
   CargoBuildRequest request;

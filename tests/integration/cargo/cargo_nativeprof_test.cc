@@ -245,6 +245,9 @@ TEST_F(CargoNativeprofTest, OutsideACargoProjectAndBadOptions) {
   CommandResult no_manifest = CargoNativeprof(dir_, {"--manifest-path", "nowhere/Cargo.toml"});
   EXPECT_EQ(no_manifest.exit_code, 6) << no_manifest.err;
   EXPECT_THAT(no_manifest.err, HasSubstr("--manifest-path nowhere/Cargo.toml: no such file"));
+  // Its fix is its own: the path, not "give --manifest-path", which was given.
+  EXPECT_THAT(no_manifest.err, HasSubstr("give --manifest-path the path of a Cargo.toml"));
+  EXPECT_THAT(outside.err, HasSubstr("inside a Cargo project or give --manifest-path PATH"));
   CommandResult typo = CargoNativeprof(dir_, {"--bin", "hotbin", "--frequncy", "99"});
   EXPECT_EQ(typo.exit_code, 2) << typo.err;
   CommandResult pid = CargoNativeprof(dir_, {"--pid", "1"});
