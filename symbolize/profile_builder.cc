@@ -475,9 +475,10 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
     // (collected stack, waiting, first) -> profile stack; kNoSampledStack intervals key by tid.
     absl::flat_hash_map<std::tuple<uint32_t, int32_t, bool, bool>, uint32_t> by_switch;
     // A thread's first interval, before it ran (a new thread waiting for its first run), has no
-    // stack of its own; it is named as the thread was then: as its earliest stack (stacks are
-    // interned in the order they were first seen), not by the name it took later
-    // (pthread_setname_np once it ran).
+    // stack of its own; it is named as the thread was then, not by the name it took later
+    // (pthread_setname_np once it ran): a new thread's name at its creation, else (one there
+    // when recording began) its earliest stack's (stacks are interned in the order they were
+    // first seen).
     absl::flat_hash_map<std::pair<int32_t, int32_t>, uint32_t> first_name;
     for (const unwind::CollectedStack& cs : collector.stacks()) {
       if (cs.thread_name < collector.thread_names().size()) {
@@ -501,8 +502,12 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
           cs.pid = iv.pid;
           cs.tid = iv.tid;
           cs.thread_name = 0xffffffffu;  // thread-name index unused here; keyed by tid
+          auto created = iv.first && iv.created ? collector.names_at_creation().find(iv.tid)
+                                                : collector.names_at_creation().end();
           auto named = iv.first ? first_name.find(std::pair(iv.pid, iv.tid)) : first_name.end();
-          thread_name = named != first_name.end()
+          thread_name = created != collector.names_at_creation().end()
+                            ? collector.thread_names()[created->second]
+                        : named != first_name.end()
                             ? collector.thread_names()[named->second]
                             : collector.processes().ThreadName(iv.pid, iv.tid);
           if (iv.first && iv.created) {

@@ -185,6 +185,25 @@ TEST(OffCpuTest, AttachingLeavesOutAMainThreadThatExited) {
   EXPECT_THAT(r.err, HasSubstr(" 3 threads, 1 process")) << r.err;
 }
 
+// A new thread's wait for its first run is named as the thread was then: its creator's name,
+// which it had until it ran and called pthread_setname_np (the earliest stack's name put it
+// under alpha, beta or gamma in 3 runs of 3).
+TEST(OffCpuTest, ANewThreadsFirstWaitHasTheNameItWasCreatedWith) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string folded = MakeTempDir() + "/named.folded";
+  CommandResult r = RunCommand({NativeprofBinary(), "record", "--off-cpu", "-o", folded, "--",
+                                TargetPath("fp_threads"), "100"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  FoldedProfile off = FoldedProfile::Parse(ReadFileOrEmpty(RecordViewPath(folded, "offcpu")));
+  uint64_t new_threads = 0;
+  for (const FoldedLine& line : off.lines()) {
+    if (line.frames.size() < 2 || line.frames[1] != "[new thread]") continue;
+    EXPECT_EQ(line.frames[0], "fp_threads") << absl::StrJoin(line.frames, ";");
+    new_threads += line.count;
+  }
+  EXPECT_GT(new_threads, 0u) << ReadFileOrEmpty(RecordViewPath(folded, "offcpu"));
+}
+
 // A thread that is already blocked when recording attaches has no switch-out to sample while
 // recording: its stack is read from /proc instead (the main thread here sleeps in sleep_ms,
 // under main, for the whole recording).
