@@ -85,7 +85,8 @@ std::string LostRecordsLine(uint64_t lost, const RunState& state, bool off_cpu) 
     fix = absl::StrCat("it ran at ", d.boost.Describe(),
                        "; run as root / with CAP_SYS_NICE so it can use SCHED_FIFO, or lower -F");
   } else {
-    fix = "run as root / with CAP_SYS_NICE so it can raise its priority, or lower -F";
+    fix = absl::StrCat("run as root / with CAP_SYS_NICE so it can raise its priority, or lower -F",
+                       off_cpu ? ", or copy less stack per switch with --off-cpu-stack" : "");
   }
   return absl::StrFormat("%d records lost while nativeprof waited %.0f ms for a CPU (machine "
                          "saturated): %s",

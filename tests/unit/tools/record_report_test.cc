@@ -42,6 +42,9 @@ TEST(LostRecordsLineTest, BlamesTheCpuWhenTheDrainThreadWaitedForOne) {
             "3503 records lost while nativeprof waited 1500 ms for a CPU (machine saturated): run "
             "as root / with CAP_SYS_NICE so it can raise its priority, or lower -F");
   EXPECT_THAT(line, Not(HasSubstr("-m")));
+  // With --off-cpu each switch copies a stack: copying less is a lever an unprivileged user has.
+  EXPECT_THAT(LostRecordsLine(3503, Waited(1.5, 2.0), /*off_cpu=*/true),
+              HasSubstr("or lower -F, or copy less stack per switch with --off-cpu-stack"));
   // The threshold is a share of the sampling time.
   EXPECT_THAT(LostRecordsLine(1, Waited(kStarvedWaitShare * 2.0, 2.0)), HasSubstr("waited"));
 }
