@@ -26,9 +26,13 @@ namespace nativeprof::sampler {
 namespace {
 
 // Runs in the forked child: only async-signal-safe calls until exec.
+// `binary_path`: the program when it is a binary file (LooksBinary), run with execve so that a
+// kernel that cannot run it says so (ENOEXEC); execvpe would hand it to /bin/sh as a script,
+// which printed 'Syntax error: "(" unexpected' for an i386 program. Null: execvpe, whose
+// fallback runs a script without a #! line with /bin/sh, as shells do.
 [[noreturn]] void ChildMain(int release_fd, int error_fd, int parents_ends[2], char** argv,
                             char** envp, std::optional<int> nice,
-                            const char* working_directory) {
+                            const char* working_directory, const char* binary_path) {
   // The parent's ends of both pipes: with the release pipe's write end open here too, the read
   // below would never see the end of file that a parent killed before releasing leaves, and the
   // child would wait forever.
@@ -59,11 +63,28 @@ namespace {
     (void)ignored;
     _exit(127);
   }
-  ::execvpe(argv[0], argv, envp);
+  if (binary_path != nullptr) {
+    ::execve(binary_path, argv, envp);
+  } else {
+    ::execvpe(argv[0], argv, envp);
+  }
   int err = errno;
   ssize_t ignored = ::write(error_fd, &err, sizeof(err));
   (void)ignored;
   _exit(127);
+}
+
+// Whether `path` is a binary file by bash's test: a NUL byte in its first line (first 80 bytes).
+// Such a file that exec cannot run is not a script for /bin/sh.
+bool LooksBinary(const std::string& path) {
+  const ScopedFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!file.valid()) return false;
+  char head[80];
+  const ssize_t n = ::pread(file.get(), head, sizeof(head), 0);
+  for (ssize_t i = 0; i < n && head[i] != '\n'; ++i) {
+    if (head[i] == '\0') return true;
+  }
+  return false;
 }
 
 // 0 when `path` is a file exec may run, else the errno exec would fail with.
@@ -171,20 +192,26 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
   for (std::string& e : env_strings) cenv.push_back(e.data());
   cenv.push_back(nullptr);
 
+  absl::StatusOr<std::string> path = FindProgram(argv[0], options);
+  // A name with a '/' is run as given, relative to the child's working directory (as execvpe
+  // would); one found on PATH by its path there.
+  const bool binary = path.ok() && LooksBinary(*path);
+  const char* binary_path =
+      !binary ? nullptr : argv[0].find('/') != std::string::npos ? cargv[0] : path->c_str();
+
   pid_t pid = ::fork();
   if (pid < 0) return ErrnoError("fork");
   if (pid == 0) {
     int parents_ends[2] = {release_write.get(), error_read.get()};
     ChildMain(release_read.get(), error_write.get(), parents_ends, cargv.data(), cenv.data(),
               options.nice,
-              options.working_directory.empty() ? nullptr : options.working_directory.c_str());
+              options.working_directory.empty() ? nullptr : options.working_directory.c_str(),
+              binary_path);
   }
 
   ChildProcess child(pid, std::move(release_write), std::move(error_read));
   child.program_ = argv[0];
-  if (absl::StatusOr<std::string> path = FindProgram(argv[0], options); path.ok()) {
-    child.program_path_ = *std::move(path);
-  }
+  if (path.ok()) child.program_path_ = *std::move(path);
   return child;
 }
 
@@ -243,6 +270,11 @@ absl::Status ChildProcess::Release() {
       if (std::string missing = MissingInterpreter(program_path_); !missing.empty()) {
         return absl::NotFoundError(absl::StrCat("cannot execute '", program_, "': ", missing));
       }
+    }
+    if (err == ENOEXEC) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot execute '", program_, "': Exec format error: a binary file this machine cannot "
+          "run (built for another architecture or system: `file ", program_, "` says which)"));
     }
     return ErrnoError(err, absl::StrCat("cannot execute '", program_, "'"));
   }

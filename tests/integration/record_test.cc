@@ -566,6 +566,33 @@ TEST(RecordBadInputTest, AMissingInterpreterIsNamed) {
   }
 }
 
+// A binary file the kernel cannot run (ENOEXEC) is said to be one (126), as bash says it;
+// execvpe handed it to /bin/sh as a script ('Syntax error: "(" unexpected', exit 2). A text file
+// without a #! line is still a script for /bin/sh, as from a shell.
+TEST(RecordBadInputTest, ABinaryThisMachineCannotRunIsSaidToBeOne) {
+  const std::string dir = MakeTempDir();
+  const std::string binary = dir + "/foreign";
+  // An ELF header of a class the kernel knows no loader for: 'Exec format error'.
+  std::string bytes = std::string("\x7f" "ELF\x03\x01\x01", 7) + std::string(57, '\0');
+  bytes += "\n(x)\n";
+  std::ofstream(binary, std::ios::binary) << bytes;
+  std::filesystem::permissions(binary, std::filesystem::perms::owner_all);
+  CommandResult r =
+      RunCommand({NativeprofBinary(), "record", "-o", dir + "/x.folded", "--", binary});
+  EXPECT_EQ(r.exit_code, 126) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("cannot execute '", binary,
+                                            "': Exec format error: a binary file")));
+  EXPECT_THAT(r.err, Not(HasSubstr("Syntax error"))) << r.err;
+
+  const std::string script = dir + "/plain";
+  std::ofstream(script) << "echo plain-script \"$1\"\n";
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  CommandResult plain =
+      RunCommand({NativeprofBinary(), "record", "-o", dir + "/p.folded", "--", script, "ok"});
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_THAT(plain.out, HasSubstr("plain-script ok"));
+}
+
 // A zombie has nothing to record: said as such, not as a process that "exited while attaching".
 TEST(RecordBadInputTest, AZombieIsNamedAsOne) {
   NP_SKIP_IF_NO_PERF();
