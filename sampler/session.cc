@@ -311,7 +311,7 @@ void Session::ReportUnreportedLosses(RecordSink& sink) {
   // tasks exit, so the events' sum can fall short of what the rings lost, never exceed it.
   uint64_t counted = 0;
   for (const ScopedFd& fd : fds_) {
-    uint8_t buf[2 * sizeof(uint64_t)];
+    uint8_t buf[sizeof(ReadFormatValues)];  // room for every field read_format can ask for
     ssize_t n;
     do {
       n = ::read(fd.get(), buf, sizeof(buf));

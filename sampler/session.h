@@ -113,7 +113,8 @@ class Session {
   absl::Status OpenSwitchEvents(pid_t target, const std::vector<int>& cpus,
                                 const PerfEventOpenFn& open_fn);
   absl::Status AddSwitchEvent(ScopedFd fd);
-  // Drain (or with `flush`, Flush) into `sink`, through an EventTagger with --off-cpu or --alloc.
+  // Drain (or with `flush`, Flush) into `sink`, through an EventTagger (which also counts the
+  // losses the rings report).
   void Sort(RecordSink& sink, bool flush);
   // After the last drain: delivers as one LostView the records the events lost (PERF_FORMAT_LOST)
   // that no PERF_RECORD_LOST reported, as when a ring was still full when sampling stopped.
