@@ -502,8 +502,9 @@ Profile ProfileBuilder::Build(const ProfileBuildOptions& options) {
           cs.pid = iv.pid;
           cs.tid = iv.tid;
           cs.thread_name = 0xffffffffu;  // thread-name index unused here; keyed by tid
-          auto created = iv.first && iv.created ? collector.names_at_creation().find(iv.tid)
-                                                : collector.names_at_creation().end();
+          auto created = iv.first && iv.created
+                             ? collector.names_at_creation().find({iv.tid, iv.start_ns})
+                             : collector.names_at_creation().end();
           auto named = iv.first ? first_name.find(std::pair(iv.pid, iv.tid)) : first_name.end();
           thread_name = created != collector.names_at_creation().end()
                             ? collector.thread_names()[created->second]

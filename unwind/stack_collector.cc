@@ -348,8 +348,9 @@ void StackCollector::OnTask(const sampler::TaskView& task) {
   if (task.exit) {
     off_cpu_.OnThreadExited(static_cast<int32_t>(task.tid), task.time_ns);
   } else {
-    names_at_creation_[static_cast<int32_t>(task.tid)] = InternThreadName(
-        processes_.ThreadName(static_cast<int32_t>(task.pid), static_cast<int32_t>(task.tid)));
+    const auto pid = static_cast<int32_t>(task.pid), tid = static_cast<int32_t>(task.tid);
+    names_at_creation_[ThreadCreation(tid, task.time_ns)] =
+        InternThreadName(processes_.ThreadName(pid, tid));
     off_cpu_.OnThreadCreated(static_cast<int32_t>(task.pid), static_cast<int32_t>(task.tid),
                              task.time_ns);
   }

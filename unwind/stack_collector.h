@@ -190,10 +190,12 @@ class StackCollector final : public sampler::RecordSink {
   absl::flat_hash_map<int32_t, uint64_t> CpuWeightByTid() const;
   const std::vector<CollectedFrame>& frames() const { return frames_; }
   const std::vector<std::string>& thread_names() const { return thread_names_; }
-  // --off-cpu: by tid, the thread_names() index of each thread created while recording, named as
-  // it was then (its creator's name, before any pthread_setname_np of its own): the name of its
-  // wait for its first run.
-  const absl::flat_hash_map<int32_t, uint32_t>& names_at_creation() const {
+  // --off-cpu: by (tid, creation time), the thread_names() index of each thread created while
+  // recording, named as it was then (its creator's name, before any pthread_setname_np of its
+  // own): the name of its wait for its first run, which starts at its creation. The time tells
+  // apart two threads that had the same tid, one after the other.
+  using ThreadCreation = std::pair<int32_t, uint64_t>;
+  const absl::flat_hash_map<ThreadCreation, uint32_t>& names_at_creation() const {
     return names_at_creation_;
   }
   // (time_ns, stack index) per sample, in arrival order; empty unless keep_timeline.
@@ -288,7 +290,7 @@ class StackCollector final : public sampler::RecordSink {
   absl::flat_hash_set<uint32_t, StackHash, StackEq> stack_index_;
   std::vector<std::string> thread_names_;
   absl::flat_hash_map<std::string, uint32_t> thread_name_index_;
-  absl::flat_hash_map<int32_t, uint32_t> names_at_creation_;
+  absl::flat_hash_map<ThreadCreation, uint32_t> names_at_creation_;
   // A deque for the reason OffCpuTracker's intervals are one: it grows by a sample at a time on
   // the drain thread.
   std::deque<std::pair<uint64_t, uint32_t>> timeline_;

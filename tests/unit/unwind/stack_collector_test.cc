@@ -14,6 +14,7 @@ namespace nativeprof::unwind {
 namespace {
 
 using ::nativeprof::testing::CommBuilder;
+using ::nativeprof::testing::ExitBuilder;
 using ::nativeprof::testing::ForkBuilder;
 using ::nativeprof::testing::FramePointerFormat;
 using ::nativeprof::testing::LostBuilder;
@@ -280,6 +281,22 @@ TEST_F(StackCollectorTest, AReplayedStackIsInternedOncePerThread) {
 
 // Attach mode: the snapshot of a thread blocked at the start (from /proc, without the scheduler's
 // frames) takes the stack of the thread's switch samples in the same call, which have them.
+// A tid the kernel hands out again is another thread: the wait for each one's first run keeps
+// the name it was created with (its creator's then), not the later thread's.
+TEST_F(StackCollectorTest, AReusedTidKeepsEachThreadsNameAtCreation) {
+  collector_.track_off_cpu();
+  Feed(CommBuilder(format_).Pid(1).Tid(1).Comm("first").Exec(true).Build());
+  Feed(ForkBuilder(format_).Pid(1).Ppid(1).Tid(7).Ptid(1).Time(100).Build());
+  Feed(ExitBuilder(format_).Pid(1).Ppid(1).Tid(7).Ptid(1).Time(200).Build());
+  Feed(CommBuilder(format_).Pid(1).Tid(1).Comm("second").Build());
+  Feed(ForkBuilder(format_).Pid(1).Ppid(1).Tid(7).Ptid(1).Time(300).Build());
+  const auto& created = collector_.names_at_creation();
+  ASSERT_TRUE(created.contains({7, 100}));
+  ASSERT_TRUE(created.contains({7, 300}));
+  EXPECT_EQ(collector_.thread_names()[created.at({7, 100})], "first");
+  EXPECT_EQ(collector_.thread_names()[created.at({7, 300})], "second");
+}
+
 TEST_F(StackCollectorTest, BlockedAtStartTakesTheSwitchStackOfTheSameCall) {
   MapApp(1);
   collector_.track_off_cpu();
