@@ -1,6 +1,7 @@
 #include "preload/alloc_accounting.h"
 #include "preload/alloc_sample_writer.h"
 #include "preload/allocator_backend.h"
+#include "preload/negative_log.h"
 #include "preload/record_clock.h"
 
 #include <dlfcn.h>
@@ -14,7 +15,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <initializer_list>
@@ -220,7 +220,7 @@ uint64_t NextRandom(ThreadState& t) {
 int64_t NextSampleDistance(ThreadState& t, uint64_t rate) {
   // 53 random bits in (0, 1].
   const double u = (static_cast<double>(NextRandom(t) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
-  const double d = -std::log(u) * static_cast<double>(rate);
+  const double d = NegativeLog(u) * static_cast<double>(rate);
   return d >= 9.0e18 ? INT64_MAX : static_cast<int64_t>(d) + 1;
 }
 

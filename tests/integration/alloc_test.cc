@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/file_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -683,6 +685,27 @@ TEST(AllocTest, ExitStatusAndOutputPassThrough) {
   EXPECT_EQ(shell.result.exit_code, 3) << shell.result.err;
   EXPECT_EQ(shell.result.out, "HELLO\n");
   EXPECT_GE(shell.allocations["processes"].get<uint64_t>(), 2u);
+}
+
+// The preload brings no library of its own into the processes it runs in: each one it needs
+// costs every process of the command its loading (libm, for log() alone, was ~1.4 ms each).
+TEST(AllocTest, ThePreloadLoadsNoLibraryButLibc) {
+  NP_SKIP_IF_NO_PERF();
+  AllocRecording rec = RecordAlloc("--alloc", {"/bin/cat", "/proc/self/maps"});
+  ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+  ASSERT_THAT(rec.result.out, HasSubstr("libnativeprof_alloc.so"));
+  std::set<std::string> libraries;
+  for (absl::string_view line : absl::StrSplit(rec.result.out, '\n')) {
+    const size_t slash = line.rfind('/');
+    if (slash != absl::string_view::npos && absl::StrContains(line.substr(slash), ".so")) {
+      libraries.insert(std::string(line.substr(slash + 1)));
+    }
+  }
+  for (const std::string& lib : libraries) {
+    EXPECT_TRUE(absl::StartsWith(lib, "libnativeprof_alloc.so") || absl::StartsWith(lib, "libc.") ||
+                absl::StartsWith(lib, "libc-") || absl::StartsWith(lib, "ld-linux"))
+        << lib << " is loaded into /bin/cat, which links libc alone";
+  }
 }
 
 TEST(AllocTest, CppAndRustSitesAreNamed) {
