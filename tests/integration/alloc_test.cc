@@ -1053,7 +1053,9 @@ TEST(AllocTest, WritersThatStopInsideTheLibraryDoNotHangTheRun) {
   ASSERT_TRUE(meta.is_object());
   // 0.3 s unprofiled here; a lock taken over after its holder's process is gone costs 10 ms.
   EXPECT_LT(meta["duration_seconds"].get<double>(), 60.0) << rec.result.err;
-  EXPECT_GT(rec.exact["allocation_calls"].get<uint64_t>(), 100'000u);
+  // Each writer made at least 1,000 calls before it was stopped (the workload waits for them):
+  // 30 children, the parent's 100 a round, 200 threads.
+  EXPECT_GE(rec.exact["allocation_calls"].get<uint64_t>(), 30 * 1000 + 30 * 100 + 200 * 1000);
 }
 
 TEST(AllocTest, BadUsesAreRefusedWithOneLine) {

@@ -93,8 +93,9 @@
 //
 // Mode `interrupted-writers`: two ways a writer of the library's ring can stop while it holds
 // the ring's lock, each of which left every later sampled allocation of the run waiting
-// forever: 30 children that allocate until they are killed (SIGKILL after 5 ms), and 100 rounds
-// of two threads cancelled (deferred) in an allocation loop. Exits 0 when all ran to the end.
+// forever: 30 children that allocate until they are killed (SIGKILL 5 ms after their 1,000th
+// malloc + free), and 100 rounds of two threads cancelled (deferred) in an allocation loop (1 ms
+// after each one's 1,000th). Exits 0 when all ran to the end.
 // (The third, a signal handler that allocates, is not async-signal-safe even without the
 // library: glibc's own heap checks abort such a program now and then.)
 //
@@ -112,6 +113,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -625,11 +627,18 @@ static int RunForeignFree(void) {
 
 static void* volatile g_sink;
 
+// Each interrupted writer makes at least this many malloc + free pairs before it is stopped, so
+// the run's total does not depend on how fast the machine forks and schedules (the test checks
+// the total to know the writers ran).
+enum { kPairsBeforeStop = 1000 };
+static atomic_int g_threads_going;
+
 static void* CancelledLoop(void* arg) {
   (void)arg;
-  for (;;) {
+  for (long n = 1;; ++n) {
     void* volatile p = malloc(64);
     free(p);
+    if (n == kPairsBeforeStop) atomic_fetch_add(&g_threads_going, 1);
     pthread_testcancel();
   }
   return NULL;
@@ -637,14 +646,21 @@ static void* CancelledLoop(void* arg) {
 
 static int RunInterruptedWriters(void) {
   for (int round = 0; round < 30; ++round) {
+    int going[2];
+    if (pipe(going) != 0) return 10;
     const pid_t child = fork();
     if (child < 0) return 10;
     if (child == 0) {
-      for (;;) {
+      for (long n = 1;; ++n) {
         g_sink = malloc(64);
         free(g_sink);
+        if (n == kPairsBeforeStop && write(going[1], "g", 1) != 1) _exit(10);
       }
     }
+    char c;
+    if (read(going[0], &c, 1) != 1) return 10;
+    close(going[0]);
+    close(going[1]);
     usleep(5000);
     kill(child, SIGKILL);
     int status = 0;
@@ -656,9 +672,11 @@ static int RunInterruptedWriters(void) {
   }
   for (int round = 0; round < 100; ++round) {
     pthread_t threads[2];
+    atomic_store(&g_threads_going, 0);
     for (int i = 0; i < 2; ++i) {
       if (pthread_create(&threads[i], NULL, CancelledLoop, NULL) != 0) return 11;
     }
+    while (atomic_load(&g_threads_going) < 2) usleep(100);
     usleep(1000);
     for (int i = 0; i < 2; ++i) pthread_cancel(threads[i]);
     for (int i = 0; i < 2; ++i) {
