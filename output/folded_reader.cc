@@ -54,6 +54,16 @@ bool LooksBinary(absl::string_view line) {
   return control > 4;
 }
 
+// What a binary first line is, for the message: a gzip file is most likely a pprof profile (the
+// format record writes to X.pb.gz), whose folded stacks record writes when asked for them too.
+std::string NotFolded(absl::string_view line) {
+  if (absl::StartsWith(line, "\x1f\x8b")) {
+    return "gzip data (a pprof profile? record writes folded stacks too with -o X.folded), not a "
+           "folded profile";
+  }
+  return "binary data, not a folded profile";
+}
+
 }  // namespace
 
 absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
@@ -87,8 +97,7 @@ absl::StatusOr<Profile> ParseFolded(absl::string_view text) {
             ": JSON (a recording's metadata, or a speedscope file), not a folded profile"));
       }
       if (LooksBinary(line)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("line ", line_no, ": binary data, not a folded profile"));
+        return absl::InvalidArgumentError(absl::StrCat("line ", line_no, ": ", NotFolded(line)));
       }
     }
     first_line = false;
@@ -176,8 +185,7 @@ absl::StatusOr<Profile> ReadFoldedFile(const std::string& path) {
       // with control bytes): only one that does not, or that runs past the head, is refused.
       if (!LooksBinary(line)) return absl::OkStatus();
       if (end < head.size() && ParseFolded(line).ok()) return absl::OkStatus();
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ":", line_no, ": binary data, not a folded profile"));
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": ", NotFolded(line)));
     }
     if (head.size() < kFileHeadBytes) return absl::OkStatus();  // the whole file, blank
     return absl::InvalidArgumentError(absl::StrCat(

@@ -134,6 +134,12 @@ TEST(OutputCliTest, BinaryInputGivesOneEscapedLine) {
   }
   testing::CommandResult r = RunCommand({NativeprofBinary(), "report", dir + "/a.out"});
   EXPECT_THAT(r.err, HasSubstr("a.out:1: binary data, not a folded profile; give a folded file"));
+  // A pprof file, as record writes it to X.pb.gz: the reader says what it likely is.
+  ASSERT_EQ(RunCommand({NativeprofBinary(), "convert", Small(), dir + "/p.pb.gz"}).exit_code, 0);
+  r = RunCommand({NativeprofBinary(), "report", dir + "/p.pb.gz"});
+  EXPECT_EQ(r.exit_code, tools::kExitBadInput);
+  EXPECT_THAT(r.err, HasSubstr("p.pb.gz:1: gzip data (a pprof profile? record writes folded "
+                               "stacks too with -o X.folded), not a folded profile"));
   EXPECT_FALSE(std::ifstream(dir + "/out.svg").good());
 }
 

@@ -184,6 +184,9 @@ TEST(FoldedReaderTest, CountsPastTheLargestSignedValueAreRejected) {
   EXPECT_THAT(ParseFolded("a;b 1 \n").status().message(),
               HasSubstr("line 1 ends in a space"));
   EXPECT_THAT(ParseFolded(std::string("\x1f\x8b\x08\0\0\0\x03" "junk\n", 12)).status().message(),
+              HasSubstr("line 1: gzip data (a pprof profile? record writes folded stacks too with "
+                        "-o X.folded), not a folded profile"));
+  EXPECT_THAT(ParseFolded(std::string("\x7f" "ELF\x02\x01\x01\0\0\0\n", 11)).status().message(),
               HasSubstr("line 1: binary data, not a folded profile"));
   // An uncompressed pprof file starts with a newline byte: its first non-blank line says so.
   const std::string pprof("\n\n\x04\x08\x01\x10\x02\x1a\x03junk\n", 13);
