@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "symbolize/display_name.h"
+#include "symbolize/dwarf_unit_table.h"
 
 namespace nativeprof::symbolize {
 namespace {
@@ -135,6 +136,17 @@ void CountVariableLocations(Dwarf_Die* parent, int depth, int* budget,
   } while (dwarf_siblingof(&child, &child) == 0);
 }
 
+// A section's bytes as libdw reads them (dwarf_begin_elf has decompressed them in place); empty
+// when absent or without data.
+absl::string_view SectionBytes(const module::ElfImage& elf, absl::string_view name) {
+  GElf_Shdr shdr;
+  Elf_Scn* scn = elf.FindSection(name, &shdr);
+  if (scn == nullptr || shdr.sh_type == SHT_NOBITS) return {};
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (data == nullptr || data->d_buf == nullptr) return {};
+  return absl::string_view(static_cast<const char*>(data->d_buf), data->d_size);
+}
+
 }  // namespace
 
 DwarfInfo::~DwarfInfo() {
@@ -149,39 +161,33 @@ std::unique_ptr<DwarfInfo> DwarfInfo::Open(const module::ElfImage& elf) {
   info->dwarf_ = dwarf;
   info->elf_ = &elf;
 
-  // Unit headers only (no DIEs, no abbreviations): libc6-dbg has 2,000 units, and reading each
-  // unit's DIE for its ranges cost more than the rest of loading libc.
-  Dwarf_Off offset = 0, next = 0;
-  size_t header_size = 0;
-  while (dwarf_next_unit(dwarf, offset, &next, &header_size, nullptr, nullptr, nullptr, nullptr,
-                         nullptr, nullptr) == 0) {
-    info->cu_offsets_.push_back(offset + header_size);
-    offset = next;
+  // The unit headers and address sets from the section bytes (dwarf_unit_table.h): libdw's own
+  // walks took 10 ms for libc6-dbg, most of what loading libc's DWARF cost.
+  const std::vector<DwarfUnitHeader> headers =
+      ReadDwarfUnitHeaders(SectionBytes(elf, ".debug_info"));
+  const size_t units = headers.size();
+  info->cu_offsets_.reserve(units);
+  absl::flat_hash_map<uint64_t, size_t> unit_at;  // header offset -> unit
+  unit_at.reserve(units);
+  for (size_t i = 0; i < units; ++i) {
+    info->cu_offsets_.push_back(headers[i].die_offset);
+    unit_at.emplace(headers[i].offset, i);
   }
-  const size_t units = info->cu_offsets_.size();
   info->cus_.resize(units);
   info->index_.resize(units);
 
   // Where each unit's code is: .debug_aranges (GCC writes it for every unit with code; one table
   // for the whole file), else the unit DIE's own ranges (clang and rustc write no aranges).
   std::vector<bool> covered(units, false);
-  Dwarf_Aranges* aranges = nullptr;
-  size_t naranges = 0;
-  if (dwarf_getaranges(dwarf, &aranges, &naranges) == 0 && naranges > 0) {
-    absl::flat_hash_map<Dwarf_Off, size_t> unit_of;
-    unit_of.reserve(units);
-    for (size_t i = 0; i < units; ++i) unit_of.emplace(info->cu_offsets_[i], i);
-    for (size_t i = 0; i < naranges; ++i) {
-      Dwarf_Addr start = 0;
-      Dwarf_Word length = 0;
-      Dwarf_Off die = 0;
-      if (dwarf_getarangeinfo(dwarf_onearange(aranges, i), &start, &length, &die) != 0) continue;
-      auto it = unit_of.find(die);
-      if (it == unit_of.end()) continue;
-      covered[it->second] = true;
-      if (length > 0) info->ranges_.push_back(CuRange{start, start + length, it->second});
-    }
-  }
+  ForEachDwarfArange(SectionBytes(elf, ".debug_aranges"),
+                     [&](uint64_t unit, uint64_t start, uint64_t length) {
+                       auto it = unit_at.find(unit);
+                       if (it == unit_at.end()) return;
+                       covered[it->second] = true;
+                       if (length > 0 && start + length > start) {
+                         info->ranges_.push_back(CuRange{start, start + length, it->second});
+                       }
+                     });
   for (size_t i = 0; i < units; ++i) {
     if (covered[i]) continue;
     Dwarf_Die* cudie = info->CuDie(i);
@@ -293,17 +299,9 @@ bool DwarfInfo::LineProgramUsable(Dwarf_Die* cudie) {
   Dwarf_Die unit;
   if (dwarf_diecu(cudie, &unit, &address_size, nullptr) == nullptr) return false;
   if (!line_sections_.has_value()) {
-    // The sections as libdw reads them: dwarf_begin_elf has already decompressed them in place.
-    auto bytes = [this](absl::string_view name) -> absl::string_view {
-      GElf_Shdr shdr;
-      Elf_Scn* scn = elf_->FindSection(name, &shdr);
-      if (scn == nullptr || shdr.sh_type == SHT_NOBITS) return {};
-      Elf_Data* data = elf_getdata(scn, nullptr);
-      if (data == nullptr || data->d_buf == nullptr) return {};
-      return absl::string_view(static_cast<const char*>(data->d_buf), data->d_size);
-    };
-    line_sections_ =
-        LineSections{bytes(".debug_line"), bytes(".debug_str"), bytes(".debug_line_str")};
+    line_sections_ = LineSections{SectionBytes(*elf_, ".debug_line"),
+                                  SectionBytes(*elf_, ".debug_str"),
+                                  SectionBytes(*elf_, ".debug_line_str")};
   }
   if (absl::Status st = CheckLineProgram(*line_sections_, offset, address_size); !st.ok()) {
     Logger("symbolize")->debug("{}: line table at .debug_line+{:#x} not read: {}", elf_->name(),

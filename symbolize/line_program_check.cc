@@ -6,58 +6,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "symbolize/span_reader.h"
 
 namespace nativeprof::symbolize {
 namespace {
-
-// Sequential little-endian reads within one span; every read checks what is left first.
-class SpanReader {
- public:
-  explicit SpanReader(absl::string_view bytes) : bytes_(bytes) {}
-
-  uint64_t position() const { return at_; }
-  uint64_t remaining() const { return bytes_.size() - at_; }
-
-  bool Fixed(size_t size, uint64_t* value) {
-    if (remaining() < size) return false;
-    uint64_t v = 0;
-    std::memcpy(&v, bytes_.data() + at_, size);  // little-endian hosts only, like the rest
-    at_ += size;
-    *value = v;
-    return true;
-  }
-  bool Skip(uint64_t size) {
-    if (remaining() < size) return false;
-    at_ += size;
-    return true;
-  }
-  // LEB128, signed or not: at most 10 bytes, all of them within the span.
-  bool Leb(uint64_t* value) {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 70; shift += 7) {
-      if (remaining() == 0) return false;
-      const uint8_t byte = static_cast<uint8_t>(bytes_[at_++]);
-      if (shift < 64) v |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0) {
-        *value = v;
-        return true;
-      }
-    }
-    return false;
-  }
-  // A NUL-terminated string, NUL included.
-  bool CString() {
-    const size_t nul = bytes_.find('\0', at_);
-    if (nul == absl::string_view::npos) return false;
-    at_ = nul + 1;
-    return true;
-  }
-  uint8_t Peek() const { return static_cast<uint8_t>(bytes_[at_]); }
-
- private:
-  absl::string_view bytes_;
-  uint64_t at_ = 0;
-};
 
 absl::Status Bad(absl::string_view what) {
   return absl::DataLossError(absl::StrCat("line program: ", what));
@@ -205,12 +157,8 @@ absl::Status CheckLineProgram(const LineSections& sections, uint64_t offset,
   SpanReader section(sections.line.substr(offset));
   uint64_t unit_length = 0;
   uint8_t offset_size = 4;
-  if (!section.Fixed(4, &unit_length)) return Bad("unit header runs past .debug_line");
-  if (unit_length == 0xffffffff) {
-    offset_size = 8;
-    if (!section.Fixed(8, &unit_length)) return Bad("unit header runs past .debug_line");
-  } else if (unit_length >= 0xfffffff0) {
-    return Bad("reserved unit length");
+  if (!ReadInitialLength(&section, &unit_length, &offset_size)) {
+    return Bad("unit length runs past .debug_line or is a reserved value");
   }
   if (unit_length > section.remaining()) return Bad("unit_length runs past .debug_line");
   const absl::string_view unit =
