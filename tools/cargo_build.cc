@@ -148,7 +148,8 @@ std::string FindCargo() {
 }
 
 absl::StatusOr<std::string> LocateWorkspaceManifest(const std::string& cargo,
-                                                    const std::vector<std::string>& cargo_args) {
+                                                    const std::vector<std::string>& cargo_args,
+                                                    std::string* fix) {
   std::vector<std::string> argv = {cargo, "locate-project", "--workspace", "--message-format",
                                    "plain"};
   std::string manifest_given;
@@ -161,11 +162,14 @@ absl::StatusOr<std::string> LocateWorkspaceManifest(const std::string& cargo,
   // Where there is no manifest, cargo's own error would come before ours, saying the same twice;
   // its other errors (a Cargo.toml it cannot parse) are worth its words.
   if (!manifest_given.empty() && ::access(manifest_given.c_str(), F_OK) != 0) {
+    *fix = "give --manifest-path the path of a Cargo.toml";
     return absl::NotFoundError(absl::StrCat("--manifest-path ", manifest_given, ": no such file"));
   }
   if (manifest_given.empty() && !CargoTomlHereOrAbove()) {
+    *fix = "run cargo nativeprof inside a Cargo project or give --manifest-path PATH";
     return absl::NotFoundError("no Cargo.toml here or in any parent directory");
   }
+  *fix = "fix what cargo said above, then run cargo nativeprof again";
   std::string manifest;
   absl::StatusOr<int> status = RunLineCommand({argv, {}, ""}, [&](absl::string_view line) {
     if (manifest.empty()) manifest = std::string(line);

@@ -51,9 +51,11 @@ std::string FindCargo();
 inline constexpr char kLineTablesDebugSetting[] = "1";
 
 // The workspace root's Cargo.toml (profiles are only read from there), from
-// `cargo locate-project --workspace`. Errors: kNotFound outside a Cargo project.
+// `cargo locate-project --workspace`. Errors: kNotFound outside a Cargo project. On an error,
+// `*fix` says what the user can do about that one.
 absl::StatusOr<std::string> LocateWorkspaceManifest(const std::string& cargo,
-                                                    const std::vector<std::string>& cargo_args);
+                                                    const std::vector<std::string>& cargo_args,
+                                                    std::string* fix);
 
 // The workspace's target directory: `--target-dir` among `cargo_args` (relative to `here`), else
 // `cargo metadata`'s target_directory (which follows CARGO_TARGET_DIR and Cargo's configuration).

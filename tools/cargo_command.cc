@@ -101,16 +101,9 @@ int RunCargoCommand(int argc, char** argv) {
                "cargo package)");
     return kExitNotFound;
   }
-  absl::StatusOr<std::string> manifest = LocateWorkspaceManifest(cargo, options->cargo_args);
+  std::string fix;
+  absl::StatusOr<std::string> manifest = LocateWorkspaceManifest(cargo, options->cargo_args, &fix);
   if (!manifest.ok()) {
-    // Each of LocateWorkspaceManifest's errors has its own fix.
-    const absl::string_view message = manifest.status().message();
-    const char* fix =
-        absl::StartsWith(message, "--manifest-path")
-            ? "give --manifest-path the path of a Cargo.toml"
-        : absl::StartsWith(message, "no Cargo.toml")
-            ? "run cargo nativeprof inside a Cargo project or give --manifest-path PATH"
-            : "fix what cargo said above, then run cargo nativeprof again";
     return PrintCliError(CliStep::kBuild, manifest.status(), {}, fix);
   }
 
