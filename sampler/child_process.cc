@@ -192,7 +192,9 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
   for (std::string& e : env_strings) cenv.push_back(e.data());
   cenv.push_back(nullptr);
 
-  absl::StatusOr<std::string> path = FindProgram(argv[0], options);
+  absl::StatusOr<std::string> path = options.program_path.empty()
+                                         ? FindProgram(argv[0], options)
+                                         : absl::StatusOr<std::string>(options.program_path);
   // A name with a '/' is run as given, relative to the child's working directory (as execvpe
   // would); one found on PATH by its path there.
   const bool binary = path.ok() && LooksBinary(*path);

@@ -28,6 +28,9 @@ struct SpawnOptions {
   std::string working_directory;
   // Variables set (or replaced) in the command's environment, which is otherwise the profiler's.
   std::vector<std::pair<std::string, std::string>> set_environment;
+  // FindProgram's answer for argv[0], when the caller asked it first (to fail before setting
+  // anything up); empty: Spawn searches itself.
+  std::string program_path;
 };
 
 // The file that Spawn's child would exec for `program` (execvp's search: PATH when it has no '/',

@@ -502,6 +502,7 @@ int RunRecording(const RecordOptions& o) {
   // run is the one thing to report.
   absl::StatusOr<std::string> program = sampler::FindProgram(o.command[0], spawn);
   if (!program.ok()) return PrintCliError(CliStep::kExecCommand, program.status());
+  spawn.program_path = *program;
   if (absl::Status st = CheckOutputsSpareProgram(o, *program); !st.ok()) {
     return PrintCliError(CliStep::kParseOptions, st, {}, "choose another -o");
   }

@@ -195,12 +195,15 @@ struct RunResult {
 RunResult RunCommandOnce(const StatOptions& options, SignalReader& signals,
                          GroupSignalWitness* witness) {
   RunResult result;
-  if (absl::StatusOr<std::string> program = sampler::FindProgram(options.command[0]);
-      !program.ok()) {
+  absl::StatusOr<std::string> program = sampler::FindProgram(options.command[0]);
+  if (!program.ok()) {
     result.exit_code = PrintCliError(CliStep::kExecCommand, program.status());
     return result;
   }
-  absl::StatusOr<sampler::ChildProcess> child = sampler::ChildProcess::Spawn(options.command);
+  sampler::SpawnOptions spawn;
+  spawn.program_path = *std::move(program);
+  absl::StatusOr<sampler::ChildProcess> child =
+      sampler::ChildProcess::Spawn(options.command, spawn);
   if (!child.ok()) {
     result.exit_code = PrintCliError(CliStep::kRun, child.status(),
                                      absl::StrCat("cannot start '", options.command[0], "'"));
