@@ -58,11 +58,15 @@ std::string CanonicalFileName(const std::string& path) {
   return ec ? path : named.string();
 }
 
+std::optional<RegularFileId> RegularFileIdOf(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return RegularFileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
 bool SameRegularFile(const std::string& a, const std::string& b) {
-  struct stat sa, sb;
-  if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
-  return S_ISREG(sa.st_mode) && S_ISREG(sb.st_mode) && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
+  const std::optional<RegularFileId> ia = RegularFileIdOf(a);
+  return ia.has_value() && ia == RegularFileIdOf(b);
 }
 
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t max_bytes) {

@@ -4,6 +4,7 @@
 #define NATIVEPROF_BASE_FILE_UTIL_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/functional/function_ref.h"
@@ -31,6 +32,14 @@ std::string CanonicalFileName(const std::string& path);
 // one replaces the other. Never for devices or pipes: /dev/stdin and /dev/stdout on one terminal
 // are one file, but writing one does not replace what is read from the other.
 bool SameRegularFile(const std::string& a, const std::string& b);
+// The identity SameRegularFile compares (device, inode), for comparing one path with many
+// without stat()ing it for each; nullopt for a path that is not an existing regular file.
+struct RegularFileId {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  bool operator==(const RegularFileId&) const = default;
+};
+std::optional<RegularFileId> RegularFileIdOf(const std::string& path);
 
 // Reads a whole file of at most `max_bytes`. /proc files report size 0, so this reads until EOF
 // rather than trusting stat(). A FIFO without a writer reads as empty instead of blocking open.

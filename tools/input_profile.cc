@@ -138,28 +138,41 @@ nlohmann::json ReadRunMetadata(const std::string& output, const std::string& lis
 
 absl::Status CheckOutputsSpareInputs(const std::vector<std::string>& outputs,
                                      const std::vector<std::string>& inputs) {
+  // Each path stat()ed once; outputs that do not exist yet (the usual case) replace nothing.
+  std::vector<std::pair<const std::string*, RegularFileId>> existing;
+  for (const std::string& out : outputs) {
+    if (std::optional<RegularFileId> id = RegularFileIdOf(out)) existing.emplace_back(&out, *id);
+  }
+  if (existing.empty()) return absl::OkStatus();
   // Each input, and every JSON ReadRecordMetadata may read for it: its own, and those beside
   // its recording's other outputs (ReadRunMetadata's, of the view's main file too).
-  std::vector<std::pair<std::string, std::string>> read;  // (file, the input it is read with)
+  struct ReadFile {
+    std::string file;
+    const std::string* input;  // the input it is read with
+    std::optional<RegularFileId> id;
+  };
+  std::vector<ReadFile> read;
+  auto add = [&read](std::string file, const std::string& in) {
+    std::optional<RegularFileId> id = RegularFileIdOf(file);
+    read.push_back(ReadFile{std::move(file), &in, id});
+  };
   for (const std::string& in : inputs) {
-    read.emplace_back(in, in);
-    read.emplace_back(in + ".json", in);
+    add(in, in);
+    add(in + ".json", in);
     std::string main;
     std::vector<std::string> owners = {in};
     if (!RecordOptions::ViewOfPath(in, &main).empty()) owners.push_back(main);
     for (const std::string& owner : owners) {
-      for (const std::string& sibling : RunOutputsBeside(owner)) {
-        read.emplace_back(sibling + ".json", in);
-      }
+      for (const std::string& sibling : RunOutputsBeside(owner)) add(sibling + ".json", in);
     }
   }
-  for (const std::string& out : outputs) {
-    for (const auto& [file, in] : read) {
-      if (!SameRegularFile(out, file)) continue;
+  for (const auto& [out, out_id] : existing) {
+    for (const ReadFile& r : read) {
+      if (r.id != out_id) continue;
       return absl::InvalidArgumentError(absl::StrCat(
-          "output ", out,
-          file == in ? absl::StrCat(" is the input ", in)
-                     : absl::StrCat(" is the recording's metadata read with ", in),
+          "output ", *out,
+          r.file == *r.input ? absl::StrCat(" is the input ", *r.input)
+                             : absl::StrCat(" is the recording's metadata read with ", *r.input),
           ", which it would replace"));
     }
   }

@@ -53,6 +53,23 @@ TEST(ReadSmallFileTest, FifoWithoutWriterReadsEmptyInsteadOfBlocking) {
 
 // /proc's mode bits let root write (access() says yes), but it takes no new file: the check
 // creates one where the output will go, so the run is refused before the command starts.
+TEST(SameRegularFileTest, OneFileHoweverNamedButNoDevicesOrMissingFiles) {
+  const std::string dir = MakeTempDir();
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/a", "x"));
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/b", "x"));
+  ASSERT_EQ(::link((dir + "/a").c_str(), (dir + "/hard").c_str()), 0);
+  EXPECT_TRUE(SameRegularFile(dir + "/a", dir + "/hard"));
+  EXPECT_TRUE(SameRegularFile(dir + "/a", dir + "/../" +
+                                              std::filesystem::path(dir).filename().string() +
+                                              "/a"));
+  EXPECT_FALSE(SameRegularFile(dir + "/a", dir + "/b"));
+  EXPECT_FALSE(SameRegularFile(dir + "/a", dir + "/missing"));
+  EXPECT_FALSE(SameRegularFile(dir + "/missing", dir + "/missing"));
+  EXPECT_FALSE(SameRegularFile("/dev/null", "/dev/null"));
+  EXPECT_FALSE(RegularFileIdOf(dir).has_value());
+  EXPECT_EQ(RegularFileIdOf(dir + "/a"), RegularFileIdOf(dir + "/hard"));
+}
+
 TEST(CheckOutputWritableTest, DirectoryThatTakesNoNewFileIsRefusedEvenForRoot) {
   const absl::Status st = CheckOutputWritable("/proc/nativeprof-test.folded");
   EXPECT_FALSE(st.ok());
