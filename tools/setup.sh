@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libunwind-dev libdw-dev libelf-dev libabsl-dev libspdlog-dev libfmt-dev
   libbenchmark-dev libgtest-dev libgmock-dev liblzma-dev zlib1g-dev libzstd-dev nlohmann-json3-dev
-  libdeflate-dev
+  libdeflate-dev libbz2-dev  # libbz2.a: libdw's archive needs it (cmake/static_deps.cmake)
   linux-perf heaptrack binutils elfutils xz-utils libiberty-dev
   clang-14 libclang-rt-14-dev lld libc6-dbg
   python3
