@@ -193,14 +193,21 @@ NP_ALWAYS_INLINE alloc_channel::ThreadSlot& CountingSlot(ThreadState& t) {
 }
 
 // Counts an allocation of `size` requested bytes at `user`; returns true when it is to be sampled.
+// The caller then writes the sample, if any, and only after it calls PublishLiveIfDue: the live
+// heap this allocation raises may be a new peak, whose mark must follow the allocation's own
+// record in the ring, or the set copied at the mark would lack the block that made the peak.
 inline bool CountAllocation(ThreadState& t, alloc_channel::Control& c, const void* user,
                             size_t size) {
   if (!t.claimed) internal::ClaimSlot(t, c);
   CountAllocationBody(t, CountingSlot(t), user, size);
   if (t.slot == nullptr) internal::MergeSpill(t, c);
-  if (t.pending_live > kFlushBytes) FlushLive(t, c);
   if (t.until_sample > 0) return false;
   return internal::SampleDue(t, c);
+}
+
+// Publishes the thread's live-heap change once it has grown past kFlushBytes.
+inline void PublishLiveIfDue(ThreadState& t, alloc_channel::Control& c) {
+  if (t.pending_live > kFlushBytes) FlushLive(t, c);
 }
 
 // What every counted free does (see CountAllocationBody); returns whether it was a temporary

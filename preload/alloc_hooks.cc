@@ -139,9 +139,11 @@ __attribute__((noinline)) void* TrackSlow(void* base, size_t size, size_t offset
   if (NP_UNLIKELY(t.malloc_probe)) t.malloc_probe_hit = true;
   if (t.busy != 0 || c == nullptr) {
     flags |= kUncounted;
-  } else if (CountAllocation(t, *c, user, size) &&
-             SampleAllocation(t, *c, user, size, hook_frame)) {
-    flags |= kSampled;
+  } else {
+    if (CountAllocation(t, *c, user, size) && SampleAllocation(t, *c, user, size, hook_frame)) {
+      flags |= kSampled;
+    }
+    PublishLiveIfDue(t, *c);  // after the sample (CountAllocation)
   }
   h->tag = OwnTag(flags | origin);
   return user;

@@ -353,6 +353,22 @@ TEST(AllocTest, ReallocAlignedAndOverflowBehaveAsGlibc) {
   }
 }
 
+// The peak set holds the allocation that made the peak. Its block is sampled for certain (64 MiB
+// against a mean of 512 KiB), and the mark of the peak it raises must reach the ring after its
+// sample: the set was copied without it before, so a peak made by one big block showed empty.
+TEST(AllocTest, ThePeakSetHoldsTheAllocationThatMadeThePeak) {
+  NP_SKIP_IF_NO_PERF();
+  for (const char* rate : {"--alloc", "--alloc=1"}) {
+    SCOPED_TRACE(rate);
+    AllocRecording rec = RecordAlloc(rate, {TargetPath("alloc_workload"), "bigpeak"});
+    ASSERT_EQ(rec.result.exit_code, 0) << rec.result.err;
+    EXPECT_EQ(Exact(rec, "peak_heap_bytes"), 96u << 20);
+    FoldedProfile peak = rec.View("peak");
+    EXPECT_EQ(peak.Self("peak_top_block"), 64u << 20);
+    EXPECT_EQ(peak.Self("peak_base_block"), 32u << 20);
+  }
+}
+
 // A realloc that fails leaves its block allocated: still live, and leaked if the program never
 // frees it. (The failed move of a sampled block, or of an over-aligned one at either rate,
 // counted it as freed, so the leak went unseen.)

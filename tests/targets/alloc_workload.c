@@ -83,6 +83,10 @@
 // Mode `serial-threads N`: N threads, one after another, each 10 x { malloc(32); free }: 10 N
 // temporary allocations; past the profiler's 8,192 thread slots they are counted all the same.
 //
+// Mode `bigpeak`: peak_base_block holds malloc(32 MiB), then peak_top_block malloc(64 MiB) on
+// top of it; both freed. Calls 2, peak 96 MiB, and the peak is made by one allocation: the
+// last (peak_top_block's), which the sampled set at the peak must hold.
+//
 // Mode `_exit`: 3 x malloc(1000), never freed, then _exit(0), which runs no destructor: calls
 // 3, bytes 3,000, peak 3,000 B (a rise below the preload's 4 KiB publishing step), leaked 3,000.
 //
@@ -582,6 +586,27 @@ __attribute__((noinline)) static int realloc_fails(void) {
   return 0;
 }
 
+__attribute__((noinline)) static char* peak_base_block(void) {
+  char* p = malloc((size_t)32 << 20);
+  if (p != NULL) touch(p, KIB);
+  return p;
+}
+
+__attribute__((noinline)) static char* peak_top_block(void) {
+  char* p = malloc((size_t)64 << 20);
+  if (p != NULL) touch(p, KIB);
+  return p;
+}
+
+static int RunBigPeak(void) {
+  char* base = peak_base_block();
+  char* top = peak_top_block();
+  if (base == NULL || top == NULL) return 2;
+  free(top);
+  free(base);
+  return 0;
+}
+
 static int RunRealloc(void) {
   int (*const checks[])(void) = {realloc_chain_zero, realloc_chain_free, aligned_blocks,
                                  overflow_checks, calloc_zeroed};
@@ -750,6 +775,7 @@ int main(int argc, char** argv) {
   }
   if (strcmp(mode, "realloc") == 0) return RunRealloc();
   if (strcmp(mode, "realloc-fails") == 0) return realloc_fails();
+  if (strcmp(mode, "bigpeak") == 0) return RunBigPeak();
   if (strcmp(mode, "mmap") == 0) return RunOwnAllocator(argc > 2 ? argv[2] : NULL);
   if (strcmp(mode, "foreignfree") == 0) return RunForeignFree();
   if (strcmp(mode, "exit-while-blocked") == 0) {
