@@ -209,6 +209,16 @@ bool ElfImage::HasCompressedSection(absl::string_view name) const {
          (shdr.sh_flags & SHF_COMPRESSED) != 0;
 }
 
+namespace {
+// The section's data as libelf holds it now; nullopt when libelf cannot read it.
+std::optional<absl::string_view> HeldData(Elf_Scn* scn) {
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (data == nullptr) return std::nullopt;
+  if (data->d_buf == nullptr) return absl::string_view();
+  return absl::string_view(static_cast<const char*>(data->d_buf), data->d_size);
+}
+}  // namespace
+
 absl::StatusOr<absl::string_view> ElfImage::SectionData(absl::string_view name) {
   GElf_Shdr shdr;
   Elf_Scn* scn = FindSection(name, &shdr);
@@ -222,12 +232,18 @@ absl::StatusOr<absl::string_view> ElfImage::SectionData(absl::string_view name) 
           absl::StrCat(name_, ": cannot decompress ", name, ": ", elf_errmsg(-1)));
     }
   }
-  Elf_Data* data = elf_getdata(scn, nullptr);
-  if (data == nullptr) {
+  std::optional<absl::string_view> data = HeldData(scn);
+  if (!data.has_value()) {
     return absl::DataLossError(absl::StrCat(name_, ": cannot read ", name, ": ", elf_errmsg(-1)));
   }
-  if (data->d_buf == nullptr) return absl::string_view();
-  return absl::string_view(static_cast<const char*>(data->d_buf), data->d_size);
+  return *data;
+}
+
+absl::string_view ElfImage::LoadedSectionData(absl::string_view name) const {
+  GElf_Shdr shdr;
+  Elf_Scn* scn = FindSection(name, &shdr);
+  if (scn == nullptr || shdr.sh_type == SHT_NOBITS) return {};
+  return HeldData(scn).value_or(absl::string_view());
 }
 
 std::optional<DebugLink> ElfImage::debug_link() const {

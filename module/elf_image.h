@@ -103,6 +103,10 @@ class ElfImage {
   // The view lives as long as this ElfImage. Errors: kNotFound (absent or NOBITS),
   // kDataLoss (truncated or undecompressable).
   absl::StatusOr<absl::string_view> SectionData(absl::string_view name);
+  // The bytes of a section as libelf holds them now: decompressed only once something has
+  // (SectionData, or dwarf_begin_elf, which decompresses the .debug_* sections in place); empty
+  // when absent, SHT_NOBITS or unreadable. For readers that run after libdw opened the image.
+  absl::string_view LoadedSectionData(absl::string_view name) const;
 
   // Compressed sections whose claimed size cannot be believed, or whose data does not inflate,
   // are left out of the image (no data), one message each: "section .debug_info of FILE claims N

@@ -136,17 +136,6 @@ void CountVariableLocations(Dwarf_Die* parent, int depth, int* budget,
   } while (dwarf_siblingof(&child, &child) == 0);
 }
 
-// A section's bytes as libdw reads them (dwarf_begin_elf has decompressed them in place); empty
-// when absent or without data.
-absl::string_view SectionBytes(const module::ElfImage& elf, absl::string_view name) {
-  GElf_Shdr shdr;
-  Elf_Scn* scn = elf.FindSection(name, &shdr);
-  if (scn == nullptr || shdr.sh_type == SHT_NOBITS) return {};
-  Elf_Data* data = elf_getdata(scn, nullptr);
-  if (data == nullptr || data->d_buf == nullptr) return {};
-  return absl::string_view(static_cast<const char*>(data->d_buf), data->d_size);
-}
-
 }  // namespace
 
 DwarfInfo::~DwarfInfo() {
@@ -164,7 +153,7 @@ std::unique_ptr<DwarfInfo> DwarfInfo::Open(const module::ElfImage& elf) {
   // The unit headers and address sets from the section bytes (dwarf_unit_table.h): libdw's own
   // walks took 10 ms for libc6-dbg, most of what loading libc's DWARF cost.
   const std::vector<DwarfUnitHeader> headers =
-      ReadDwarfUnitHeaders(SectionBytes(elf, ".debug_info"));
+      ReadDwarfUnitHeaders(elf.LoadedSectionData(".debug_info"));
   const size_t units = headers.size();
   info->cu_offsets_.reserve(units);
   absl::flat_hash_map<uint64_t, size_t> unit_at;  // header offset -> unit
@@ -179,7 +168,7 @@ std::unique_ptr<DwarfInfo> DwarfInfo::Open(const module::ElfImage& elf) {
   // Where each unit's code is: .debug_aranges (GCC writes it for every unit with code; one table
   // for the whole file), else the unit DIE's own ranges (clang and rustc write no aranges).
   std::vector<bool> covered(units, false);
-  ForEachDwarfArange(SectionBytes(elf, ".debug_aranges"),
+  ForEachDwarfArange(elf.LoadedSectionData(".debug_aranges"),
                      [&](uint64_t unit, uint64_t start, uint64_t length) {
                        auto it = unit_at.find(unit);
                        if (it == unit_at.end()) return;
@@ -299,9 +288,9 @@ bool DwarfInfo::LineProgramUsable(Dwarf_Die* cudie) {
   Dwarf_Die unit;
   if (dwarf_diecu(cudie, &unit, &address_size, nullptr) == nullptr) return false;
   if (!line_sections_.has_value()) {
-    line_sections_ = LineSections{SectionBytes(*elf_, ".debug_line"),
-                                  SectionBytes(*elf_, ".debug_str"),
-                                  SectionBytes(*elf_, ".debug_line_str")};
+    line_sections_ = LineSections{elf_->LoadedSectionData(".debug_line"),
+                                  elf_->LoadedSectionData(".debug_str"),
+                                  elf_->LoadedSectionData(".debug_line_str")};
   }
   if (absl::Status st = CheckLineProgram(*line_sections_, offset, address_size); !st.ok()) {
     Logger("symbolize")->debug("{}: line table at .debug_line+{:#x} not read: {}", elf_->name(),

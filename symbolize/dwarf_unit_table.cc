@@ -49,8 +49,7 @@ void ForEachDwarfArange(absl::string_view debug_aranges,
     if (!ReadInitialLength(&head, &length, &offset_size) || length > head.remaining()) return;
     const uint64_t set_bytes = head.position() + length;
     SpanReader r(debug_aranges.substr(offset, set_bytes));
-    const uint64_t next = offset + set_bytes;
-    offset = next;
+    offset += set_bytes;  // the next set, whatever this one holds
     uint64_t version = 0, unit = 0, address_size = 0, segment_size = 0;
     if (!r.Skip(set_bytes - length) || !r.Fixed(2, &version) || !r.Fixed(offset_size, &unit) ||
         !r.Fixed(1, &address_size) || !r.Fixed(1, &segment_size)) {
