@@ -494,14 +494,15 @@ absl::StatusOr<RecordOptions> ParseRecordOptions(int argc, char** argv) {
     }
   }
   if (st.no_cpu) {
-    if (!st.o.alloc_rate_bytes.has_value()) {
-      return Bad("--no-cpu turns CPU sampling off, which leaves nothing to record without "
-                 "--alloc: add --alloc, or drop --no-cpu");
-    }
+    // The conflict first: advice to add --alloc would only lead to it.
     if (st.o.off_cpu || st.event_explicit) {
       return Bad(absl::StrCat("--no-cpu records allocations only; drop ",
                               st.o.off_cpu ? (st.o.wall ? "--wall" : "--off-cpu") : "-e",
                               " or --no-cpu"));
+    }
+    if (!st.o.alloc_rate_bytes.has_value()) {
+      return Bad("--no-cpu turns CPU sampling off, which leaves nothing to record without "
+                 "--alloc: add --alloc, or drop --no-cpu");
     }
     st.o.event = sampler::NoSamplesEvent();
   }

@@ -128,6 +128,11 @@ TEST(RecordOptionsTest, NoCpuRecordsAllocationsOnly) {
     EXPECT_TRUE(absl::IsInvalidArgument(bad.status()));
     EXPECT_NE(bad.status().message().find("--no-cpu"), absl::string_view::npos);
   }
+  // Without --alloc as well, the advice is the conflict's: adding --alloc would only meet it.
+  absl::StatusOr<RecordOptions> both = Parse({"record", "--no-cpu", "--off-cpu", "--", "true"});
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.status().message(),
+            "--no-cpu records allocations only; drop --off-cpu or --no-cpu");
 }
 
 }  // namespace
