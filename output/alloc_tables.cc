@@ -34,6 +34,13 @@ bool IsAllocatorEntry(const std::string& f) {
   for (const char* e : kExact) {
     if (f == e) return true;
   }
+  // Rust's own allocation functions above __rust_alloc (`alloc::alloc::alloc`,
+  // `exchange_malloc`, the Global allocator's methods): a stack of the standard library alone
+  // (a thread's start) is named by the std frame that called them, not by them.
+  if (absl::StartsWith(f, "alloc::alloc::") ||
+      absl::StartsWith(f, "<alloc::alloc::Global as core::alloc::Allocator>::")) {
+    return true;
+  }
   // A #[global_allocator] of the program's that wraps the system one (counting, tracking).
   return absl::StrContains(f, " as core::alloc::global::GlobalAlloc>::");
 }

@@ -11,12 +11,9 @@ bool IsStandardLibraryFunction(absl::string_view function) {
   // libstdc++'s helpers outside std:: that std::mutex and std::condition_variable call inline.
   if (absl::StartsWith(function, "__gthread_")) return true;
   // The crate of the path, of a qualified path's self type, or, for a generic or primitive self
-  // type, of its trait; a v0 crate disambiguator dropped (ModuleKey's CrateOf).
-  const std::string crate = CrateOf(function);
-  if (IsStandardCrate(crate)) return true;
-  // No crate at all in a qualified path: an inherent method of a primitive, slice or tuple
-  // (`<str>::to_lowercase`, `<[u8]>::to_vec`), which only the standard library defines.
-  return crate.empty() && absl::StartsWith(function, "<") && absl::StrContains(function, ">::");
+  // type, of its trait (core for a primitive's inherent method, `<str>::to_lowercase`); a v0
+  // crate disambiguator dropped (ModuleKey's CrateOf).
+  return IsStandardCrate(CrateOf(function));
 }
 
 bool IsRuntimeLibraryModule(absl::string_view basename) {

@@ -84,7 +84,16 @@ std::string CrateOfQualified(absl::string_view name, int depth) {
   const absl::string_view inside = name.substr(1, close - 1);
   const size_t as = TopLevelAs(inside);
   std::string crate = CrateOfType(inside.substr(0, as), depth);
-  if (as == absl::string_view::npos) return crate;
+  if (as == absl::string_view::npos) {
+    // An inherent method of a type with no path (`<u64>::wrapping_mul`, `<str>::to_lowercase`,
+    // `<[T]>::sort`): only the standard library may define those, most of them in core.
+    // (Not a nested qualified path, whose crate is "" only when it is too deep to read.)
+    if (crate.empty() && !absl::StartsWith(inside, "<") &&
+        absl::StartsWith(name.substr(close + 1), "::")) {
+      return "core";
+    }
+    return crate;
+  }
   // The impl is in Self's crate or the trait's (Rust's orphan rule): the trait's when Self is the
   // standard library's and the trait is not (the program's trait for a Vec, serde's Deserialize
   // for one), since the standard library implements no other crate's trait.

@@ -31,7 +31,9 @@ std::string ModuleKey(absl::string_view folded_name, absl::string_view module);
 // For a qualified path "<T as Trait>::f" or "<T>::f" it is T's crate (after "&", "&mut ",
 // "*const ", "*mut " and "dyn "); when T has no path of its own (a generic "T", a slice "[T]" or
 // a tuple), or T is the standard library's and the trait is not, it is the trait's crate, where
-// the impl then is. "<hotlib::Foo as core::fmt::Display>::fmt" -> "hotlib",
+// the impl then is. An inherent method of a type without a path ("<u64>::wrapping_mul",
+// "<str>::to_lowercase", "<[T]>::sort"), which only the standard library can define, is "core"'s.
+// "<hotlib::Foo as core::fmt::Display>::fmt" -> "hotlib",
 // "<&T as core::fmt::Debug>::fmt" -> "core", "<alloc::vec::Vec<u8> as hotlib::Grow>::grow" ->
 // "hotlib", "std::vector<int>::push_back" -> "std".
 std::string CrateOf(absl::string_view name);

@@ -197,6 +197,35 @@ TEST(AllocTablesTest, AThreadStartIsNamedByTheStandardLibrarysFrame) {
             "std::sys::pal::unix::stack_overflow::imp::make_handler (via pthread_getattr_np)");
 }
 
+// A thread's name copied by the standard library alone: the site is the std frame that
+// allocated, not Rust's allocation function it called.
+TEST(AllocTablesTest, AStandardLibraryStackIsNotNamedByRustsAllocationFunctions) {
+  symbolize::Profile p;
+  const std::pair<const char*, const char*> frames[] = {
+      {"start_thread", "libc.so.6"},
+      {"std::sys::pal::unix::stack_overflow::thread_info::set_current_info", "app"},
+      {"alloc::alloc::exchange_malloc", "app"},
+      {"alloc::alloc::alloc", "app"},
+      {"__rust_alloc", "app"},
+      {"malloc", "libnativeprof_alloc.so"}};
+  FrameModuleMap modules;
+  for (const auto& [name, module] : frames) {
+    symbolize::ProfileFrame frame;
+    frame.function = name;
+    p.frames.push_back(frame);
+    modules[name] = module;
+  }
+  symbolize::ProfileStack s;
+  s.frames = {0, 1, 2, 3, 4, 5};
+  s.samples = 3;
+  p.stacks = {s};
+  const std::vector<AllocCallSite> sites = TopAllocCallSites(p, 10, &modules);
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_EQ(sites[0].name,
+            "std::sys::pal::unix::stack_overflow::thread_info::set_current_info (via "
+            "alloc::alloc::exchange_malloc)");
+}
+
 // The heap profile for pprof: each stack ends at its site, by the frames' own modules (printf's
 // buffer is main's), with the plumbing it called as the "via" label; stacks that meet merge.
 TEST(AllocTablesTest, HeapStacksEndAtTheirSite) {

@@ -36,6 +36,13 @@ TEST(CrateOfTest, RustLegacyDemangledNames) {
       {"<(A,B) as core::cmp::PartialEq>::eq", "core"},
       {"<dyn core::any::Any as core::fmt::Debug>::fmt", "core"},
       {"<*const T as core::fmt::Pointer>::fmt", "core"},
+      // Inherent methods of types without a path: only the standard library defines them.
+      {"<u64>::wrapping_mul", "core"},
+      {"<str>::to_lowercase", "core"},
+      {"<[hotlib::Foo]>::sort_unstable", "core"},
+      {"<*const u8>::add", "core"},
+      {"<u64 as hotlib::Mix>::mix", "hotlib"},
+      {"<lambda>", ""},
       {"<<hotlib::Foo as core::iter::IntoIterator>::IntoIter as core::iter::Iterator>::next",
        "hotlib"},
       {"<alloc::boxed::Box<alloc::boxed::FnBox<A, Output=R> + 'a> as "
