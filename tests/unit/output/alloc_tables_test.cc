@@ -1,5 +1,11 @@
 #include "output/alloc_tables.h"
 
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -168,62 +174,50 @@ TEST(AllocTablesTest, SitesSkipTheRuntimeLibrariesFrames) {
   EXPECT_EQ(TopAllocCallSites(p, 10)[0].name, "_IO_file_doallocate (via malloc)");
 }
 
+// The one site of a single stack of `frames` (root first: name, module as FrameModuleMap has it).
+std::string SiteOfOneStack(std::initializer_list<std::pair<const char*, const char*>> frames) {
+  symbolize::Profile p;
+  FrameModuleMap modules;
+  symbolize::ProfileStack s;
+  for (const auto& [name, module] : frames) {
+    symbolize::ProfileFrame frame;
+    frame.function = name;
+    s.frames.push_back(static_cast<uint32_t>(p.frames.size()));
+    p.frames.push_back(frame);
+    modules[name] = module;
+  }
+  s.samples = 4;
+  p.stacks = {s};
+  const std::vector<AllocCallSite> sites = TopAllocCallSites(p, 10, &modules);
+  return sites.size() == 1 ? sites[0].name : absl::StrCat(sites.size(), " sites");
+}
+
 // A Rust thread's start allocates in glibc (its guard page's pthread_getattr_np, a thread-local
 // destructor's registration) under the standard library's frames only: the site is the standard
 // library's frame that called the C library, not a glibc internal.
 TEST(AllocTablesTest, AThreadStartIsNamedByTheStandardLibrarysFrame) {
-  symbolize::Profile p;
-  const std::pair<const char*, const char*> frames[] = {
-      {"clone3", "libc.so.6"},
-      {"start_thread", "libc.so.6"},
-      {"<std::sys::pal::unix::thread::Thread>::new::thread_start", "app"},
-      {"std::sys::pal::unix::stack_overflow::imp::make_handler", "app"},
-      {"pthread_getattr_np", "libc.so.6"},
-      {"malloc", "libnativeprof_alloc.so"}};
-  FrameModuleMap modules;
-  for (const auto& [name, module] : frames) {
-    symbolize::ProfileFrame frame;
-    frame.function = name;
-    p.frames.push_back(frame);
-    modules[name] = module;
-  }
-  symbolize::ProfileStack s;
-  s.frames = {0, 1, 2, 3, 4, 5};
-  s.samples = 4;
-  p.stacks = {s};
-  const std::vector<AllocCallSite> sites = TopAllocCallSites(p, 10, &modules);
-  ASSERT_EQ(sites.size(), 1u);
-  EXPECT_EQ(sites[0].name,
+  EXPECT_EQ(SiteOfOneStack({{"clone3", "libc.so.6"},
+                            {"start_thread", "libc.so.6"},
+                            {"<std::sys::pal::unix::thread::Thread>::new::thread_start", "app"},
+                            {"std::sys::pal::unix::stack_overflow::imp::make_handler", "app"},
+                            {"pthread_getattr_np", "libc.so.6"},
+                            {"malloc", "libnativeprof_alloc.so"}}),
             "std::sys::pal::unix::stack_overflow::imp::make_handler (via pthread_getattr_np)");
 }
 
 // A thread's name copied by the standard library alone: the site is the std frame that
 // allocated, not Rust's allocation function it called.
 TEST(AllocTablesTest, AStandardLibraryStackIsNotNamedByRustsAllocationFunctions) {
-  symbolize::Profile p;
-  const std::pair<const char*, const char*> frames[] = {
-      {"start_thread", "libc.so.6"},
-      {"std::sys::pal::unix::stack_overflow::thread_info::set_current_info", "app"},
-      {"alloc::alloc::exchange_malloc", "app"},
-      {"alloc::alloc::alloc", "app"},
-      {"__rust_alloc", "app"},
-      {"malloc", "libnativeprof_alloc.so"}};
-  FrameModuleMap modules;
-  for (const auto& [name, module] : frames) {
-    symbolize::ProfileFrame frame;
-    frame.function = name;
-    p.frames.push_back(frame);
-    modules[name] = module;
-  }
-  symbolize::ProfileStack s;
-  s.frames = {0, 1, 2, 3, 4, 5};
-  s.samples = 3;
-  p.stacks = {s};
-  const std::vector<AllocCallSite> sites = TopAllocCallSites(p, 10, &modules);
-  ASSERT_EQ(sites.size(), 1u);
-  EXPECT_EQ(sites[0].name,
-            "std::sys::pal::unix::stack_overflow::thread_info::set_current_info (via "
-            "alloc::alloc::exchange_malloc)");
+  EXPECT_EQ(
+      SiteOfOneStack(
+          {{"start_thread", "libc.so.6"},
+           {"std::sys::pal::unix::stack_overflow::thread_info::set_current_info", "app"},
+           {"alloc::alloc::exchange_malloc", "app"},
+           {"alloc::alloc::alloc", "app"},
+           {"__rust_alloc", "app"},
+           {"malloc", "libnativeprof_alloc.so"}}),
+      "std::sys::pal::unix::stack_overflow::thread_info::set_current_info (via "
+      "alloc::alloc::exchange_malloc)");
 }
 
 // The heap profile for pprof: each stack ends at its site, by the frames' own modules (printf's
