@@ -1,5 +1,6 @@
 #include "base/group_signal_witness.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 
 #include "base/errno_status.h"
 
@@ -31,10 +33,33 @@ constexpr size_t kMaxUnclaimed = 64;
 
 constexpr int kSocketFd = 3;  // the witness's end of the socket
 
+// Its name and command line (GroupSignalWitness::kProcessName) in place of nativeprof's.
+// Async-signal-safe: only the child's own copy of the argument bytes is rewritten, and only
+// when they are where the kernel's /proc/self/cmdline reads them (argv[0] onwards).
+void RenameWitness() {
+  (void)::prctl(PR_SET_NAME, GroupSignalWitness::kProcessName);
+  char original[4096];
+  const int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t size = ::read(fd, original, sizeof(original));
+  ::close(fd);
+  char* args = program_invocation_name;
+  // A command line longer than the buffer is left as it is rather than half rewritten.
+  if (size <= 0 || size == static_cast<ssize_t>(sizeof(original)) || args == nullptr ||
+      std::memcmp(args, original, static_cast<size_t>(size)) != 0) {
+    return;
+  }
+  std::memset(args, 0, static_cast<size_t>(size));
+  const size_t name = std::min(std::strlen(GroupSignalWitness::kProcessName),
+                               static_cast<size_t>(size) - 1);
+  std::memcpy(args, GroupSignalWitness::kProcessName, name);
+}
+
 // The witness, in the forked child: async-signal-safe calls only.
 [[noreturn]] void RunWitness(const sigset_t& signals, pid_t parent, int socket_fd) {
   (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(0);  // the parent died before the line above
+  RenameWitness();
   // Nothing of the parent's stays open here: a pipe or terminal it shares with nativeprof's
   // caller must close when nativeprof's copy does.
   if (::dup2(socket_fd, kSocketFd) != kSocketFd) ::_exit(1);

@@ -31,6 +31,12 @@ namespace nativeprof {
 
 class GroupSignalWitness {
  public:
+  // The witness's name (comm) and command line: nothing that `pkill -f 'nativeprof record'`,
+  // `killall nativeprof` or `pgrep -n nativeprof` can match. With nativeprof's own, which a
+  // forked child keeps, they signalled the witness too, or alone: nativeprof then took a signal
+  // sent to it by name for one sent to its group, which the command has, and forwarded nothing.
+  static constexpr char kProcessName[] = "np-sigwitness";
+
   // Forks the witness. `signals` must be blocked in the calling thread (SignalReader::Create
   // does that), so that none arriving meanwhile kills the witness, which inherits the mask.
   // Call it before the process starts threads: the child runs async-signal-safe code only,
