@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
@@ -21,6 +22,21 @@ uint32_t LargerStackCopy(uint32_t bytes) {
   return std::min(std::max(bytes * 2, unwind::kDefaultDwarfStackSize), unwind::kMaxDwarfStackSize);
 }
 
+// Whether `s` was sampled inside execve: its [unknown] user frames then have nothing to be named
+// from and no caller to reach (symbolize::UnmappedContext::kInsideExecve), which is no fault of
+// the symbols or of the unwinding.
+bool InsideExecve(const symbolize::Profile& profile, const symbolize::ProfileStack& s) {
+  return absl::c_any_of(s.frames, [&](uint32_t f) {
+    const symbolize::ProfileFrame& frame = profile.frames[f];
+    return frame.kind == symbolize::ProfileFrameKind::kKernel &&
+           symbolize::IsExecveFunction(frame.function);
+  });
+}
+
+bool IsUnknownUserFrame(const symbolize::ProfileFrame& frame) {
+  return frame.kind == symbolize::ProfileFrameKind::kUser && frame.function == "[unknown]";
+}
+
 }  // namespace
 
 double NamedFrameShare(const symbolize::Profile& profile) {
@@ -31,7 +47,9 @@ double NamedFrameShare(const symbolize::Profile& profile) {
     frame_named[i] = !f.empty() && f[0] != '[' && f.find("+0x") == std::string::npos;
   }
   for (const symbolize::ProfileStack& s : profile.stacks) {
+    const bool inside_execve = InsideExecve(profile, s);
     for (uint32_t f : s.frames) {
+      if (inside_execve && IsUnknownUserFrame(profile.frames[f])) continue;
       total += s.samples;
       if (frame_named[f]) named += s.samples;
     }
@@ -62,9 +80,21 @@ uint64_t RootlessSamples(const symbolize::Profile& profile) {
     if (s.off_cpu || s.frames.empty()) continue;
     const symbolize::ProfileFrame& outermost = profile.frames[s.frames.front()];
     if (outermost.kind == symbolize::ProfileFrameKind::kKernel) continue;  // no user part
+    if (IsUnknownUserFrame(outermost) && InsideExecve(profile, s)) continue;
     if (!OutermostFrameIsRoot(outermost.function)) rootless += s.samples;
   }
   return rootless;
+}
+
+uint64_t InsideExecveSamples(const symbolize::Profile& profile) {
+  uint64_t samples = 0;
+  for (const symbolize::ProfileStack& s : profile.stacks) {
+    if (s.off_cpu || s.frames.empty()) continue;
+    if (IsUnknownUserFrame(profile.frames[s.frames.front()]) && InsideExecve(profile, s)) {
+      samples += s.samples;
+    }
+  }
+  return samples;
 }
 
 RecordingQuality CollectRecordingQuality(const sampler::SessionStats& session,
@@ -98,6 +128,7 @@ RecordingQuality CollectRecordingQuality(const sampler::SessionStats& session,
   q.symbols = symbols;
   q.named_frame_share = NamedFrameShare(profile);
   q.rootless_samples = RootlessSamples(profile);
+  q.execve_samples = InsideExecveSamples(profile);
   return q;
 }
 
@@ -127,6 +158,7 @@ void AddRecordingQualityJson(const RecordingQuality& q, nlohmann::json* metadata
                  {"expr_frames", q.expr_frames},
                  {"replayed_stacks", q.replayed_stacks},
                  {"rootless_samples", q.rootless_samples},
+                 {"execve_samples", q.execve_samples},
                  {"ends", ends}};
   nlohmann::json worst = nlohmann::json::array();
   for (const auto& m : q.symbols.worst_modules) {
@@ -224,11 +256,15 @@ std::vector<std::string> RecordingQualityLines(const RecordingQuality& q,
   if (context.dwarf) {
     for (int e = 0; e < unwind::kStackEndCount; ++e) {
       auto end = static_cast<unwind::StackEnd>(e);
+      uint64_t ended = q.ends[e];
+      // A sample taken inside execve ends at its user address, in no module since the old image
+      // was unmapped: nothing above it is missing.
+      if (end == unwind::StackEnd::kNoModule) ended -= std::min(ended, q.execve_samples);
       if (end == unwind::StackEnd::kComplete || end == unwind::StackEnd::kTruncatedStack ||
-          end == unwind::StackEnd::kMaxDepth || q.ends[e] == 0) {
+          end == unwind::StackEnd::kMaxDepth || ended == 0) {
         continue;
       }
-      lines.push_back(absl::StrCat(Plural(q.ends[e], "stack", "stacks"), " ended early: ",
+      lines.push_back(absl::StrCat(Plural(ended, "stack", "stacks"), " ended early: ",
                                    unwind::StackEndName(end)));
     }
     // A few frames without CFI are normal (hand-written entry code); many mean a module built
@@ -242,17 +278,26 @@ std::vector<std::string> RecordingQualityLines(const RecordingQuality& q,
     }
   }
   const symbolize::SymbolizationStats& symbols = q.symbols;
+  using ModuleMiss = symbolize::SymbolizationStats::ModuleMiss;
+  auto miss_line = [](absl::string_view indent, const ModuleMiss& m) {
+    // The module's path is the kernel's copy of a file name: any bytes but '/' and NUL.
+    return absl::StrCat(indent, EscapeForMessage(m.module, kMaxQuotedPathBytes), ": ", m.unnamed,
+                        " unnamed (", m.reason, ")",
+                        m.advice.empty() ? "" : absl::StrCat("; ", m.advice));
+  };
   if (symbols.addresses > 0 && symbols.named < symbols.addresses) {
     lines.push_back(absl::StrFormat("%.1f%% of sampled frames named (%d of %d distinct addresses)",
                                     100.0 * q.named_frame_share, symbols.named, symbols.addresses));
     int shown = 0;
     for (const auto& miss : symbols.worst_modules) {
+      if (!miss.fixable) continue;
       if (shown++ == 3) break;
-      // The module's path is the kernel's copy of a file name: any bytes but '/' and NUL.
-      lines.push_back(absl::StrCat("  ", EscapeForMessage(miss.module, kMaxQuotedPathBytes), ": ",
-                                   miss.unnamed, " unnamed (", miss.reason, ")",
-                                   miss.advice.empty() ? "" : absl::StrCat("; ", miss.advice)));
+      lines.push_back(miss_line("  ", miss));
     }
+  }
+  // Left out of the share above, but said: they explain the profile's [unknown] frames.
+  for (const auto& miss : symbols.worst_modules) {
+    if (!miss.fixable) lines.push_back(miss_line("", miss));
   }
   for (const std::string& w : symbols.warnings) lines.push_back(w);
   return lines;

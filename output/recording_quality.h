@@ -49,6 +49,9 @@ struct RecordingQuality {
   // (OutermostFrameIsRoot): with frame-pointer chains, a chain that broke in code built without
   // frame pointers, which the kernel's walk cannot tell from a finished one.
   uint64_t rootless_samples = 0;
+  // CPU samples taken inside execve whose user part is [unknown] (InsideExecveSamples): counted
+  // in ends[kNoModule], but nothing is missing from them.
+  uint64_t execve_samples = 0;
   // Symbolization.
   symbolize::SymbolizationStats symbols;
   double named_frame_share = 1.0;  // sampled frames (weighted by samples) that got a name
@@ -64,11 +67,18 @@ RecordingQuality CollectRecordingQuality(const sampler::SessionStats& session,
 // `__libc_start_call_main`, `start_thread`, `clone3`, ...), so no caller is missing above it.
 bool OutermostFrameIsRoot(const std::string& function);
 
-// Samples of `profile` whose outermost frame is a user frame that is not a root.
+// Samples of `profile` whose outermost frame is a user frame that is not a root; not those
+// InsideExecveSamples counts, which have no caller to miss.
 uint64_t RootlessSamples(const symbolize::Profile& profile);
 
+// Samples of `profile` taken inside execve (a kernel frame symbolize::IsExecveFunction names)
+// whose outermost frame is a user [unknown]: the old image was gone, the new one not started
+// (symbolize::UnmappedContext::kInsideExecve).
+uint64_t InsideExecveSamples(const symbolize::Profile& profile);
+
 // Share of sampled frames (each stack's frames weighted by its samples) that got a name;
-// "[libfoo.so]" and "[unknown]" are the unnamed ones (and "module+0x..." with --addresses).
+// "[libfoo.so]" and "[unknown]" are the unnamed ones (and "module+0x..." with --addresses). The
+// [unknown] user frames of samples taken inside execve are left out: there was nothing to name.
 double NamedFrameShare(const symbolize::Profile& profile);
 
 // Sets the metadata's quality sections: "ring", "lost", "throttled", "unwind", "symbolization".

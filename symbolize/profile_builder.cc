@@ -36,11 +36,12 @@ struct AddressKey {
   sampler::ModuleId module;
   int32_t pid;  // only for unmapped addresses: JIT maps are per process
   bool leaf;    // leaf frames keep their source line
+  UnmappedContext context;  // only for unmapped addresses
 
   friend bool operator==(const AddressKey&, const AddressKey&) = default;
   template <typename H>
   friend H AbslHashValue(H h, const AddressKey& k) {
-    return H::combine(std::move(h), k.address, k.module, k.pid, k.leaf);
+    return H::combine(std::move(h), k.address, k.module, k.pid, k.leaf, k.context);
   }
 };
 
@@ -56,17 +57,20 @@ class FrameNames {
 
   // Recording frame indexes for one collected frame, OUTERMOST first (root-first order).
   // `leaf` is true for the sampled instruction: only there does a source line say where the time
-  // went (--lines adds file:line to leaf frames), so every other position drops it.
-  const std::vector<uint32_t>& FramesFor(const unwind::CollectedFrame& f, int32_t pid, bool leaf) {
-    AddressKey key{f.in_module() ? f.file_offset() : f.avma(), f.module(),
-                   f.module() == sampler::kNoModule ? pid : 0, leaf};
+  // went (--lines adds file:line to leaf frames), so every other position drops it. `context`
+  // is what the stack tells of an unmapped frame (ignored for the others).
+  const std::vector<uint32_t>& FramesFor(const unwind::CollectedFrame& f, int32_t pid, bool leaf,
+                                         UnmappedContext context) {
+    const bool unmapped = f.module() == sampler::kNoModule;
+    AddressKey key{f.in_module() ? f.file_offset() : f.avma(), f.module(), unmapped ? pid : 0,
+                   leaf, unmapped ? context : UnmappedContext::kNone};
     auto it = by_address_.find(key);
     if (it != by_address_.end()) return it->second;
     scratch_.clear();
     if (f.module() == unwind::kKernelModule) {
       symbolizer_.SymbolizeKernel(f.avma(), &scratch_);
     } else if (f.module() == sampler::kNoModule) {
-      symbolizer_.SymbolizeUnmapped(pid, f.avma(), &scratch_);
+      symbolizer_.SymbolizeUnmapped(pid, f.avma(), key.context, &scratch_);
     } else {
       symbolizer_.SymbolizeUser(pid, f.module(), f.file_offset(), /*avma=*/0, &scratch_);
     }
@@ -135,10 +139,11 @@ class ProfileFrames {
   std::vector<uint32_t> Of(const unwind::StackCollector& collector,
                            const unwind::CollectedStack& cs) {
     const auto& all_frames = collector.frames();
+    const UnmappedContext context = UnmappedContextOf(all_frames, cs);
     std::vector<uint32_t> frames;
     for (uint32_t k = cs.frame_count; k-- > 0;) {
       for (uint32_t index :
-           names_.FramesFor(all_frames[cs.first_frame + k], cs.pid, /*leaf=*/k == 0)) {
+           names_.FramesFor(all_frames[cs.first_frame + k], cs.pid, /*leaf=*/k == 0, context)) {
         frames.push_back(Local(index));
       }
     }
@@ -155,6 +160,26 @@ class ProfileFrames {
   }
 
  private:
+  // kInsideExecve for a stack with an unmapped user frame under an execve (IsExecveFunction):
+  // the kernel part, leaf end first, is named before the user part for it.
+  UnmappedContext UnmappedContextOf(const std::vector<unwind::CollectedFrame>& all_frames,
+                                    const unwind::CollectedStack& cs) {
+    const auto first = all_frames.begin() + cs.first_frame;
+    const auto last = first + cs.frame_count;
+    if (std::none_of(first, last, [](const unwind::CollectedFrame& f) {
+          return f.module() == sampler::kNoModule;
+        })) {
+      return UnmappedContext::kNone;
+    }
+    for (auto f = first; f != last && f->module() == unwind::kKernelModule; ++f) {
+      const bool leaf = f == first;
+      for (uint32_t index : names_.FramesFor(*f, cs.pid, leaf, UnmappedContext::kNone)) {
+        if (IsExecveFunction(names_.frame(index).function)) return UnmappedContext::kInsideExecve;
+      }
+    }
+    return UnmappedContext::kNone;
+  }
+
   static constexpr uint32_t kNotInProfile = 0xffffffffu;
   uint32_t Local(uint32_t index) {
     if (index >= local_.size()) local_.resize(index + 1, kNotInProfile);

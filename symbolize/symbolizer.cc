@@ -10,6 +10,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
@@ -57,7 +58,8 @@ class ElfSymbolizer : public Symbolizer {
 
   void SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_t file_offset, uint64_t avma,
                      std::vector<SymbolizedFrame>* out) override;
-  void SymbolizeUnmapped(int32_t pid, uint64_t avma, std::vector<SymbolizedFrame>* out) override;
+  void SymbolizeUnmapped(int32_t pid, uint64_t avma, UnmappedContext context,
+                         std::vector<SymbolizedFrame>* out) override;
   void SymbolizeKernel(uint64_t avma, std::vector<SymbolizedFrame>* out) override;
   SymbolizationStats Stats() const override;
   void NoteMapping(int32_t pid, sampler::ModuleId module, uint64_t start_avma,
@@ -108,6 +110,7 @@ class ElfSymbolizer : public Symbolizer {
   uint64_t addresses_ = 0;
   uint64_t named_ = 0;
   uint64_t unknown_ = 0;  // addresses in no module
+  uint64_t unknown_inside_execve_ = 0;  // of those, sampled inside execve (not in addresses_)
   uint64_t kernel_unnamed_ = 0;
   std::vector<std::string> warnings_;
   absl::flat_hash_set<std::string> warned_;
@@ -285,7 +288,7 @@ void ElfSymbolizer::NoteVdso(int32_t pid, uint64_t start_avma, uint64_t end_avma
 void ElfSymbolizer::SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_t file_offset,
                                   uint64_t avma, std::vector<SymbolizedFrame>* out) {
   if (module >= modules_.size()) {
-    SymbolizeUnmapped(pid, avma, out);
+    SymbolizeUnmapped(pid, avma, UnmappedContext::kNone, out);
     return;
   }
   const sampler::ModuleInfo& info = modules_.Get(module);
@@ -322,14 +325,14 @@ void ElfSymbolizer::SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_
     // Anonymous executable memory: JIT code if the runtime wrote a perf map. The kernel reports
     // an anonymous mapping's page offset as its start address, so its "file offset" is the avma
     // itself, which serves when the caller has no avma.
-    SymbolizeUnmapped(pid, avma != 0 ? avma : file_offset, out);
+    SymbolizeUnmapped(pid, avma != 0 ? avma : file_offset, UnmappedContext::kNone, out);
     return;
   } else {
     state = &State(module);
     if (!state->resolved) Resolve(module, *state);
     symbols = state->symbols;
     if (symbols == nullptr && kind == module::PathKind::kMemfd) {
-      SymbolizeUnmapped(pid, avma != 0 ? avma : file_offset, out);
+      SymbolizeUnmapped(pid, avma != 0 ? avma : file_offset, UnmappedContext::kNone, out);
       return;
     }
     ++addresses_;
@@ -354,8 +357,16 @@ void ElfSymbolizer::SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_
   ++named_;
 }
 
-void ElfSymbolizer::SymbolizeUnmapped(int32_t pid, uint64_t avma,
+void ElfSymbolizer::SymbolizeUnmapped(int32_t pid, uint64_t avma, UnmappedContext context,
                                       std::vector<SymbolizedFrame>* out) {
+  if (context == UnmappedContext::kInsideExecve) {
+    // Not looked up: a perf map of this pid is the old image's JIT, whose names would be wrong.
+    ++unknown_inside_execve_;
+    SymbolizedFrame frame;
+    frame.function = "[unknown]";
+    out->push_back(std::move(frame));
+    return;
+  }
   ++addresses_;
   auto it = perf_maps_.find(pid);
   if (it == perf_maps_.end()) {
@@ -422,6 +433,12 @@ SymbolizationStats ElfSymbolizer::Stats() const {
         "build with frame pointers (-fno-omit-frame-pointer); JIT runtimes: write "
         "/tmp/perf-PID.map"});
   }
+  if (unknown_inside_execve_ > 0) {
+    stats.worst_modules.push_back(SymbolizationStats::ModuleMiss{
+        "[unknown]", unknown_inside_execve_,
+        "sampled inside execve: the old image is gone, the new one not started", "nothing to fix",
+        /*fixable=*/false});
+  }
   if (kernel_unnamed_ > 0) {
     stats.worst_modules.push_back(SymbolizationStats::ModuleMiss{
         "[kernel.kallsyms]", kernel_unnamed_, "kernel symbols unavailable",
@@ -435,6 +452,21 @@ SymbolizationStats ElfSymbolizer::Stats() const {
 }
 
 }  // namespace
+
+bool IsExecveFunction(absl::string_view function) {
+  // Compiler clones keep their parent's name before the dot: do_execveat_common.isra.0.
+  function = function.substr(0, function.find('.'));
+  // The system call's entry under every ABI's prefix (__x64_, __ia32_, __x32_compat_, __arm64_,
+  // __se_, __do_), always on a chain that starts in user space; the rest name the exec code
+  // itself, for a chain cut short of the entry.
+  if (absl::EndsWith(function, "sys_execve") || absl::EndsWith(function, "sys_execveat")) {
+    return true;
+  }
+  static constexpr absl::string_view kExec[] = {
+      "do_execveat_common", "do_execve",       "do_execveat",     "bprm_execve",
+      "exec_binprm",        "begin_new_exec",  "load_elf_binary", "kernel_execve"};
+  return absl::c_linear_search(kExec, function);
+}
 
 std::unique_ptr<Symbolizer> MakeSymbolizer(const sampler::ModuleRegistry& modules,
                                            const SymbolizerOptions& options) {

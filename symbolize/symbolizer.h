@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "base/cache_dir.h"
 #include "module/debug_file_finder.h"
@@ -59,9 +60,26 @@ struct SymbolizationStats {
     uint64_t unnamed = 0;
     std::string reason;          // "stripped, no debug file found", "no module", ...
     std::string advice;          // "install libfoo-dbgsym", "build with -g", ...
+    // False for addresses nothing could name (sampled inside execve, in no image): they are in
+    // neither `addresses` nor `named`, and the summary does not count them as a problem.
+    bool fixable = true;
   };
   std::vector<ModuleMiss> worst_modules;  // most unnamed first
   std::vector<std::string> warnings;      // e.g. "program built without optimization (-O0)"
+};
+
+// Whether `function`, a kernel function as kallsyms names it (".isra.0" and kin allowed), is the
+// execve system call or the exec code under it (__x64_sys_execve, bprm_execve, load_elf_binary,
+// begin_new_exec, ...).
+bool IsExecveFunction(absl::string_view function);
+
+// What the rest of its stack tells about a user address in no mapping.
+enum class UnmappedContext : uint8_t {
+  kNone,
+  // The sample's kernel stack is inside execve (IsExecveFunction): past its point of no return
+  // the old image is unmapped while the registers still hold its addresses, and the new one has
+  // not started, so there is nothing to name the address from and nothing to fix.
+  kInsideExecve,
 };
 
 class Symbolizer {
@@ -76,8 +94,9 @@ class Symbolizer {
   virtual void SymbolizeUser(int32_t pid, sampler::ModuleId module, uint64_t file_offset,
                              uint64_t avma, std::vector<SymbolizedFrame>* out) = 0;
   // An address in no mapping: a JIT frame from /tmp/perf-PID.map if one covers it, else
-  // "[unknown]".
-  virtual void SymbolizeUnmapped(int32_t pid, uint64_t avma, std::vector<SymbolizedFrame>* out) = 0;
+  // "[unknown]" (always with kInsideExecve, counted apart in Stats()).
+  virtual void SymbolizeUnmapped(int32_t pid, uint64_t avma, UnmappedContext context,
+                                 std::vector<SymbolizedFrame>* out) = 0;
   // A kernel address, named from /proc/kallsyms (suffix _[k] is added by writers via kind).
   virtual void SymbolizeKernel(uint64_t avma, std::vector<SymbolizedFrame>* out) = 0;
 

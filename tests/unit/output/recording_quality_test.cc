@@ -1,6 +1,7 @@
 #include "output/recording_quality.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -16,6 +17,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
+using ::testing::StartsWith;
 
 QualityContext Dwarf() {
   QualityContext c;
@@ -180,6 +182,63 @@ TEST(RecordingQualityTest, UnnamedFramesNameTheWorstModules) {
                           "program built without optimization (-O0)"));
 }
 
+// A sample taken inside execve has an [unknown] user frame with nothing behind it to name or to
+// unwind: said once, as nothing to fix, and counted in neither the named share, the stacks that
+// ended early, nor the frame-pointer chains that stop short.
+TEST(RecordingQualityTest, SamplesTakenInsideExecveAreNotAProblem) {
+  symbolize::Profile profile;
+  using Kind = symbolize::ProfileFrameKind;
+  for (const auto& [f, kind] : std::vector<std::pair<const char*, Kind>>{
+           {"[unknown]", Kind::kUser}, {"__x64_sys_execve", Kind::kKernel},
+           {"load_elf_binary", Kind::kKernel}, {"main", Kind::kUser}, {"_start", Kind::kUser}}) {
+    symbolize::ProfileFrame frame;
+    frame.function = f;
+    frame.kind = kind;
+    profile.frames.push_back(frame);
+  }
+  auto stack = [&](std::vector<uint32_t> frames, uint64_t samples) {
+    symbolize::ProfileStack s;
+    s.frames = std::move(frames);
+    s.samples = samples;
+    profile.stacks.push_back(s);
+  };
+  stack({0, 1, 2}, 10);  // [unknown];__x64_sys_execve_[k];load_elf_binary_[k]
+  stack({4, 3}, 30);     // _start;main
+  stack({0}, 5);         // [unknown] elsewhere: a miss, and a chain that stops short
+  EXPECT_EQ(InsideExecveSamples(profile), 10u);
+  EXPECT_EQ(RootlessSamples(profile), 5u);
+  // Of 20 (exec, not the [unknown]) + 60 + 5 frame samples, 80 are named.
+  EXPECT_DOUBLE_EQ(NamedFrameShare(profile), 80.0 / 85.0);
+
+  RecordingQuality q = Clean();
+  q.execve_samples = 10;
+  q.ends[static_cast<size_t>(unwind::StackEnd::kNoModule)] = 10;
+  q.symbols.addresses = 10;
+  q.symbols.named = 10;
+  const symbolize::SymbolizationStats::ModuleMiss execve{
+      "[unknown]", 4, "sampled inside execve: the old image is gone, the new one not started",
+      "nothing to fix", /*fixable=*/false};
+  q.symbols.worst_modules = {execve};
+  EXPECT_THAT(RecordingQualityLines(q, Dwarf()),
+              ElementsAre("[unknown]: 4 unnamed (sampled inside execve: the old image is gone, "
+                          "the new one not started); nothing to fix"));
+
+  // Beside misses that can be fixed it comes after them, and takes none of their three places.
+  q.ends[static_cast<size_t>(unwind::StackEnd::kNoModule)] = 12;
+  q.symbols.addresses = 20;
+  q.symbols.named = 14;
+  q.named_frame_share = 0.9;
+  q.symbols.worst_modules = {execve};
+  for (const char* m : {"/a", "/b", "/c"}) {
+    q.symbols.worst_modules.push_back({m, 2, "stripped, no debug file found", "install it"});
+  }
+  EXPECT_THAT(RecordingQualityLines(q, Dwarf()),
+              ElementsAre("2 stacks ended early: no-module",
+                          "90.0% of sampled frames named (14 of 20 distinct addresses)",
+                          HasSubstr("/a: 2 unnamed"), HasSubstr("/b: 2 unnamed"),
+                          HasSubstr("/c: 2 unnamed"), StartsWith("[unknown]: 4 unnamed")));
+}
+
 // Every count reaches the metadata, nonzero or not, in the sections older readers know.
 TEST(RecordingQualityTest, TheJsonCarriesEveryCount) {
   RecordingQuality q = Clean();
@@ -196,6 +255,7 @@ TEST(RecordingQualityTest, TheJsonCarriesEveryCount) {
   q.spliced = 11;
   q.fp_fallback_frames = 12;
   q.expr_frames = 13;
+  q.execve_samples = 15;
   q.symbols.addresses = 14;
   q.symbols.named = 14;
   nlohmann::json j = {{"ring", {{"cpus", 2}}}};
@@ -215,6 +275,7 @@ TEST(RecordingQualityTest, TheJsonCarriesEveryCount) {
   EXPECT_EQ(j["unwind"]["spliced"], 11);
   EXPECT_EQ(j["unwind"]["fp_fallback_frames"], 12);
   EXPECT_EQ(j["unwind"]["expr_frames"], 13);
+  EXPECT_EQ(j["unwind"]["execve_samples"], 15);
   EXPECT_EQ(j["unwind"]["ends"]["complete"], 1000);
   EXPECT_EQ(j["symbolization"]["addresses"], 14);
   EXPECT_EQ(j["symbolization"]["named_frame_share"], 1.0);

@@ -93,7 +93,7 @@ TEST(SymbolizerElfTest, NoModuleIsUnknown) {
   auto symbolizer = MakeSymbolizer(registry, NoDwarf());
   std::vector<SymbolizedFrame> frames;
   symbolizer->SymbolizeUser(1, sampler::kNoModule, 0, 0x1234, &frames);
-  symbolizer->SymbolizeUnmapped(1, 0x5678, &frames);
+  symbolizer->SymbolizeUnmapped(1, 0x5678, UnmappedContext::kNone, &frames);
   EXPECT_THAT(Names(frames), ElementsAre("[unknown]", "[unknown]"));
   EXPECT_EQ(symbolizer->Stats().named, 0u);
 }

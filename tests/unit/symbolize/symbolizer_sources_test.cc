@@ -351,10 +351,10 @@ TEST(SymbolizerSourcesTest, JitFramesFromPerfMap) {
   options.perf_map_dir = dir;
   auto symbolizer = MakeSymbolizer(registry, options);
   std::vector<SymbolizedFrame> frames;
-  symbolizer->SymbolizeUnmapped(4242, 0x7f0000001080, &frames);
-  symbolizer->SymbolizeUnmapped(4242, 0x7f000000207f, &frames);
-  symbolizer->SymbolizeUnmapped(4242, 0x7f0000002080, &frames);
-  symbolizer->SymbolizeUnmapped(4243, 0x7f0000001080, &frames);
+  symbolizer->SymbolizeUnmapped(4242, 0x7f0000001080, UnmappedContext::kNone, &frames);
+  symbolizer->SymbolizeUnmapped(4242, 0x7f000000207f, UnmappedContext::kNone, &frames);
+  symbolizer->SymbolizeUnmapped(4242, 0x7f0000002080, UnmappedContext::kNone, &frames);
+  symbolizer->SymbolizeUnmapped(4243, 0x7f0000001080, UnmappedContext::kNone, &frames);
   EXPECT_THAT(Names(frames), ElementsAre("jit_compiled_add", "LazyCompile:*fib script.js:3",
                                          "[unknown]", "[unknown]"));
   EXPECT_EQ(frames[0].kind, ProfileFrameKind::kJit);
@@ -369,6 +369,32 @@ TEST(SymbolizerSourcesTest, JitFramesFromPerfMap) {
   EXPECT_THAT(Names(frames), ElementsAre("jit_compiled_add"));
   EXPECT_EQ(symbolizer->Stats().named, 3u);
   EXPECT_EQ(symbolizer->Stats().addresses, 5u);
+}
+
+// Inside execve the address is the old image's: a perf map of the pid (its JIT's) is not asked,
+// and the miss is its own, with nothing to fix, out of the addresses that could be named.
+TEST(SymbolizerSourcesTest, UnmappedFramesInsideExecveAreNotLookedUpNorCounted) {
+  std::string dir = MakeTempDir();
+  std::ofstream(dir + "/perf-4242.map") << "7f0000001000 100 jit_compiled_add\n";
+  sampler::ModuleRegistry registry;
+  SymbolizerOptions options;
+  options.perf_map_dir = dir;
+  auto symbolizer = MakeSymbolizer(registry, options);
+  std::vector<SymbolizedFrame> frames;
+  symbolizer->SymbolizeUnmapped(4242, 0x7f0000001080, UnmappedContext::kInsideExecve, &frames);
+  symbolizer->SymbolizeUnmapped(4242, 0x7f0000009000, UnmappedContext::kInsideExecve, &frames);
+  symbolizer->SymbolizeUnmapped(4242, 0x7f0000009000, UnmappedContext::kNone, &frames);
+  EXPECT_THAT(Names(frames), ElementsAre("[unknown]", "[unknown]", "[unknown]"));
+  const SymbolizationStats stats = symbolizer->Stats();
+  EXPECT_EQ(stats.addresses, 1u);
+  EXPECT_EQ(stats.named, 0u);
+  ASSERT_THAT(stats.worst_modules, SizeIs(2));
+  EXPECT_EQ(stats.worst_modules[0].unnamed, 2u);
+  EXPECT_FALSE(stats.worst_modules[0].fixable);
+  EXPECT_THAT(stats.worst_modules[0].reason, HasSubstr("inside execve"));
+  EXPECT_EQ(stats.worst_modules[0].advice, "nothing to fix");
+  EXPECT_TRUE(stats.worst_modules[1].fixable);
+  EXPECT_THAT(stats.worst_modules[1].advice, HasSubstr("perf-PID.map"));
 }
 
 TEST(SymbolizerSourcesTest, VdsoFramesNamed) {
