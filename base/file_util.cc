@@ -1,6 +1,7 @@
 #include "base/file_util.h"
 
 #include <dirent.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -9,7 +10,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "absl/strings/match.h"
@@ -67,6 +70,38 @@ std::optional<RegularFileId> RegularFileIdOf(const std::string& path) {
 bool SameRegularFile(const std::string& a, const std::string& b) {
   const std::optional<RegularFileId> ia = RegularFileIdOf(a);
   return ia.has_value() && ia == RegularFileIdOf(b);
+}
+
+absl::Status CheckNotOverwritingNonProfile(const std::string& path) {
+  if (!RegularFileIdOf(path).has_value() || IsStreamPath(path)) return absl::OkStatus();
+  // O_NONBLOCK: the path may have become a FIFO since it was stat()ed.
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) return absl::OkStatus();  // writing it will say what is wrong
+  // The ELF header as far as e_type, which tells a program from an object file or a core dump.
+  unsigned char head[offsetof(Elf64_Ehdr, e_type) + sizeof(Elf64_Half)];
+  ssize_t n;
+  do {
+    n = ::pread(fd.get(), head, sizeof(head), 0);
+  } while (n < 0 && errno == EINTR);
+  const char* what = nullptr;
+  if (n >= SELFMAG && std::memcmp(head, ELFMAG, SELFMAG) == 0) {
+    what = "an ELF file";
+    if (n == static_cast<ssize_t>(sizeof(head))) {
+      const unsigned char* t = head + offsetof(Elf64_Ehdr, e_type);  // same offset in ELF32
+      const unsigned type = head[EI_DATA] == ELFDATA2MSB ? t[0] << 8 | t[1] : t[1] << 8 | t[0];
+      switch (type) {
+        case ET_REL: what = "an ELF object file"; break;
+        case ET_EXEC: what = "an ELF executable"; break;
+        case ET_DYN: what = "an ELF executable or library"; break;  // PIE or shared object
+        case ET_CORE: what = "an ELF core dump"; break;
+        default: break;
+      }
+    }
+  } else if (n >= 2 && head[0] == '#' && head[1] == '!') {
+    what = "a script (#!)";
+  }
+  if (what == nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(path, " is ", what, ", not a profile"));
 }
 
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t max_bytes) {

@@ -41,6 +41,13 @@ struct RegularFileId {
 };
 std::optional<RegularFileId> RegularFileIdOf(const std::string& path);
 
+// Fails (kFailedPrecondition: "PATH is an ELF executable, not a profile") when `path` is an
+// existing regular file that is plainly not a profile, so an output written there would destroy
+// something else: an ELF file (a program, a library, an object file, a core dump) or a script
+// ("#!"). Reads at most the first 18 bytes. A path that does not exist, is no regular file, is a
+// stream (IsStreamPath: written into, never replaced) or cannot be read passes.
+absl::Status CheckNotOverwritingNonProfile(const std::string& path);
+
 // Reads a whole file of at most `max_bytes`. /proc files report size 0, so this reads until EOF
 // rather than trusting stat(). A FIFO without a writer reads as empty instead of blocking open.
 // Errors: the ErrnoToStatus code of open/read (kNotFound, kPermissionDenied, ...);

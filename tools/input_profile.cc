@@ -141,7 +141,13 @@ absl::Status CheckOutputsSpareInputs(const std::vector<std::string>& outputs,
   // Each path stat()ed once; outputs that do not exist yet (the usual case) replace nothing.
   std::vector<std::pair<const std::string*, RegularFileId>> existing;
   for (const std::string& out : outputs) {
-    if (std::optional<RegularFileId> id = RegularFileIdOf(out)) existing.emplace_back(&out, *id);
+    std::optional<RegularFileId> id = RegularFileIdOf(out);
+    if (!id.has_value()) continue;
+    if (absl::Status st = CheckNotOverwritingNonProfile(out); !st.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("output ", st.message(), "; nothing was overwritten"));
+    }
+    existing.emplace_back(&out, *id);
   }
   if (existing.empty()) return absl::OkStatus();
   // Each input, and every JSON ReadRecordMetadata may read for it: its own, and those beside

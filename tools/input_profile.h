@@ -35,7 +35,8 @@ const std::vector<std::string>& MetadataFilesRead();
 
 // Fails (kInvalidArgument, naming both) when one of `outputs` is, however spelled, one of
 // `inputs` or a metadata JSON ReadRecordMetadata may read with one: `convert p.folded p.folded`
-// replaced the recording with its own SVG.
+// replaced the recording with its own SVG; and (naming the output) when one is plainly not a
+// profile (CheckNotOverwritingNonProfile: a program, a library, a script).
 absl::Status CheckOutputsSpareInputs(const std::vector<std::string>& outputs,
                                      const std::vector<std::string>& inputs);
 

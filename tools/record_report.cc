@@ -169,12 +169,18 @@ std::vector<RecordFile> RecordFiles(const RecordOptions& o) {
   return files;
 }
 
-absl::Status CheckOutputsSpareProgram(const RecordOptions& o, const std::string& program) {
+absl::Status CheckOutputsSpareFiles(const RecordOptions& o, const std::string& program) {
   for (const RecordFile& f : RecordFiles(o)) {
-    if (!SameRegularFile(f.path, program)) continue;
-    return absl::InvalidArgumentError(absl::StrCat(
-        f.path == f.output ? "-o " : absl::StrCat("a file written beside -o ", f.output, ", "),
-        f.path, " is the program to be profiled, which the profile would replace"));
+    const std::string which =
+        f.path == f.output ? "-o " : absl::StrCat("a file written beside -o ", f.output, ", ");
+    if (SameRegularFile(f.path, program)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          which, f.path, " is the program to be profiled, which the profile would replace"));
+    }
+    if (absl::Status st = CheckNotOverwritingNonProfile(f.path); !st.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(which, st.message(), "; nothing was overwritten"));
+    }
   }
   return absl::OkStatus();
 }

@@ -83,9 +83,11 @@ std::vector<RecordFile> RecordFiles(const RecordOptions& options);
 // one would silently replace the earlier.
 absl::Status CheckOutputsApart(const RecordOptions& options);
 
-// Fails (kInvalidArgument, naming the file) when a file the run writes is `program`, the file
-// the command runs (sampler::FindProgram): `-o ./bench -- ./bench` replaced the binary.
-absl::Status CheckOutputsSpareProgram(const RecordOptions& options, const std::string& program);
+// Fails (kInvalidArgument, naming the file) when a file the run writes would replace one that is
+// not a profile: `program`, the file the command runs (sampler::FindProgram; empty when
+// attaching), or any other program, library or script (CheckNotOverwritingNonProfile):
+// `-o ./bench -- ./bench` replaced the binary, and `-o ./np` nativeprof itself.
+absl::Status CheckOutputsSpareFiles(const RecordOptions& options, const std::string& program);
 
 // Writes everything and returns the exit code: the target's (state.exit_code), or kExitOutput
 // when an output could not be written (the others are still written).

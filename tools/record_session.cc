@@ -445,6 +445,10 @@ int RunRecording(const RecordOptions& o) {
 
   if (std::optional<int> code = interrupted_before_start()) return *code;
   if (!o.pids.empty()) {
+    // No program path to compare: the attached processes' own are ELF files, spared as such.
+    if (absl::Status st = CheckOutputsSpareFiles(o, /*program=*/""); !st.ok()) {
+      return PrintCliError(CliStep::kParseOptions, st, {}, "choose another -o");
+    }
     // A thread id stands for its process, as with perf -p: samples, mappings and threads are
     // the process's, and would not be found under the thread's id.
     RecordOptions attached = o;
@@ -503,7 +507,7 @@ int RunRecording(const RecordOptions& o) {
   absl::StatusOr<std::string> program = sampler::FindProgram(o.command[0], spawn);
   if (!program.ok()) return PrintCliError(CliStep::kExecCommand, program.status());
   spawn.program_path = *program;
-  if (absl::Status st = CheckOutputsSpareProgram(o, *program); !st.ok()) {
+  if (absl::Status st = CheckOutputsSpareFiles(o, *program); !st.ok()) {
     return PrintCliError(CliStep::kParseOptions, st, {}, "choose another -o");
   }
   std::optional<sampler::AllocChannel> alloc_channel;

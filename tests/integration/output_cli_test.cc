@@ -1,12 +1,14 @@
 // The convert, report and diff subcommands through the built CLI: outputs, format selection,
 // and the exit codes and one-line errors for bad input and unwritable outputs.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "absl/strings/str_join.h"
 #include "base/file_util.h"
 #include "output/folded_reader.h"
 #include "tests/testing/test_support.h"
@@ -15,6 +17,7 @@
 namespace nativeprof {
 namespace {
 
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using testing::MakeTempDir;
@@ -213,6 +216,45 @@ TEST(OutputCliTest, OutputsThatWouldReplaceAnInputAreRefused) {
   EXPECT_EQ(ReadFileOrEmpty(odd_program), ReadFileOrEmpty("/bin/true"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/x.svg"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/r.folded"));
+}
+
+// An output that is plainly not a profile (a program, a script), the main one or one written
+// beside it: refused before anything runs or is written (record -o ./np -- true replaced
+// nativeprof itself with a 519-byte folded file).
+TEST(OutputCliTest, OutputsThatAreProgramsOrScriptsAreRefused) {
+  const std::string dir = MakeTempDir();
+  const std::string program = dir + "/np";
+  std::filesystem::copy_file(NativeprofBinary(), program);
+  const std::string script = dir + "/q.alloc.folded";  // written beside -o q.folded with --alloc
+  std::ofstream(script) << "#!/bin/sh\nexit 0\n";
+  const std::string beside = dir + "/r.folded.json";  // the metadata of -o r.folded
+  std::filesystem::copy_file("/bin/true", beside);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"record", "-o", program, "--", "true"},
+        std::vector<std::string>{"record", "-o", dir + "/x.svg", "-o", program, "--", "true"},
+        std::vector<std::string>{"record", "--alloc", "-o", dir + "/q.folded", "--", "true"},
+        std::vector<std::string>{"record", "-o", dir + "/r.folded", "--", "true"},
+        std::vector<std::string>{"record", "-p", std::to_string(::getpid()), "--duration", "1",
+                                 "-o", program},
+        std::vector<std::string>{"convert", Small(), "-o", dir + "/y.svg", "-o", program},
+        std::vector<std::string>{"diff", Small(), Small(), "-o", script}}) {
+    std::vector<std::string> argv = {program};
+    argv.insert(argv.end(), args.begin(), args.end());
+    testing::CommandResult r = RunCommand(argv);
+    const std::string what = absl::StrJoin(args, " ");
+    EXPECT_EQ(r.exit_code, tools::kExitUsage) << what << ": " << r.err;
+    EXPECT_THAT(r.err, AnyOf(HasSubstr(" is an ELF executable"), HasSubstr(" is a script (#!)")))
+        << what;
+    EXPECT_THAT(r.err, HasSubstr("not a profile; nothing was overwritten; choose another"))
+        << what;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << what << ": " << r.err;
+  }
+  EXPECT_EQ(ReadFileOrEmpty(program), ReadFileOrEmpty(NativeprofBinary()));
+  EXPECT_EQ(ReadFileOrEmpty(script), "#!/bin/sh\nexit 0\n");
+  EXPECT_EQ(ReadFileOrEmpty(beside), ReadFileOrEmpty("/bin/true"));
+  for (const char* never : {"/x.svg", "/y.svg", "/q.folded", "/r.folded", "/np.json"}) {
+    EXPECT_FALSE(std::filesystem::exists(dir + never)) << never;
+  }
 }
 
 TEST(OutputCliTest, BadArgumentsExitUsage) {

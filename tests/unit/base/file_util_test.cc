@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -68,6 +70,35 @@ TEST(SameRegularFileTest, OneFileHoweverNamedButNoDevicesOrMissingFiles) {
   EXPECT_FALSE(SameRegularFile("/dev/null", "/dev/null"));
   EXPECT_FALSE(RegularFileIdOf(dir).has_value());
   EXPECT_EQ(RegularFileIdOf(dir + "/a"), RegularFileIdOf(dir + "/hard"));
+}
+
+// `record -o ./np -- true` replaced nativeprof itself with a profile: programs, libraries and
+// scripts are refused from their first bytes; profiles, other files, streams and new paths pass.
+TEST(CheckNotOverwritingNonProfileTest, ProgramsAndScriptsAreRefused) {
+  const std::string dir = MakeTempDir();
+  std::filesystem::copy_file("/bin/true", dir + "/prog");
+  std::filesystem::create_symlink(dir + "/prog", dir + "/link.folded");
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/run.sh", "#!/bin/sh\necho hi\n"));
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/short", "\x7f" "ELF"));
+  // An x86-64 object file's header as far as e_type (ET_REL, little-endian).
+  NP_ASSERT_OK(WriteFileAtomically(
+      dir + "/a.o", std::string("\x7f" "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x01\0", 18)));
+  for (const auto& [name, what] : std::vector<std::pair<std::string, std::string>>{
+           {"prog", "an ELF executable"}, {"link.folded", "an ELF executable"},
+           {"run.sh", "a script (#!)"}, {"short", "an ELF file"}, {"a.o", "an ELF object file"}}) {
+    const absl::Status st = CheckNotOverwritingNonProfile(dir + "/" + name);
+    EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << name;
+    EXPECT_THAT(std::string(st.message()), HasSubstr(dir + "/" + name + " is " + what))
+        << name;
+    EXPECT_THAT(std::string(st.message()), HasSubstr("not a profile")) << name;
+  }
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/p.folded", "app;main 3\n"));
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/p.folded.json", "{}"));
+  NP_ASSERT_OK(WriteFileAtomically(dir + "/empty", ""));
+  for (const std::string& path : {dir + "/p.folded", dir + "/p.folded.json", dir + "/empty",
+                                  dir + "/missing", dir, std::string("/dev/null")}) {
+    NP_EXPECT_OK(CheckNotOverwritingNonProfile(path)) << path;
+  }
 }
 
 TEST(CheckOutputWritableTest, DirectoryThatTakesNoNewFileIsRefusedEvenForRoot) {
