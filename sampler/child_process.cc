@@ -1,14 +1,17 @@
 #include "sampler/child_process.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -16,11 +19,14 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "base/elf_segments.h"
 #include "base/errno_status.h"
+#include "base/file_util.h"
+#include "base/scheduling.h"
 
 namespace nativeprof::sampler {
 namespace {
@@ -201,6 +207,10 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
   const char* binary_path =
       !binary ? nullptr : argv[0].find('/') != std::string::npos ? cargv[0] : path->c_str();
 
+  // Before the fork, so that not even a process the command starts at once can be orphaned to
+  // init. Refused only by kernels before 3.4: the child alone is killed then, as it always was.
+  const bool adopting =
+      options.adopt_orphans && ::prctl(PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L) == 0;
   pid_t pid = ::fork();
   if (pid < 0) return ErrnoError("fork");
   if (pid == 0) {
@@ -214,6 +224,8 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
   ChildProcess child(pid, std::move(release_write), std::move(error_read));
   child.program_ = argv[0];
   if (path.ok()) child.program_path_ = *std::move(path);
+  child.adopt_orphans_ = adopting;
+  child.other_children_ = options.other_children;
   return child;
 }
 
@@ -235,7 +247,9 @@ ChildProcess::ChildProcess(ChildProcess&& other) noexcept
       program_path_(std::move(other.program_path_)),
       release_fd_(std::move(other.release_fd_)),
       exec_error_fd_(std::move(other.exec_error_fd_)),
-      pidfd_(std::move(other.pidfd_)) {}
+      pidfd_(std::move(other.pidfd_)),
+      adopt_orphans_(std::exchange(other.adopt_orphans_, false)),
+      other_children_(std::move(other.other_children_)) {}
 
 ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
   if (this != &other) {
@@ -248,7 +262,10 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
 ChildProcess::~ChildProcess() {
   if (pid_ > 0 && !reaped_) {
     ::kill(pid_, SIGKILL);
+    // Reaped first: by the time a dead process can be waited for, the kernel has handed its
+    // children to this process (exit_notify reparents them before the exit is reported).
     Wait();
+    KillOrphans();
   }
 }
 
@@ -311,6 +328,66 @@ int ChildProcess::Wait() {
 
 void ChildProcess::Signal(int sig) {
   if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
+}
+
+bool ChildProcess::IsOrphan(pid_t pid) const {
+  return adopt_orphans_ && pid != pid_ &&
+         std::find(other_children_.begin(), other_children_.end(), pid) == other_children_.end();
+}
+
+void ChildProcess::ReapOrphans() {
+  if (!adopt_orphans_) return;
+  for (;;) {
+    siginfo_t info{};
+    // WNOWAIT: looked at before it is reaped, since the command and the other children are
+    // their owners' to reap. waitid names the same exited child until it is reaped, so one of
+    // those holds back the orphans until its owner reaps it (the command: at once, in
+    // LaunchedTarget::Done) or this process exits.
+    if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+    if (!IsOrphan(info.si_pid)) return;
+    (void)::waitpid(info.si_pid, nullptr, WNOHANG);
+  }
+}
+
+std::vector<pid_t> ChildProcess::Orphans() const {
+  // Found by the parent in each process's stat: /proc/PID/task/TID/children needs
+  // CONFIG_PROC_CHILDREN, which kernels built without checkpoint/restore lack, and it can skip
+  // an entry when the list changes between two reads. A child of this process stays listed in
+  // /proc, as a zombie once it exits, until this process reaps it.
+  std::vector<pid_t> orphans;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return orphans;
+  const pid_t self = ::getpid();
+  while (const dirent* entry = ::readdir(proc)) {
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(entry->d_name, &pid) || pid <= 0 || !IsOrphan(pid)) continue;
+    absl::StatusOr<std::string> stat = ReadSmallFile(absl::StrCat("/proc/", pid, "/stat"), 4096);
+    if (!stat.ok()) continue;
+    // fields[0] is field 3 (the state), so the parent (field 4) is fields[1].
+    const std::vector<absl::string_view> fields = ProcStatFieldsAfterComm(*stat);
+    pid_t parent = 0;
+    if (fields.size() > 1 && absl::SimpleAtoi(fields[1], &parent) && parent == self) {
+      orphans.push_back(pid);
+    }
+  }
+  ::closedir(proc);
+  return orphans;
+}
+
+void ChildProcess::KillOrphans() {
+  if (!adopt_orphans_) return;
+  // Only this process's own children are signalled, never a pid read from further down the
+  // tree, which could exit and be given to an unrelated process between the read and the kill.
+  // So it goes one generation per round: each one killed and reaped hands its children here.
+  // Done when a round finds none; a process of the tree that is still alive has an ancestor
+  // among this process's children (or is one), so a round cannot miss them all.
+  for (std::vector<pid_t> orphans = Orphans(); !orphans.empty(); orphans = Orphans()) {
+    for (pid_t pid : orphans) ::kill(pid, SIGKILL);
+    for (pid_t pid : orphans) {
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
 }
 
 int ExitCodeFromWaitStatus(int wait_status) {

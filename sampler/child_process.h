@@ -31,6 +31,17 @@ struct SpawnOptions {
   // FindProgram's answer for argv[0], when the caller asked it first (to fail before setting
   // anything up); empty: Spawn searches itself.
   std::string program_path;
+  // Makes this process a child subreaper (PR_SET_CHILD_SUBREAPER, Linux 3.4) before the fork: a
+  // process of the command's tree whose parent dies (a job the command left in the background,
+  // a descendant of a command killed) comes to this process rather than to init, where it can
+  // still be found and killed without any risk of pid reuse (a child's pid is not given out
+  // again before its parent reaps it). Process-wide, and for the rest of this process's life:
+  // what the command leaves behind after the profiler exits goes on to init.
+  bool adopt_orphans = false;
+  // With `adopt_orphans`: this process's children that are not the command's (the group-signal
+  // witness), never reaped or killed as the command's orphans. Every child this process has while
+  // the ChildProcess lives must be either the command, one of its tree, or named here.
+  std::vector<pid_t> other_children;
 };
 
 // The file that Spawn's child would exec for `program` (execvp's search: PATH when it has no '/',
@@ -52,7 +63,10 @@ class ChildProcess {
 
   ChildProcess(ChildProcess&&) noexcept;
   ChildProcess& operator=(ChildProcess&&) noexcept;
-  // Kills (SIGKILL) and reaps a child that is still running and was not waited for.
+  // Kills (SIGKILL) and reaps a child that is still running and was not waited for; with
+  // SpawnOptions::adopt_orphans, then every process of its tree, which a SIGKILL to the child
+  // alone would leave running (a shell's foreground job). A child that exited and was waited for
+  // leaves its tree alone: what it started in the background outlives it, as from a shell.
   ~ChildProcess();
 
   pid_t pid() const { return pid_; }
@@ -78,8 +92,21 @@ class ChildProcess {
   // Sends `sig` to the child if it has not been reaped yet.
   void Signal(int sig);
 
+  // Reaps the adopted orphans (SpawnOptions::adopt_orphans) that have exited, without blocking:
+  // each would otherwise stay a zombie holding its pid until this process exits (pid_max may be
+  // 32768). Call it while the command runs; a no-op without adopt_orphans.
+  void ReapOrphans();
+
  private:
   ChildProcess(pid_t pid, ScopedFd release_fd, ScopedFd exec_error_fd);
+
+  // Whether `pid`, a child of this process, is one of the command's adopted orphans.
+  bool IsOrphan(pid_t pid) const;
+  // This process's children that are adopted orphans, from /proc.
+  std::vector<pid_t> Orphans() const;
+  // SIGKILLs and reaps every adopted orphan and, as each dies and hands its children on to this
+  // process, theirs, until the command's tree is gone.
+  void KillOrphans();
 
   pid_t pid_ = -1;
   bool reaped_ = false;
@@ -90,6 +117,8 @@ class ChildProcess {
   ScopedFd release_fd_;     // write end: one byte (or close) releases the child
   ScopedFd exec_error_fd_;  // read end: EOF = exec succeeded, 4 bytes = exec's errno
   ScopedFd pidfd_;
+  bool adopt_orphans_ = false;
+  std::vector<pid_t> other_children_;
 };
 
 // Maps a wait status to a shell-style exit code: the exit status, or 128 + signal number.

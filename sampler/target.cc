@@ -34,6 +34,7 @@ std::span<pollfd> LaunchedTarget::fds() {
 bool LaunchedTarget::Done() {
   // Asked even after the second SIGINT: a command that exited meanwhile reports its own status.
   if (!wait_status_.has_value()) wait_status_ = child_->TryWait();
+  child_->ReapOrphans();
   if (pending_forward_.has_value() && std::chrono::steady_clock::now() >= pending_forward_->due) {
     if (!wait_status_.has_value() &&
         !CommandGotItFromTheGroup(pending_forward_->number, pending_forward_->sender,

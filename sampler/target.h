@@ -79,6 +79,7 @@ class LaunchedTarget final : public Target {
   // Errors: those of ChildProcess::Release (kNotFound, kPermissionDenied, ... for a failed exec).
   absl::Status Start() override;
   std::span<pollfd> fds() override;
+  // Also reaps the command's orphans that exited (ChildProcess::ReapOrphans).
   bool Done() override;
   // A process-sent signal is forwarded kGroupCopyWaitMs later (by Done()), unless its copy
   // arrives first: see kGroupCopyWindowMs.

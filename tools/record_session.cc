@@ -502,6 +502,10 @@ int RunRecording(const RecordOptions& o) {
     spawn.nice = scheduling.boost.original_nice;
   }
   spawn.working_directory = o.command_directory;
+  // So that a command still running after a second signal is killed with its whole tree, as
+  // docs/record.md promises: a shell's foreground job survived a SIGKILL to the shell alone.
+  spawn.adopt_orphans = true;
+  if (witness.ok()) spawn.other_children = {witness->pid()};
   // Before anything is opened or said (the cycles fallback note, say): a command that cannot
   // run is the one thing to report.
   absl::StatusOr<std::string> program = sampler::FindProgram(o.command[0], spawn);

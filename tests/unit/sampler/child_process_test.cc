@@ -155,6 +155,65 @@ TEST(ChildProcessTest, DestructorKillsAnUnreleasedChild) {
   EXPECT_EQ(errno, ESRCH);
 }
 
+// The text of `path` once a writer has put a line in it (polled: the writer is a shell).
+std::string AwaitLine(const std::string& path) {
+  for (int i = 0; i < 6000; ++i) {
+    const std::string text = testing::ReadFileOrEmpty(path);
+    if (!text.empty() && text.back() == '\n') return text;
+    ::usleep(10'000);
+  }
+  return "";
+}
+
+// A shell's foreground job survived a SIGKILL to the shell alone; a job it left in the
+// background, orphaned, went on under init.
+TEST(ChildProcessTest, DestructorKillsTheTreeOfAChildThatAdoptsOrphans) {
+  const std::string dir = testing::MakeTempDir();
+  SpawnOptions options;
+  options.adopt_orphans = true;
+  pid_t orphan = 0, job = 0;
+  {
+    absl::StatusOr<ChildProcess> child = ChildProcess::Spawn(
+        {"/bin/sh", "-c",
+         "(sleep 600 & echo $! > " + dir + "/orphan); sh -c 'echo $$ > " + dir +
+             "/job; exec sleep 600'"},
+        options);
+    ASSERT_TRUE(child.ok()) << child.status();
+    ASSERT_TRUE(child->Release().ok());
+    orphan = std::stoi(AwaitLine(dir + "/orphan"));
+    job = std::stoi(AwaitLine(dir + "/job"));
+    ASSERT_EQ(::kill(orphan, 0), 0);
+    ASSERT_EQ(::kill(job, 0), 0);
+  }
+  // Killed and reaped here, as this process adopted them: not even zombies are left.
+  for (pid_t pid : {orphan, job}) {
+    errno = 0;
+    EXPECT_EQ(::kill(pid, 0), -1) << pid;
+    EXPECT_EQ(errno, ESRCH) << pid;
+    if (errno != ESRCH) ::kill(pid, SIGKILL);
+  }
+}
+
+TEST(ChildProcessTest, ReapOrphansLeavesNoZombie) {
+  const std::string dir = testing::MakeTempDir();
+  SpawnOptions options;
+  options.adopt_orphans = true;
+  absl::StatusOr<ChildProcess> child = ChildProcess::Spawn(
+      {"/bin/sh", "-c", "(true & echo $! > " + dir + "/orphan); exec sleep 600"}, options);
+  ASSERT_TRUE(child.ok()) << child.status();
+  ASSERT_TRUE(child->Release().ok());
+  const pid_t orphan = std::stoi(AwaitLine(dir + "/orphan"));
+  // Reaped only once it exited, as an orphan of this process, so the first call may see it run.
+  bool gone = false;
+  for (int i = 0; i < 6000 && !gone; ++i) {
+    child->ReapOrphans();
+    gone = ::kill(orphan, 0) != 0 && errno == ESRCH;
+    if (!gone) ::usleep(10'000);
+  }
+  EXPECT_TRUE(gone) << "orphan " << orphan << " left a zombie";
+  EXPECT_FALSE(child->TryWait().has_value()) << "the command is not reaped as an orphan";
+}
+
 TEST(ChildProcessTest, MovedFromChildDoesNotKill) {
   absl::StatusOr<ChildProcess> child = ChildProcess::Spawn({"/bin/sh", "-c", "exit 5"});
   ASSERT_TRUE(child.ok()) << child.status();
