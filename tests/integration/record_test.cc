@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -476,6 +477,77 @@ TEST(RecordTest, ASignalToNativeprofAloneIsForwardedOnce) {
   const std::string out =
       RunGracefulCommandAndSignal([](pid_t pid) { ASSERT_EQ(kill(pid, SIGINT), 0); });
   EXPECT_THAT(out, HasSubstr("after 1 SIGINT"));
+}
+
+// Fields 3 (the state) on of /proc/PID/stat; empty when there is no such process.
+std::vector<std::string> ProcStatFields(pid_t pid) {
+  const std::string stat = ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/stat"));
+  const size_t comm_end = stat.rfind(')');
+  if (comm_end == std::string::npos) return {};
+  std::istringstream fields(stat.substr(comm_end + 2));
+  return {std::istream_iterator<std::string>(fields), {}};
+}
+
+// Field 22, the start time: a pid the kernel gave to another process since has another one.
+std::string StartTimeOf(pid_t pid) {
+  const std::vector<std::string> f = ProcStatFields(pid);
+  return f.size() > 19 ? f[19] : "";
+}
+
+// Whether the process that had `pid` when `start_time` was read runs still (a zombie has ended).
+bool StillRuns(pid_t pid, const std::string& start_time) {
+  const std::vector<std::string> f = ProcStatFields(pid);
+  return f.size() > 19 && f[0] != "Z" && f[19] == start_time;
+}
+
+// A command that ignores SIGINT is killed after the second signal once the outputs are written,
+// and so is every process of its tree: a SIGKILL to the shell alone left its foreground job
+// (`sleep`) running under init, and one it had left in the background before.
+TEST(RecordTest, ACommandKilledAfterTheSecondSignalLeavesNoProcessBehind) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string dir = MakeTempDir();
+  const std::string folded = dir + "/ig.folded";
+  const std::string script = absl::StrCat(
+      "trap '' INT; (sleep 600 >/dev/null 2>&1 & echo $! > ", dir, "/orphan); ",
+      "sh -c 'echo $$ > ", dir, "/job; echo ready; exec sleep 600'; echo after");
+  BackgroundProcess np({NativeprofBinary(), "record", "--call-graph", "fp", "-o", folded, "--",
+                        "/bin/sh", "-c", script},
+                       /*capture_stdout=*/true);
+  ASSERT_GT(np.pid(), 0);
+  ASSERT_EQ(np.ReadLine(), "ready");
+  const pid_t orphan = std::stoi(ReadFileOrEmpty(dir + "/orphan"));
+  const pid_t job = std::stoi(ReadFileOrEmpty(dir + "/job"));
+  const std::string orphan_start = StartTimeOf(orphan), job_start = StartTimeOf(job);
+  ASSERT_TRUE(StillRuns(orphan, orphan_start));
+  ASSERT_TRUE(StillRuns(job, job_start));
+  // SIGTERM for the second: two SIGINTs from one sender within 250 ms of each other, as
+  // nativeprof reads them (late, on a loaded machine), count as one signal and its group copy.
+  // Read in signal-number order, the SIGINT is the first (forwarded to the shell, which ignores
+  // it) and the SIGTERM the second, however late nativeprof reads them.
+  ASSERT_EQ(kill(np.pid(), SIGINT), 0);
+  ASSERT_EQ(kill(np.pid(), SIGTERM), 0);
+  const int status = np.Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT) << status;
+  nlohmann::json meta = nlohmann::json::parse(ReadFileOrEmpty(folded + ".json"), nullptr, false);
+  EXPECT_TRUE(meta.is_object()) << "the outputs were not written";
+  for (const auto& [pid, start] : {std::pair(orphan, orphan_start), std::pair(job, job_start)}) {
+    EXPECT_FALSE(StillRuns(pid, start)) << "process " << pid << " outlived nativeprof";
+    if (StillRuns(pid, start)) ::kill(pid, SIGKILL);
+  }
+}
+
+// A command that exits by itself ends the recording, and what it left running in the background
+// runs on, as it would have without nativeprof.
+TEST(RecordTest, ABackgroundJobOutlivesACommandThatExited) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string dir = MakeTempDir();
+  CommandResult r = RunCommand(
+      {NativeprofBinary(), "record", "--call-graph", "fp", "-o", dir + "/bg.folded", "--",
+       "/bin/sh", "-c", absl::StrCat("sleep 600 >/dev/null 2>&1 & echo $! > ", dir, "/bg")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const pid_t background = std::stoi(ReadFileOrEmpty(dir + "/bg"));
+  EXPECT_EQ(::kill(background, 0), 0) << "the background job was killed";
+  ::kill(background, SIGKILL);
 }
 
 // A signal that reaches nativeprof once its command has exited, while the outputs are written,
