@@ -37,6 +37,12 @@ bool IsUnknownUserFrame(const symbolize::ProfileFrame& frame) {
   return frame.kind == symbolize::ProfileFrameKind::kUser && frame.function == "[unknown]";
 }
 
+// A stack whose user part is the [unknown] left by execve (InsideExecveSamples' stacks).
+bool UserPartLostToExecve(const symbolize::Profile& profile, const symbolize::ProfileStack& s) {
+  return !s.frames.empty() && IsUnknownUserFrame(profile.frames[s.frames.front()]) &&
+         InsideExecve(profile, s);
+}
+
 }  // namespace
 
 double NamedFrameShare(const symbolize::Profile& profile) {
@@ -80,7 +86,7 @@ uint64_t RootlessSamples(const symbolize::Profile& profile) {
     if (s.off_cpu || s.frames.empty()) continue;
     const symbolize::ProfileFrame& outermost = profile.frames[s.frames.front()];
     if (outermost.kind == symbolize::ProfileFrameKind::kKernel) continue;  // no user part
-    if (IsUnknownUserFrame(outermost) && InsideExecve(profile, s)) continue;
+    if (UserPartLostToExecve(profile, s)) continue;
     if (!OutermostFrameIsRoot(outermost.function)) rootless += s.samples;
   }
   return rootless;
@@ -89,10 +95,7 @@ uint64_t RootlessSamples(const symbolize::Profile& profile) {
 uint64_t InsideExecveSamples(const symbolize::Profile& profile) {
   uint64_t samples = 0;
   for (const symbolize::ProfileStack& s : profile.stacks) {
-    if (s.off_cpu || s.frames.empty()) continue;
-    if (IsUnknownUserFrame(profile.frames[s.frames.front()]) && InsideExecve(profile, s)) {
-      samples += s.samples;
-    }
+    if (!s.off_cpu && UserPartLostToExecve(profile, s)) samples += s.samples;
   }
   return samples;
 }
