@@ -570,17 +570,36 @@ __attribute__((noinline)) int calloc_zeroed(void) {
 }
 
 // Mode `realloc-fails`: realloc(malloc(300), SIZE_MAX / 4) and realloc(aligned_alloc(64, 300),
-// SIZE_MAX / 4) fail with ENOMEM and leave their blocks allocated, which the program then leaks:
-// 2 allocations, no free, 600 B leaked.
-static void* volatile g_leaked_by_realloc_fails[2];
+// SIZE_MAX / 4) fail with ENOMEM and leave their blocks allocated, as does realloc(malloc(300),
+// 1 GiB) under an address-space limit that leaves less than that (a size the allocator could
+// give but cannot now). The program then leaks the three: 3 allocations, no free, no temporary
+// allocation, 900 B leaked.
+static void* volatile g_leaked_by_realloc_fails[3];
+
+// RLIMIT_AS at what the process maps now plus `spare` bytes; false when it cannot be read.
+// Read without stdio, which would allocate.
+static int limit_address_space(size_t spare, struct rlimit* before) {
+  char text[64] = {0};
+  const int fd = open("/proc/self/statm", O_RDONLY);
+  const ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+  if (fd >= 0) close(fd);
+  const unsigned long pages = n > 0 ? strtoul(text, NULL, 10) : 0;
+  if (pages == 0 || getrlimit(RLIMIT_AS, before) != 0) return 0;
+  struct rlimit lower = {pages * (size_t)sysconf(_SC_PAGESIZE) + spare, before->rlim_max};
+  return setrlimit(RLIMIT_AS, &lower) == 0;
+}
 
 __attribute__((noinline)) static int realloc_fails(void) {
-  void* blocks[2] = {malloc(300), aligned_alloc(64, 300)};
-  for (int i = 0; i < 2; ++i) {
+  void* blocks[3] = {malloc(300), aligned_alloc(64, 300), malloc(300)};
+  for (int i = 0; i < 3; ++i) {
     if (blocks[i] == NULL) return 2;
+    struct rlimit before;
+    if (i == 2 && !limit_address_space((size_t)64 << 20, &before)) return 2;
     errno = 0;
-    void* q = realloc(blocks[i], SIZE_MAX / 4);
-    if (q != NULL || errno != ENOMEM) return 3;
+    void* q = realloc(blocks[i], i == 2 ? (size_t)1 << 30 : SIZE_MAX / 4);
+    const int refused = errno;
+    if (i == 2) setrlimit(RLIMIT_AS, &before);
+    if (q != NULL || refused != ENOMEM) return 3;
     g_leaked_by_realloc_fails[i] = blocks[i];
   }
   return 0;
