@@ -115,11 +115,14 @@ TEST_F(CargoNativeprofTest, BenchRunsTheHarnessInBenchModeInItsPackage) {
 // Criterion looks its output directory up in CARGO_TARGET_DIR, or else runs `$CARGO metadata`
 // (Cargo sets CARGO for its subcommands): that cargo's allocations, more than the benchmark's
 // own peak heap, were recorded with it. The target directory here comes from --target-dir.
+// Criterion looks it up as it starts, in every mode: `--test` runs each benchmark once and
+// writes nothing there. (A --profile-time run wrote the profile directory that
+// CriterionHookTest, running beside it, checks.)
 TEST_F(CargoNativeprofTest, BenchHarnessRunsNoCargoOfItsOwn) {
   std::vector<std::string> argv = CargoNativeprofCommand(dir_, /*target_dir=*/"");
   argv.insert(argv.end(), {absl::StrCat("--manifest-path=", SourcePath("tests/cargo/Cargo.toml")),
                            absl::StrCat("--target-dir=", CargoTargetDir()), "--alloc", "--bench",
-                           "hot", "-o", "c.folded", "--", "--profile-time", "1", "hot/collatz"});
+                           "hot", "-o", "c.folded", "--", "--test", "hot/collatz"});
   CommandResult r = RunCommand(argv);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json meta =
