@@ -248,23 +248,6 @@ inline bool CountFree(ThreadState& t, alloc_channel::Control& c, const void* use
   return temporary;
 }
 
-// Takes back CountFree(t, c, user, size) of a block that stayed allocated after all (a realloc
-// that failed after counting the release), `last_alloc` being t.last_alloc before that call: the
-// totals and the live heap are as they were before it.
-inline void UncountFree(ThreadState& t, alloc_channel::Control& c, const void* user,
-                        size_t size, const void* last_alloc) {
-  alloc_channel::ThreadSlot& s = CountingSlot(t);
-  // Unsigned: adding the two's complement takes the count back, here and in MergeSpill's sum.
-  internal::Add(s.free_calls, ~uint64_t{0});
-  internal::Add(s.freed_bytes, ~uint64_t{size} + 1);
-  if (user == last_alloc) internal::Add(s.temporary, ~uint64_t{0});
-  t.last_alloc = last_alloc;
-  t.pending_live += static_cast<int64_t>(size);
-  if (t.pending_live > t.pending_high) t.pending_high = t.pending_live;
-  if (t.slot == nullptr) internal::MergeSpill(t, c);
-  PublishLiveIfDue(t, c);
-}
-
 // Counts the free of a block an earlier image allocated (a forked child freeing its copy): apart
 // from the totals, which count the block at the image that allocated it, and not in this
 // image's live heap, which never held it. It breaks a temporary allocation as any free does.

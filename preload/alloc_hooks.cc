@@ -441,47 +441,42 @@ size_t UsableSize(void* user) {
   return usable > offset ? usable - offset : 0;
 }
 
-// Requests at least this big cannot be had on x86-64 or AArch64 (their user address space is
-// 2^47 or 2^48 bytes): a realloc to one is refused for certain, so it takes the path that leaves
-// the block untouched when the allocator refuses.
-constexpr size_t kBeyondAddressSpace = size_t{1} << 48;
-
-// Whether a sampled block goes to glibc's own realloc (ResizeSampledBlock) rather than being
-// moved by hand: a counted plain block of this image (not one a forked child inherited) when the
-// size can be had. Moving by hand copies the block at every growth where glibc would extend
-// it in place or remap it: a Rust Vec grown to 64 MiB twenty times, whose large steps are all
-// sampled, ran 1.55x slower under --alloc that way.
+// Whether a sampled block goes to its allocator's own realloc (ResizeSampledBlock) rather than
+// being moved by hand: a counted plain block of this image (not one a forked child inherited).
+// Moving by hand copies the block at every growth where glibc would extend it in place or remap
+// it: a Rust Vec grown to 64 MiB twenty times, whose large steps are all sampled, ran 1.55x
+// slower under --alloc that way.
 bool ResizesInPlaceOfHand(const BlockHeader& h, size_t size) {
   return (h.tag & (kSampled | kUncounted)) == kSampled && h.offset == kHeaderBytes &&
-         Channel() != nullptr && AllocatedHere(h.tag) && size < kBeyondAddressSpace &&
+         Channel() != nullptr && AllocatedHere(h.tag) && size <= SIZE_MAX - kHeaderBytes &&
          CurrentThread().busy == 0;
 }
 
-// realloc of a sampled block by its allocator: its free is written first, since the allocator
-// may give its address to another thread as soon as it has moved it, and the new block is
-// counted (and perhaps sampled) as any other. When the allocator refuses (out of memory), the
-// block is where it was and still the program's: the free is taken back out of the totals and
-// the block written again as an allocation at the realloc's call site, so it stays in the live
-// views (the allocation views count it twice; only a realloc that runs out of memory does this).
+// realloc of a sampled block by its allocator, which holds the ring lock meanwhile and writes
+// the block's free in the same hold (ResizeWritingFree): the allocator may give the old address
+// to another thread as soon as it has moved the block, and no record of a block there can come
+// before this free. Then the release is counted and the new block counted (and perhaps sampled)
+// as any other. When the allocator refuses (out of memory), nothing was written or counted: the
+// block is where it was, as it was.
 __attribute__((noinline)) void* ResizeSampledBlock(void* user, size_t size, const void* frame) {
   Control* c = Channel();
   ThreadState& t = CurrentThread();
   const BlockHeader old = *HeaderOf(user);
-  const void* last_alloc = t.last_alloc;
-  CountRelease(user, old);
   const uint32_t origin = old.tag & kNextBlock;
-  void* old_base = static_cast<char*>(user) - kHeaderBytes;
-  void* base = origin != 0 ? NextRealloc(old_base, size + kHeaderBytes)
-                           : __libc_realloc(old_base, size + kHeaderBytes);
-  if (base != nullptr) return Track(c, base, size, kHeaderBytes, frame, origin);
-  const int refused = errno;
-  UncountFree(t, *c, user, old.size, last_alloc);
-  if (!SamplingOn(*c) || c->reader_gone.load(std::memory_order_relaxed) != 0) return nullptr;
+  ResizeUnderLock resize{origin != 0 ? NextRealloc : __libc_realloc,
+                         static_cast<char*>(user) - kHeaderBytes, size + kHeaderBytes};
+  // The writer's system calls may set errno; a realloc that succeeded leaves the program's.
+  const int saved_errno = errno;
   ++t.busy;
-  (void)WriteAllocSample(t, *c, CallSite{frame}, user, old.size);
+  void* base = ResizeWritingFree(t, *c, user, /*temporary=*/user == t.last_alloc, resize);
   --t.busy;
-  errno = refused;
-  return nullptr;
+  if (base == nullptr) {
+    errno = resize.refused_errno;
+    return nullptr;
+  }
+  errno = saved_errno;
+  (void)CountFree(t, *c, user, old.size);
+  return Track(c, base, size, kHeaderBytes, frame, origin);
 }
 
 // Everything realloc does but the common case (see Reallocate).
@@ -517,9 +512,10 @@ __attribute__((noinline)) void* ReallocateSlow(void* user, size_t size, const vo
   }
   if (ResizesInPlaceOfHand(*h, size)) return ResizeSampledBlock(user, size, frame);
   if (h->offset != kHeaderBytes || (h->tag & kSampled) != 0) {
-    // An over-aligned block cannot grow in place with its header, and the rest of the sampled
-    // ones (ResizesInPlaceOfHand) are moved by hand so their free is in the ring before glibc
-    // can reuse the address. The new block is allocated first, uncounted: a realloc that fails
+    // An over-aligned block cannot grow in place with its header, and the sampled ones that
+    // ResizesInPlaceOfHand leaves (a forked child's copy of its parent's block, a resize from
+    // inside the library) are moved by hand so their free is in the ring before glibc can
+    // reuse the address. The new block is allocated first, uncounted: a realloc that fails
     // leaves the old block allocated, so it must stay counted (it was counted as freed, and a
     // leak of it went unseen). Then the release is counted, then the new block: a realloc is a
     // move, never two blocks live at once (as heaptrack counts it).

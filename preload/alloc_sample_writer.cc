@@ -598,8 +598,9 @@ static_assert(alloc_channel::kFreeBatchEntries <= 32, "a batch record's size is 
 // Writes the frees `ahead` takes from its batch, then the record `f` (if any), under one lock
 // and with one time: false when they could not be (no reader, or no room for too long). The
 // caller counts a sample that went unwritten as lost (a peak mark is not a sample). `pid` is the
-// writer's.
-bool Publish(Control& c, SampleFields* f, uint32_t pid, BatchAhead* ahead = nullptr) {
+// writer's. With `resize`, that runs first under the lock, and nothing is written when it fails.
+bool Publish(Control& c, SampleFields* f, uint32_t pid, BatchAhead* ahead = nullptr,
+             ResizeUnderLock* resize = nullptr) {
   if (c.reader_gone.load(std::memory_order_relaxed) != 0) return false;
   size_t size = 0;
   if (f != nullptr) {
@@ -610,6 +611,10 @@ bool Publish(Control& c, SampleFields* f, uint32_t pid, BatchAhead* ahead = null
   perf_event_mmap_page* meta = RingMeta(c);
   uint8_t* data = reinterpret_cast<uint8_t*>(meta) + meta->data_offset;
   Lock(c, pid);
+  if (resize != nullptr && !resize->Run()) {
+    Unlock(c);
+    return false;
+  }
   // The profiler stops every writer by setting reader_gone and then taking the lock once, and
   // closes the batches it finds (AllocChannel::StopWriting): a writer that saw it unset above
   // but locked after it must not take a batch's frees again.
@@ -654,9 +659,9 @@ bool Publish(Control& c, SampleFields* f, uint32_t pid, BatchAhead* ahead = null
 // the frees it took go back to their allocator, unless `close` (the process is ending);
 // unwritten frees are lost samples.
 bool PublishAfterBatch(Control& c, SampleFields* f, uint32_t pid, alloc_channel::FreeBatch* batch,
-                       bool close = false) {
+                       bool close = false, ResizeUnderLock* resize = nullptr) {
   BatchAhead ahead(batch, close);
-  const bool written = Publish(c, f, pid, &ahead);
+  const bool written = Publish(c, f, pid, &ahead, resize);
   if (ahead.count == 0) return written;
   if (!written) c.lost_samples.fetch_add(ahead.count, std::memory_order_relaxed);
   if (!close) {
@@ -756,6 +761,22 @@ void WriteFreeSample(ThreadState& t, Control& c, const void* user, bool temporar
   if (!PublishAfterBatch(c, &f, f.pid, t.batch)) {
     c.lost_samples.fetch_add(1, std::memory_order_relaxed);
   }
+}
+
+void* ResizeWritingFree(ThreadState& t, Control& c, const void* user, bool temporary,
+                        ResizeUnderLock& resize) {
+  SampleFields f;
+  f.id = alloc_channel::kFreeSampleId;
+  f.addr = reinterpret_cast<uintptr_t>(user);
+  f.period = temporary ? alloc_channel::kFreeTemporary : 0;
+  FillIdentity(t, f, /*cpu=*/false);
+  const bool written = PublishAfterBatch(c, &f, f.pid, t.batch, /*close=*/false, &resize);
+  if (!resize.ran) {
+    (void)resize.Run();  // no reader: nothing to keep in order
+  } else if (resize.result != nullptr && !written) {
+    c.lost_samples.fetch_add(1, std::memory_order_relaxed);
+  }
+  return resize.result;
 }
 
 void FlushFreeBatch(ThreadState& t, Control& c, bool close) {

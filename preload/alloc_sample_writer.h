@@ -8,6 +8,7 @@
 #ifndef NATIVEPROF_PRELOAD_ALLOC_SAMPLE_WRITER_H_
 #define NATIVEPROF_PRELOAD_ALLOC_SAMPLE_WRITER_H_
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 
@@ -34,6 +35,30 @@ void ReleaseStackCopy(ThreadState& t);
 // (alloc_channel::kFreeRecordPeak).
 void WritePeakMark(ThreadState& t, alloc_channel::Control& c, int64_t peak_bytes);
 void WriteFreeSample(ThreadState& t, alloc_channel::Control& c, const void* user, bool temporary);
+
+// The allocator's realloc of a sampled block, run by ResizeWritingFree with the ring lock held.
+struct ResizeUnderLock {
+  void* (*realloc_fn)(void*, size_t);
+  void* base;    // the allocator's block
+  size_t bytes;  // its new size
+  void* result = nullptr;
+  bool ran = false;
+  int refused_errno = 0;  // errno as the allocator left it when it refused
+
+  bool Run() {
+    ran = true;
+    result = realloc_fn(base, bytes);
+    if (result == nullptr) refused_errno = errno;
+    return result != nullptr;
+  }
+};
+// Resizes sampled block `user` with `resize` and, when the allocator did, writes the block's free
+// (`temporary` as CountFree will find it) in the same hold of the ring lock: the allocator may
+// hand the old address to another thread as soon as it has moved the block, and that thread's
+// record of a block there cannot come before this free. A refused resize writes nothing (the
+// block is live, as it was). Returns the allocator's result.
+void* ResizeWritingFree(ThreadState& t, alloc_channel::Control& c, const void* user,
+                        bool temporary, ResizeUnderLock& resize);
 
 // The thread's batched frees (alloc_channel::FreeBatch) into the ring now, as one record, and
 // their blocks back to their allocator (ReleaseBatchedBlock). Each record the thread writes

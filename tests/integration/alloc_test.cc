@@ -372,8 +372,10 @@ TEST(AllocTest, ThePeakSetHoldsTheAllocationThatMadeThePeak) {
 // A realloc that fails leaves its block allocated: still live, and leaked if the program never
 // frees it. (The failed move of a sampled block, or of an over-aligned one at either rate,
 // counted it as freed, so the leak went unseen.) The third block's realloc fails only for want
-// of address space: under --alloc=1 it is sampled, so its free was written before glibc was
-// asked (ResizeSampledBlock), and the refusal takes that back.
+// of address space. Under --alloc=1 every block is sampled, so glibc's realloc is asked with the
+// ring lock held (ResizeSampledBlock): a refusal writes nothing, and every view shows the blocks
+// once, at the site that allocated them, not at the realloc's (refused_realloc). (Writing the
+// free first and the block again after a refusal counted it twice, and at the wrong site.)
 TEST(AllocTest, AFailedReallocLeavesTheBlockCounted) {
   NP_SKIP_IF_NO_PERF();
   for (const char* rate : {"--alloc", "--alloc=1"}) {
@@ -389,6 +391,11 @@ TEST(AllocTest, AFailedReallocLeavesTheBlockCounted) {
   AllocRecording every = RecordAlloc("--alloc=1", {TargetPath("alloc_workload"), "realloc-fails"});
   EXPECT_EQ(every.View("leaked").Self("realloc_fails"), 900u);
   EXPECT_EQ(every.View("peak").Self("realloc_fails"), 900u);
+  EXPECT_EQ(every.View("allocs").Self("realloc_fails"), 3u);
+  for (const char* view : {"alloc", "allocs", "leaked", "peak"}) {
+    EXPECT_EQ(every.View(view).Total("refused_realloc"), 0u) << view;
+  }
+  EXPECT_EQ(every.View("temporary").total(), 0u);
 }
 
 TEST(AllocTest, ThreadsAndCrossThreadFreesAreCounted) {
