@@ -5,10 +5,15 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <string>
 #include <system_error>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/errno_status.h"
@@ -68,6 +73,28 @@ uint64_t ReadEventFd(int fd) {
 
 void WriteEventFd(int fd, uint64_t value) {
   while (::write(fd, &value, sizeof(value)) < 0 && errno == EINTR) {
+  }
+}
+
+// A writer's failure past the state checks is the file's: a directory where it goes, a parent
+// that is a file, no room. errno's usual class (EISDIR and ENOTDIR read as a failed
+// precondition) would have the C API call it NP_ERROR_BAD_STATE, the profiler's state.
+absl::Status AsFileFailure(absl::Status st) {
+  if (st.ok()) return st;
+  return absl::UnavailableError(st.message());
+}
+
+// A fallback the session made (cycles sampled as cpu-clock, kernel stacks dropped) is said on
+// stderr once per process and note, as `record` says it once per run: a benchmark harness starts
+// a profiler for every benchmark.
+void SayNotesOnce(const std::vector<std::string>& notes) {
+  static std::mutex mu;
+  static std::vector<std::string>* said = new std::vector<std::string>();  // never destroyed
+  std::lock_guard<std::mutex> lock(mu);
+  for (const std::string& note : notes) {
+    if (std::find(said->begin(), said->end(), note) != said->end()) continue;
+    said->push_back(note);
+    std::fprintf(stderr, "nativeprof: %s\n", note.c_str());
   }
 }
 
@@ -186,6 +213,7 @@ absl::Status SelfProfiler::Start() {
     if (!session.ok()) return fail(session.status());
     session_ = *std::move(session);
     notes_ = session_->notes();
+    SayNotesOnce(notes_);
   }
   if (options_.count) {
     if (absl::Status st = OpenCounters(tids); !st.ok()) return fail(st);
@@ -297,13 +325,13 @@ absl::Status SelfProfiler::WriteAs(const std::string& path, output::OutputFormat
     build.sample_frequency_hz = options_.frequency_hz;
     profile_ = symbolize::BuildProfile(*collector_, *symbolizer_, build);
   }
-  return output::WriteProfile(*profile_, path, format, {});
+  return AsFileFailure(output::WriteProfile(*profile_, path, format, {}));
 }
 
 absl::Status SelfProfiler::WriteCounters(const std::string& path) {
   NP_ASSIGN_OR_RETURN(std::vector<sampler::CounterValue> values, Counters());
   const double seconds = std::chrono::duration<double>(elapsed_).count();
-  return WriteFileAtomically(path, output::FormatCounterTable(values, seconds));
+  return AsFileFailure(WriteFileAtomically(path, output::FormatCounterTable(values, seconds)));
 }
 
 absl::StatusOr<std::vector<sampler::CounterValue>> SelfProfiler::Counters() const {

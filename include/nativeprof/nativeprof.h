@@ -27,7 +27,9 @@ typedef enum np_status {
   NP_OK = 0,
   NP_ERROR_INVALID_ARGUMENT = 1, /* bad option, NULL pointer, unknown event name */
   NP_ERROR_PERMISSION_DENIED = 2, /* perf_event_paranoid forbids it; see np_last_error() */
-  NP_ERROR_NOT_SUPPORTED = 3,     /* the event does not exist on this machine */
+  NP_ERROR_NOT_SUPPORTED = 3,     /* the event does not exist on this machine (a hardware
+                                   * sampling event falls back to cpu-clock instead, as perf
+                                   * does, and says so once on stderr) */
   NP_ERROR_BAD_STATE = 4,         /* e.g. start while running, write while running */
   NP_ERROR_IO = 5,                /* the output file could not be written */
   NP_ERROR_RESOURCE_EXHAUSTED = 6, /* out of file descriptors or locked memory */
