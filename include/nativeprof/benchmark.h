@@ -71,14 +71,25 @@ class Harness {
   }
 
   // Creates the profilers. Errors: those of Profiler::Create, kInvalidArgument when out_dir
-  // cannot be created.
+  // cannot be created, is not a directory or cannot be written (found before any benchmark
+  // runs, so no profile is lost to it).
   absl::Status Init(const HarnessOptions& options) {
     initialized_ = true;
     options_ = options;
     if (!options_.out_dir.empty()) {
-      if (::mkdir(options_.out_dir.c_str(), 0777) != 0 && errno != EEXIST) {
+      const char* dir = options_.out_dir.c_str();
+      if (::mkdir(dir, 0777) != 0 && errno != EEXIST) {
         return absl::InvalidArgumentError("cannot create --nativeprof_out directory " +
                                           options_.out_dir + ": " + std::strerror(errno));
+      }
+      struct stat st;
+      if (::stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        return absl::InvalidArgumentError("--nativeprof_out " + options_.out_dir +
+                                          " is not a directory: give a directory for the profiles");
+      }
+      if (::access(dir, W_OK | X_OK) != 0) {
+        return absl::InvalidArgumentError("--nativeprof_out directory " + options_.out_dir +
+                                          " is not writable: " + std::strerror(errno));
       }
     }
     const bool sampling = !options_.out_dir.empty();
@@ -161,9 +172,12 @@ class Harness {
     Profiler* p = manager_profiler_.has_value() ? &*manager_profiler_ : &*scope_profiler_;
     const std::string path =
         options_.out_dir + "/" + SanitizeBenchmarkName(benchmark_name) + ".folded";
-    Report(p->WriteFolded(path));
+    if (!Report(p->WriteFolded(path))) ++unwritten_;
     Report(p->Reset());
   }
+
+  // Profiles that could not be written (the directory went away or filled up during the run).
+  int unwritten() const { return unwritten_; }
 
  private:
   // Diagnostics go to stderr once per distinct failure; benchmarks keep running.
@@ -183,6 +197,7 @@ class Harness {
   bool body_running_ = false;
   bool manager_running_ = false;
   bool pending_ = false;
+  int unwritten_ = 0;
   std::string last_error_;
 };
 
@@ -257,9 +272,25 @@ inline std::unique_ptr<::benchmark::BenchmarkReporter> MakeDisplayReporter(
       static_cast<::benchmark::ConsoleReporter::OutputOptions>(options));
 }
 
-// A complete main(): takes --nativeprof_out=DIR and --nativeprof_counters=false out of argv
+// The value of boolean flag `arg` named `name` in Google Benchmark's forms (`--name`,
+// `--name=true|false|yes|no|1|0`): 1 or 0; -1 for another value; -2 when it is not that flag.
+inline int BoolFlag(const std::string& arg, const std::string& name) {
+  if (arg == name) return 1;
+  if (arg.rfind(name + "=", 0) != 0) return -2;
+  const std::string v = arg.substr(name.size() + 1);
+  if (v == "true" || v == "yes" || v == "1") return 1;
+  if (v == "false" || v == "no" || v == "0") return 0;
+  return -1;
+}
+
+// Exit codes of Main besides Google Benchmark's: a profile that could not be written, as
+// `nativeprof record` exits when an output cannot be written.
+inline constexpr int kExitProfileNotWritten = 4;
+
+// A complete main(): takes --nativeprof_out=DIR and --nativeprof_counters[=BOOL] out of argv
 // (NATIVEPROF_BENCHMARK_OUT is the default for the former), then runs Google Benchmark with the
-// profiling reporter. Returns the process exit code.
+// profiling reporter. Returns the process exit code: 1 for a bad flag or an output directory
+// that cannot take the profiles, kExitProfileNotWritten when one could not be written anyway.
 inline int Main(int argc, char** argv) {
   HarnessOptions options;
   if (const char* env = std::getenv("NATIVEPROF_BENCHMARK_OUT")) options.out_dir = env;
@@ -273,9 +304,19 @@ inline int Main(int argc, char** argv) {
       options.out_dir = arg.substr(std::strlen("--nativeprof_out="));
       continue;
     }
-    if (arg == "--nativeprof_counters=false") {
-      options.counters = false;
+    if (const int on = BoolFlag(arg, "--nativeprof_counters"); on != -2) {
+      if (on < 0) {
+        std::fprintf(stderr, "nativeprof: %s: give --nativeprof_counters=true or =false\n",
+                     arg.c_str());
+        return 1;
+      }
+      options.counters = on == 1;
       continue;
+    }
+    if (arg == "--nativeprof_out") {
+      std::fprintf(stderr, "nativeprof: --nativeprof_out needs its directory after '=': "
+                           "--nativeprof_out=DIR\n");
+      return 1;
     }
     // Read (not consumed): Google Benchmark parses these too.
     if (arg.rfind("--benchmark_format=", 0) == 0) format = arg.substr(arg.find('=') + 1);
@@ -303,6 +344,11 @@ inline int Main(int argc, char** argv) {
   ::benchmark::RegisterProfilerManager(nullptr);
 #endif
   ::benchmark::Shutdown();
+  if (const int n = Harness::Get().unwritten(); n > 0) {
+    std::fprintf(stderr, "nativeprof: %d profile%s could not be written to %s\n", n,
+                 n == 1 ? "" : "s", options.out_dir.c_str());
+    return kExitProfileNotWritten;
+  }
   return 0;
 }
 

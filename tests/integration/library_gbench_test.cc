@@ -2,6 +2,7 @@
 // built against the shared library: one folded file per benchmark holding only that benchmark's
 // function, and the counters in the JSON output's user counters.
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "nlohmann/json.hpp"
@@ -75,6 +76,45 @@ TEST(LibraryGbenchTest, AggregatesOnlyStillWritesOneFilePerBenchmark) {
   EXPECT_THAT(ReadFileOrEmpty(dir + "/BM_ParseA.folded"), HasSubstr("ParseDigitsA"));
   EXPECT_THAT(ReadFileOrEmpty(dir + "/BM_HashB_4096.folded"), HasSubstr("HashBytesB"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/BM_ParseA_mean.folded"));
+}
+
+// An output directory that cannot take the profiles is refused before any benchmark runs (it
+// used to print one line per benchmark, write nothing and exit 0).
+TEST(LibraryGbenchTest, AnOutputDirectoryThatCannotTakeProfilesIsRefusedFirst) {
+  NP_SKIP_IF_NO_PERF();
+  const std::string file = MakeTempDir() + "/a-file";
+  std::ofstream(file) << "x";
+  for (const std::string& out : {file, file + "/profiles"}) {
+    SCOPED_TRACE(out);
+    testing::CommandResult r = RunCommand({TargetPath("gbench_profiled"),
+                                           "--nativeprof_out=" + out, "--benchmark_min_time=0.05"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr("--nativeprof_out"));
+    EXPECT_THAT(r.out, Not(HasSubstr("BM_ParseA")));  // no benchmark ran
+  }
+}
+
+// --nativeprof_counters takes Google Benchmark's boolean forms; anything else is refused.
+TEST(LibraryGbenchTest, CountersFlagTakesBooleanForms) {
+  NP_SKIP_IF_NO_PERF();
+  for (const char* flag : {"--nativeprof_counters", "--nativeprof_counters=true",
+                           "--nativeprof_counters=1", "--nativeprof_counters=no"}) {
+    SCOPED_TRACE(flag);
+    testing::CommandResult r =
+        RunCommand({TargetPath("gbench_profiled"), flag, "--benchmark_filter=ParseA",
+                    "--benchmark_min_time=0.05"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const bool on = std::string(flag) != "--nativeprof_counters=no";
+    EXPECT_EQ(r.out.find("page_faults=") != std::string::npos, on) << r.out;
+  }
+  testing::CommandResult bad =
+      RunCommand({TargetPath("gbench_profiled"), "--nativeprof_counters=maybe"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("--nativeprof_counters=true or =false"));
+  testing::CommandResult spaced =
+      RunCommand({TargetPath("gbench_profiled"), "--nativeprof_out", MakeTempDir()});
+  EXPECT_EQ(spaced.exit_code, 1);
+  EXPECT_THAT(spaced.err, HasSubstr("--nativeprof_out=DIR"));
 }
 
 TEST(LibraryGbenchTest, UnknownFlagsStillRejected) {
