@@ -259,24 +259,39 @@ std::string ReadFileOrEmpty(const std::string& path) {
   return ss.str();
 }
 
+namespace {
+
+// 0 when the event opens (and closes it again), else -1 with errno set.
+int OpenUserEventOnSelf(uint32_t type, uint64_t config) {
+  perf_event_attr attr{};
+  attr.size = sizeof(attr);
+  attr.type = type;
+  attr.config = config;
+  attr.disabled = 1;
+  attr.exclude_kernel = 1;
+  const int fd = static_cast<int>(::syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0));
+  const int err = errno;
+  if (fd >= 0) ::close(fd);
+  errno = err;
+  return fd < 0 ? -1 : 0;
+}
+
+}  // namespace
+
+bool PerfEventOpens(uint32_t type, uint64_t config) {
+  return OpenUserEventOnSelf(type, config) == 0;
+}
+
 bool PerfEventsAvailable(std::string* why) {
   static std::once_flag once;
   static bool ok = false;
   static std::string reason;
   std::call_once(once, [] {
-    perf_event_attr attr{};
-    attr.size = sizeof(attr);
-    attr.type = PERF_TYPE_SOFTWARE;
-    attr.config = PERF_COUNT_SW_CPU_CLOCK;
-    attr.disabled = 1;
-    attr.exclude_kernel = 1;
-    int fd = static_cast<int>(::syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0));
-    if (fd < 0) {
+    if (OpenUserEventOnSelf(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK) != 0) {
       reason = std::string("perf_event_open(cpu-clock) failed: ") + std::strerror(errno) +
                "; check /proc/sys/kernel/perf_event_paranoid";
       return;
     }
-    ::close(fd);
     ok = true;
   });
   if (!ok && why != nullptr) *why = reason;

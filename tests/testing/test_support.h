@@ -80,6 +80,9 @@ std::string ReadFileOrEmpty(const std::string& path);
 
 // True when perf_event_open works for a software event on this machine; the reason otherwise.
 bool PerfEventsAvailable(std::string* why);
+// Whether a user-space-only event (perf_event_attr type and config) opens on this process: false
+// for a hardware event in a VM without a PMU.
+bool PerfEventOpens(uint32_t type, uint64_t config);
 
 }  // namespace nativeprof::testing
 

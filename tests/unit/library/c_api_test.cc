@@ -5,7 +5,6 @@
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -134,22 +133,6 @@ TEST(LibraryCApiTest, EnforcesStartStopStates) {
   np_profiler_destroy(p);
 }
 
-// Whether this machine samples cycles for this process (a VM without a PMU does not).
-bool CyclesSamplingAvailable() {
-  perf_event_attr attr{};
-  attr.size = sizeof(attr);
-  attr.type = PERF_TYPE_HARDWARE;
-  attr.config = PERF_COUNT_HW_CPU_CYCLES;
-  attr.sample_freq = 99;
-  attr.freq = 1;
-  attr.exclude_kernel = 1;
-  attr.disabled = 1;
-  const long fd = ::syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
-  if (fd < 0) return false;
-  ::close(static_cast<int>(fd));
-  return true;
-}
-
 // A hardware sampling event this machine lacks falls back to cpu-clock, as `record` does, and
 // says so in one line on stderr, once however often a profiler starts (a benchmark harness
 // starts one per benchmark). It was silent: NP_OK everywhere and cpu-clock samples.
@@ -168,7 +151,7 @@ TEST(LibraryCApiTest, AHardwareEventFallbackIsSaidOnce) {
   }
   const std::string err = ::testing::internal::GetCapturedStderr();
   np_profiler_destroy(p);
-  if (CyclesSamplingAvailable()) {
+  if (testing::PerfEventOpens(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES)) {
     EXPECT_THAT(err, ::testing::Not(::testing::HasSubstr("cycles is not supported"))) << err;
   } else {
     const std::vector<std::string> lines = absl::StrSplit(err, '\n', absl::SkipEmpty());
