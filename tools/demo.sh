@@ -40,7 +40,8 @@ echo "== where the memory goes: nativeprof record --alloc -- nativeprof-demo-wor
 echo
 echo "== the call sites that allocate the most bytes"
 "$build/tools/nativeprof" report --top 5 "$out/mem.alloc.folded" >"$out/mem.report.txt"
-sed -n '/^Allocations/,$p' "$out/mem.report.txt" | head -24
+# The whole allocation section: a line count cut it in the middle of a table.
+sed -n '/^Allocations/,$p' "$out/mem.report.txt" | cut -c1-220
 echo
 echo "outputs: $out/demo.folded (folded stacks), $out/demo.svg (flame graph), $out/demo.folded.json (metadata + counters)"
 echo "         $out/wait.offcpu.folded and $out/wait.offcpu.svg (off-CPU time, us), $out/wait.folded (CPU)"
